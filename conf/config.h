@@ -1,0 +1,86 @@
+// A validated, immutable memshard configuration, read from twemproxy's
+// nutcracker.yml format unchanged (plus memshard's extensions).
+//
+// No sockets here: addresses are kept as written and resolved by the proxy.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ketama/ring.h"
+
+namespace memshard::conf {
+
+struct ListenAddress {
+  std::string host;  // as written; empty for a unix socket
+  uint16_t port = 0;
+  bool is_unix = false;
+  std::string path;                 // unix socket path
+  std::optional<uint32_t> perm;     // unix socket permissions ("/tmp/m.sock 0666")
+  std::string text;                 // the directive's value as written
+
+  bool operator==(const ListenAddress&) const = default;
+};
+
+struct ServerConfig {
+  ketama::ServerEntry entry;  // host/path, port, weight, explicit name
+  std::string text;           // "host:port:weight name" as written
+  int line = 0;               // 1-based line in the file
+
+  bool operator==(const ServerConfig& o) const {
+    return text == o.text;
+  }
+};
+
+// Defaults are nutcracker 0.5's.
+struct PoolConfig {
+  std::string name;
+  int line = 0;
+  ListenAddress listen;
+  ketama::RingOptions ring;  // hash (fnv1a_64), hash_tag, distribution (ketama), ketama_compat
+  std::optional<int> timeout_ms;  // none = wait forever, as nutcracker
+  int backlog = 512;
+  bool preconnect = false;
+  std::optional<std::string> redis_auth;  // accepted for compatibility, unused
+  int redis_db = 0;                       // accepted for compatibility, unused
+  uint32_t server_connections = 1;
+  bool auto_eject_hosts = false;
+  int server_retry_timeout_ms = 30000;
+  uint32_t server_failure_limit = 2;
+  uint32_t client_connections = 0;  // 0 = no limit
+  bool tcpkeepalive = false;
+  // memshard extension: largest value accepted from a client (memcached's -I).
+  uint32_t item_size_max = 1024 * 1024;
+  std::vector<ServerConfig> servers;
+};
+
+struct Config {
+  std::string file;
+  std::vector<PoolConfig> pools;  // in file order
+
+  const PoolConfig* find_pool(const std::string& name) const;
+};
+
+struct ConfigError {
+  std::string file;
+  int line = 0;           // 0 when the error is about the file as a whole
+  std::string directive;  // e.g. "servers", "listen"; empty when none applies
+  std::string message;    // says what was expected
+
+  // "file:line: directive: message" (GCC-style, so editors can jump to it)
+  std::string to_string() const;
+};
+
+struct LoadResult {
+  std::optional<Config> config;     // set when errors is empty
+  std::vector<ConfigError> errors;  // every error found, not only the first
+};
+
+// Reads and validates a file.
+LoadResult load_config_file(const std::string& path);
+// Same, for text already in memory; `file` names it in errors.
+LoadResult parse_config(const std::string& text, const std::string& file);
+
+}  // namespace memshard::conf

@@ -1,0 +1,102 @@
+// An immutable consistent-hash ring (or modula/random selector) over a list
+// of servers, built to place keys exactly where a given legacy system does.
+//
+// Pure value: no I/O, no config parsing, safe to share read-only between
+// threads. Lookups return the server's index in the list given to build(),
+// whatever order the compatibility mode sorts servers in internally.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ketama/hash.h"
+
+namespace memshard::ketama {
+
+// Whose ketama the ring reproduces. See ../shared/ketama-compat.md.
+enum class Mode {
+  twemproxy,              // nutcracker 0.5 (default)
+  libmemcached_weighted,  // MEMCACHED_BEHAVIOR_KETAMA_WEIGHTED
+  libmemcached,           // MEMCACHED_BEHAVIOR_KETAMA
+  libmemcached_spy,       // MEMCACHED_DISTRIBUTION_CONSISTENT_KETAMA_SPY
+  libketama,              // last.fm libketama
+  spymemcached,           // Java spymemcached KetamaNodeLocator
+};
+std::string_view mode_name(Mode m);
+std::optional<Mode> parse_mode_name(std::string_view name);
+
+enum class Distribution { ketama, modula, random };
+std::string_view distribution_name(Distribution d);
+std::optional<Distribution> parse_distribution_name(std::string_view name);
+
+struct ServerEntry {
+  std::string host;    // hostname or IP literal as written (never resolved), or socket path
+  uint16_t port = 11211;  // ignored for unix sockets
+  uint32_t weight = 1;
+  std::string name;    // explicit name from the config, empty when none
+  bool is_unix = false;
+
+  // "host:port", or the socket path: how an operator names the server.
+  std::string address() const;
+};
+
+struct RingOptions {
+  Mode mode = Mode::twemproxy;
+  Distribution distribution = Distribution::ketama;
+  // Key hash. Only twemproxy mode and plain libmemcached/libmemcached_spy
+  // honour it; the other modes hash keys with MD5 as their originals do.
+  HashFunction hash = HashFunction::fnv1a_64;
+  std::string hash_tag;  // empty, or exactly two characters such as "{}"
+};
+
+struct Point {
+  uint32_t value;
+  uint32_t server;  // index into Ring::servers()
+};
+
+class Ring {
+ public:
+  static constexpr size_t npos = std::numeric_limits<size_t>::max();
+
+  // `live`: empty means every server takes part; otherwise live[i] == false
+  // leaves server i out of the continuum (auto_eject_hosts), and the point
+  // counts are computed from the live servers only, as twemproxy does.
+  // Throws std::invalid_argument for an empty server list or a bad hash_tag.
+  static Ring build(std::vector<ServerEntry> servers, RingOptions options,
+                    std::vector<bool> live = {});
+
+  // The value a key is placed by, after hash_tag, with the mode's key hash.
+  uint32_t hash_key(std::string_view key) const;
+  // Owner of a hash value; npos when no server is live.
+  size_t server_for_hash(uint32_t hash) const;
+  // Owner of a key; npos when no server is live.
+  size_t lookup(std::string_view key) const;
+  // The first `n` distinct live servers clockwise from the key's point
+  // (fewer when fewer are live). Ketama distribution only; for modula and
+  // random, the owner followed by the next servers in ring order.
+  std::vector<size_t> preference_list(std::string_view key, size_t n) const;
+
+  const std::vector<ServerEntry>& servers() const;
+  const RingOptions& options() const;
+  bool is_live(size_t server) const;
+  // The string the mode hashes for a server's points, without the "-k" suffix.
+  const std::string& ring_name(size_t server) const;
+  // The sorted continuum (ketama distribution; empty for modula/random).
+  const std::vector<Point>& points() const;
+  size_t point_count(size_t server) const;
+  // Exact number of the 2^32 hash values each server owns (index = server).
+  std::vector<uint64_t> owned_hashes() const;
+
+ private:
+  struct State;
+  explicit Ring(std::shared_ptr<const State> s) : s_(std::move(s)) {}
+  std::shared_ptr<const State> s_;
+};
+
+}  // namespace memshard::ketama

@@ -1,0 +1,34 @@
+// Parsing of one server reply line of the memcached text protocol.
+//
+// Pure functions over bytes, like request_parser.h. The caller reads the
+// line, asks what it is, and for replies that carry data reads that many
+// bytes (value + "\r\n") after it.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+namespace memshard::proto {
+
+enum class ReplyKind : uint8_t {
+  value,       // "VALUE <key> <flags> <bytes> [<cas>]": data follows; more lines follow
+  end,         // "END": ends a retrieval reply
+  meta_value,  // "VA <bytes> <flags>*": data follows; ends the reply after the data
+  meta_noop,   // "MN": the end marker of a quiet request
+  line,        // any other well-formed one-line reply (STORED, HD, 42, ERROR, ...)
+  invalid,     // not something a memcached server sends: the connection is broken
+};
+
+struct ReplyLine {
+  ReplyKind kind = ReplyKind::invalid;
+  std::string_view key;  // for value
+  uint64_t data_bytes = 0;  // for value and meta_value: value length + 2
+};
+
+// `line` has no trailing "\r\n". Lines longer than kMaxReplyLineLength are
+// invalid (the caller stops reading earlier and treats that as invalid).
+ReplyLine parse_reply_line(std::string_view line);
+
+inline constexpr size_t kMaxReplyLineLength = 8192;
+
+}  // namespace memshard::proto

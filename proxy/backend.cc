@@ -1,0 +1,353 @@
+#include "proxy/backend.h"
+
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <utility>
+
+#include "proxy/reply_parser.h"
+#include "proxy/reply_slot.h"
+#include "proxy/worker.h"
+
+namespace memshard::proxy {
+
+namespace {
+
+constexpr std::string_view kTimeout = "SERVER_ERROR backend timeout";
+constexpr std::string_view kUnreachable = "SERVER_ERROR backend unavailable";
+constexpr std::string_view kClosed = "SERVER_ERROR backend closed the connection";
+constexpr std::string_view kGarbled = "SERVER_ERROR backend sent an invalid reply";
+
+// A server that refuses connections is not asked again for a while; the
+// requests meanwhile fail at once instead of queueing behind connects.
+constexpr uint64_t kFirstBackoffUsec = 20'000;
+constexpr uint64_t kMaxBackoffUsec = 1'000'000;
+
+bool is_error_line(std::string_view line) {
+  return line.starts_with("ERROR") || line.starts_with("CLIENT_ERROR") ||
+         line.starts_with("SERVER_ERROR");
+}
+
+void set_error(std::string& slot_error, std::string_view text) {
+  if (!slot_error.empty()) return;
+  slot_error.assign(text);
+  slot_error.append("\r\n");
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- server
+
+BackendServer::BackendServer(Worker& worker, std::string identity, SocketAddress address,
+                             ServerSettings settings)
+    : worker_(worker),
+      identity_(std::move(identity)),
+      address_(address),
+      settings_(settings) {}
+
+BackendServer::~BackendServer() = default;
+
+void BackendServer::update_settings(ServerSettings s) {
+  settings_ = s;
+  // Extra connections beyond the new count are dropped only once idle.
+  while (conns_.size() > std::max<uint32_t>(1, s.connections) && conns_.back()->in_flight() == 0) {
+    conns_.pop_back();
+  }
+}
+
+BackendConn* BackendServer::connection_for(uint64_t affinity) {
+  if (retry_after_usec_ != 0 && worker_.now_usec() < retry_after_usec_) return nullptr;
+  size_t want = std::max<uint32_t>(1, settings_.connections);
+  while (conns_.size() < want) conns_.push_back(std::make_unique<BackendConn>(*this));
+  return conns_[affinity % want].get();
+}
+
+void BackendServer::on_connect_failed() {
+  backoff_usec_ = backoff_usec_ == 0 ? kFirstBackoffUsec : std::min(backoff_usec_ * 2, kMaxBackoffUsec);
+  retry_after_usec_ = worker_.now_usec() + backoff_usec_;
+}
+
+void BackendServer::on_connected() {
+  backoff_usec_ = 0;
+  retry_after_usec_ = 0;
+}
+
+bool BackendServer::idle() const {
+  return std::all_of(conns_.begin(), conns_.end(),
+                     [](const auto& c) { return c->in_flight() == 0; });
+}
+
+// ------------------------------------------------------------ connection
+
+BackendConn::BackendConn(BackendServer& server) : server_(server) {
+  timer_ = evtimer_new(server_.worker().base(), &BackendConn::on_timer, this);
+}
+
+BackendConn::~BackendConn() {
+  if (bev_ != nullptr) bufferevent_free(bev_);
+  event_free(timer_);
+}
+
+evbuffer* BackendConn::output() {
+  if (bev_ == nullptr) connect();
+  return bufferevent_get_output(bev_);
+}
+
+void BackendConn::connect() {
+  bev_ = bufferevent_socket_new(server_.worker().base(), -1, BEV_OPT_CLOSE_ON_FREE);
+  bufferevent_setcb(bev_, &BackendConn::on_read, nullptr, &BackendConn::on_event, this);
+  bufferevent_enable(bev_, EV_READ | EV_WRITE);
+  connected_ = false;
+  connect_started_usec_ = server_.worker().now_usec();
+  const SocketAddress& a = server_.address();
+  if (bufferevent_socket_connect(bev_, const_cast<sockaddr*>(a.get()), static_cast<int>(a.length)) <
+      0) {
+    // Fails before any operation is queued; report it from the loop.
+    broken_ = true;
+    timeval now{0, 0};
+    evtimer_add(timer_, &now);
+    return;
+  }
+  arm_timer();
+}
+
+void BackendConn::enqueue(BackendOp op) {
+  ops_.push_back(op);
+  if (ops_.size() == 1) arm_timer();
+}
+
+void BackendConn::arm_timer() {
+  if (broken_) return;
+  int timeout_ms = server_.settings().timeout_ms;
+  if (timeout_ms < 0 || (connected_ && ops_.empty())) {
+    evtimer_del(timer_);
+    return;
+  }
+  uint64_t start = connected_ ? ops_.front().sent_usec : connect_started_usec_;
+  uint64_t deadline = start + static_cast<uint64_t>(timeout_ms) * 1000;
+  uint64_t now = server_.worker().now_usec();
+  uint64_t wait = deadline > now ? deadline - now : 0;
+  timeval tv{static_cast<time_t>(wait / 1'000'000), static_cast<suseconds_t>(wait % 1'000'000)};
+  evtimer_add(timer_, &tv);
+}
+
+void BackendConn::on_timer(evutil_socket_t, short, void* self) {
+  auto* c = static_cast<BackendConn*>(self);
+  if (c->broken_) {
+    c->fail(kUnreachable);
+    return;
+  }
+  int timeout_ms = c->server_.settings().timeout_ms;
+  uint64_t now = c->server_.worker().now_usec();
+  uint64_t start = c->connected_ ? (c->ops_.empty() ? now : c->ops_.front().sent_usec)
+                                 : c->connect_started_usec_;
+  if (timeout_ms >= 0 && now - start >= static_cast<uint64_t>(timeout_ms) * 1000) {
+    c->server_.worker().stats().server_timeouts.add();
+    c->fail(kTimeout);
+  } else {
+    c->arm_timer();
+  }
+}
+
+void BackendConn::on_event(bufferevent* bev, short what, void* self) {
+  auto* c = static_cast<BackendConn*>(self);
+  if (what & BEV_EVENT_CONNECTED) {
+    c->connected_ = true;
+    int fd = bufferevent_getfd(bev);
+    sockaddr_storage ss{};
+    socklen_t len = sizeof(ss);
+    if (getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len) == 0 && ss.ss_family != AF_UNIX) {
+      int one = 1;
+      setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    }
+    c->server_.on_connected();
+    c->arm_timer();
+    return;
+  }
+  c->fail(c->connected_ ? kClosed : kUnreachable);
+}
+
+void BackendConn::on_read(bufferevent*, void* self) { static_cast<BackendConn*>(self)->read_replies(); }
+
+void BackendConn::read_replies() {
+  evbuffer* in = bufferevent_get_input(bev_);
+  while (true) {
+    if (data_left_ > 0) {
+      size_t n = std::min<uint64_t>(evbuffer_get_length(in), data_left_);
+      if (n == 0) return;
+      if (data_dest_ != nullptr) {
+        evbuffer_remove_buffer(in, data_dest_, n);
+      } else {
+        evbuffer_drain(in, n);
+      }
+      data_left_ -= n;
+      if (data_left_ > 0) return;
+      BackendOp& op = ops_.front();
+      if (op.mode == ReplyMode::retrieval) {
+        op.slot->key_refs[block_position_].block_bytes = static_cast<uint32_t>(block_bytes_);
+      }
+      if (data_ends_op_) finish_op();
+      continue;
+    }
+    size_t available = evbuffer_get_length(in);
+    if (available == 0) return;
+    if (ops_.empty()) {
+      fail(kGarbled);  // a reply to nothing we asked
+      return;
+    }
+    size_t eol_len = 0;
+    evbuffer_ptr eol = evbuffer_search_eol(in, nullptr, &eol_len, EVBUFFER_EOL_CRLF_STRICT);
+    if (eol.pos < 0) {
+      if (available > proto::kMaxReplyLineLength) fail(kGarbled);
+      return;
+    }
+    if (!take_line(in, static_cast<size_t>(eol.pos), eol_len)) {
+      fail(kGarbled);
+      return;
+    }
+  }
+}
+
+bool BackendConn::take_line(evbuffer* in, size_t line_len, size_t eol_len) {
+  line_.resize(line_len);
+  evbuffer_copyout(in, line_.data(), line_len);
+  proto::ReplyLine r = proto::parse_reply_line(line_);
+  BackendOp& op = ops_.front();
+  ReplySlot* slot = op.slot;
+  size_t total = line_len + eol_len;
+  auto begin_data = [&](evbuffer* dest, uint64_t bytes, bool ends_op) {
+    data_dest_ = dest;
+    data_left_ = bytes;
+    data_ends_op_ = ends_op;
+  };
+
+  switch (op.mode) {
+    case ReplyMode::retrieval: {
+      Fragment& frag = slot->fragments[op.fragment];
+      if (r.kind == proto::ReplyKind::value) {
+        // The server answers hits in the order asked: the VALUE belongs to
+        // the next requested key with that name.
+        size_t i = frag.next_key;
+        while (i < frag.key_positions.size() && slot->key(frag.key_positions[i]) != r.key) ++i;
+        if (i == frag.key_positions.size()) return false;
+        frag.next_key = i + 1;
+        block_position_ = frag.key_positions[i];
+        block_bytes_ = total + r.data_bytes;
+        evbuffer_remove_buffer(in, frag.values, total);
+        begin_data(frag.values, r.data_bytes, false);
+        return true;
+      }
+      if (r.kind == proto::ReplyKind::end) {
+        evbuffer_drain(in, total);
+        finish_op();
+        return true;
+      }
+      if (r.kind == proto::ReplyKind::line && is_error_line(line_)) {
+        frag.failed = true;
+        set_error(slot->error, line_);
+        for (uint32_t pos : frag.key_positions) slot->key_refs[pos].block_bytes = 0;
+        evbuffer_drain(frag.values, evbuffer_get_length(frag.values));
+        evbuffer_drain(in, total);
+        finish_op();
+        return true;
+      }
+      return false;
+    }
+    case ReplyMode::single:
+      if (r.kind != proto::ReplyKind::line) return false;
+      evbuffer_remove_buffer(in, slot->reply, total);
+      finish_op();
+      return true;
+    case ReplyMode::meta:
+      if (r.kind == proto::ReplyKind::line) {
+        evbuffer_remove_buffer(in, slot->reply, total);
+        finish_op();
+        return true;
+      }
+      if (r.kind == proto::ReplyKind::meta_value) {
+        evbuffer_remove_buffer(in, slot->reply, total);
+        begin_data(slot->reply, r.data_bytes, true);
+        return true;
+      }
+      return false;
+    case ReplyMode::quiet_keep:
+    case ReplyMode::quiet_drop: {
+      evbuffer* dest = op.mode == ReplyMode::quiet_keep ? slot->reply : nullptr;
+      if (r.kind == proto::ReplyKind::meta_noop) {
+        evbuffer_drain(in, total);
+        finish_op();
+        return true;
+      }
+      if (r.kind != proto::ReplyKind::line && r.kind != proto::ReplyKind::meta_value) return false;
+      if (dest != nullptr) {
+        evbuffer_remove_buffer(in, dest, total);
+      } else {
+        evbuffer_drain(in, total);
+      }
+      if (r.kind == proto::ReplyKind::meta_value) begin_data(dest, r.data_bytes, false);
+      return true;
+    }
+    case ReplyMode::broadcast:
+      if (r.kind != proto::ReplyKind::line) return false;
+      if (line_ != "OK") set_error(slot->error, is_error_line(line_) ? line_ : kGarbled);
+      evbuffer_drain(in, total);
+      finish_op();
+      return true;
+  }
+  return false;
+}
+
+void BackendConn::finish_op() {
+  BackendOp op = ops_.pop_front();
+  arm_timer();
+  server_.worker().fragment_done(op.slot);
+}
+
+void BackendConn::fail(std::string_view reason) {
+  bool was_connected = connected_;
+  if (bev_ != nullptr) bufferevent_free(bev_);
+  bev_ = nullptr;
+  connected_ = false;
+  broken_ = false;
+  evtimer_del(timer_);
+  data_left_ = 0;
+  data_dest_ = nullptr;
+  if (!was_connected) server_.on_connect_failed();
+
+  // Completing an operation may make its client send more requests, which
+  // may come back to this (now fresh) connection: fail from a private list.
+  Fifo<BackendOp> owed;
+  std::swap(owed, ops_);
+  server_.worker().stats().forward_error.add(owed.size());
+  while (!owed.empty()) {
+    BackendOp op = owed.pop_front();
+    ReplySlot* slot = op.slot;
+    switch (op.mode) {
+      case ReplyMode::retrieval: {
+        Fragment& frag = slot->fragments[op.fragment];
+        frag.failed = true;
+        evbuffer_drain(frag.values, evbuffer_get_length(frag.values));
+        for (uint32_t pos : frag.key_positions) slot->key_refs[pos].block_bytes = 0;
+        set_error(slot->error, reason);
+        break;
+      }
+      case ReplyMode::broadcast:
+        set_error(slot->error, reason);
+        break;
+      case ReplyMode::quiet_drop:
+        break;
+      case ReplyMode::single:
+      case ReplyMode::meta:
+      case ReplyMode::quiet_keep:
+        evbuffer_drain(slot->reply, evbuffer_get_length(slot->reply));
+        evbuffer_add(slot->reply, reason.data(), reason.size());
+        evbuffer_add(slot->reply, "\r\n", 2);
+        break;
+    }
+    server_.worker().fragment_done(slot);
+  }
+}
+
+}  // namespace memshard::proxy

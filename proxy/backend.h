@@ -1,0 +1,128 @@
+// Connections from one worker to one memcached server.
+//
+// A connection is pipelined: requests are written as they come and a FIFO
+// of operations remembers what each reply belongs to; the server answers in
+// order, so each reply parsed off the wire completes the oldest operation.
+// Reply bytes are moved (not copied) from the socket buffer to the slot
+// that owes them to a client.
+#pragma once
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "proxy/fifo.h"
+#include "proxy/topology.h"
+
+namespace memshard::proxy {
+
+class Worker;
+struct ReplySlot;
+
+// How the reply to one operation is read and where it goes.
+enum class ReplyMode : uint8_t {
+  retrieval,   // VALUE blocks until END, into the fragment's buffer
+  single,      // one line (storage, delete, incr/decr, touch)
+  meta,        // one line, or VA + data (mg, ms, md, ma, me)
+  quiet_keep,  // everything up to the MN that follows a quiet meta request
+  quiet_drop,  // everything up to MN, discarded (classic noreply)
+  broadcast,   // one line, "OK" expected (flush_all)
+};
+
+struct BackendOp {
+  ReplySlot* slot = nullptr;
+  uint32_t fragment = 0;
+  ReplyMode mode = ReplyMode::single;
+  uint64_t sent_usec = 0;
+};
+
+struct ServerSettings {
+  int timeout_ms = -1;  // -1: none
+  uint32_t connections = 1;
+};
+
+class BackendConn;
+
+// One server as seen by one worker: its connections and its health.
+class BackendServer {
+ public:
+  BackendServer(Worker& worker, std::string identity, SocketAddress address,
+                ServerSettings settings);
+  ~BackendServer();
+  BackendServer(const BackendServer&) = delete;
+  BackendServer& operator=(const BackendServer&) = delete;
+
+  const std::string& identity() const { return identity_; }
+  const ServerSettings& settings() const { return settings_; }
+  void update_settings(ServerSettings s);
+  // The connection a client with this affinity uses, so that one client's
+  // requests to this server stay in order. Null while the server is in
+  // its reconnect back-off: the caller fails the request at once.
+  BackendConn* connection_for(uint64_t affinity);
+
+  // Called by connections.
+  void on_connect_failed();
+  void on_connected();
+  Worker& worker() { return worker_; }
+  const SocketAddress& address() const { return address_; }
+  bool idle() const;
+
+ private:
+  Worker& worker_;
+  std::string identity_;
+  SocketAddress address_;
+  ServerSettings settings_;
+  std::vector<std::unique_ptr<BackendConn>> conns_;
+  uint64_t retry_after_usec_ = 0;
+  uint64_t backoff_usec_ = 0;
+};
+
+class BackendConn {
+ public:
+  explicit BackendConn(BackendServer& server);
+  ~BackendConn();
+  BackendConn(const BackendConn&) = delete;
+  BackendConn& operator=(const BackendConn&) = delete;
+
+  // The buffer to append one request's bytes to (connecting if needed);
+  // every request appended must be followed by exactly one enqueue().
+  evbuffer* output();
+  void enqueue(BackendOp op);
+  size_t in_flight() const { return ops_.size(); }
+
+ private:
+  static void on_read(bufferevent* bev, void* self);
+  static void on_event(bufferevent* bev, short what, void* self);
+  static void on_timer(evutil_socket_t, short, void* self);
+
+  void connect();
+  void read_replies();
+  // Returns false when the reply stream is broken.
+  bool take_line(evbuffer* in, size_t line_len, size_t eol_len);
+  void finish_op();
+  void fail(std::string_view reason);
+  void arm_timer();
+
+  BackendServer& server_;
+  bufferevent* bev_ = nullptr;
+  event* timer_ = nullptr;
+  bool connected_ = false;
+  bool broken_ = false;  // connect() failed synchronously; the timer reports it
+  uint64_t connect_started_usec_ = 0;
+  Fifo<BackendOp> ops_;
+  std::string line_;
+  // Data block being read after a VALUE/VA line.
+  uint64_t data_left_ = 0;
+  evbuffer* data_dest_ = nullptr;  // null: discard
+  bool data_ends_op_ = false;
+  uint32_t block_position_ = 0;  // retrieval: the client key position of this block
+  uint64_t block_bytes_ = 0;
+};
+
+}  // namespace memshard::proxy

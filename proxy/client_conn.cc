@@ -1,0 +1,405 @@
+#include "proxy/client_conn.h"
+
+#include <event2/buffer.h>
+
+#include <algorithm>
+
+#include "proxy/backend.h"
+#include "proxy/local_commands.h"
+#include "proxy/reply_slot.h"
+#include "proxy/worker.h"
+
+namespace memshard::proxy {
+
+namespace {
+
+constexpr std::string_view kUnavailable = "SERVER_ERROR backend unavailable\r\n";
+constexpr std::string_view kNoPool = "SERVER_ERROR pool not configured\r\n";
+
+bool is_meta(proto::Command c) {
+  switch (c) {
+    case proto::Command::meta_get:
+    case proto::Command::meta_set:
+    case proto::Command::meta_delete:
+    case proto::Command::meta_arithmetic:
+    case proto::Command::meta_debug:
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool is_storage(proto::Command c) {
+  switch (c) {
+    case proto::Command::set:
+    case proto::Command::add:
+    case proto::Command::replace:
+    case proto::Command::append:
+    case proto::Command::prepend:
+    case proto::Command::cas:
+    case proto::Command::meta_set:
+      return true;
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
+ClientConn::ClientConn(Worker& worker, int fd, std::string pool_name, uint64_t id)
+    : worker_(worker), pool_name_(std::move(pool_name)), id_(id) {
+  if (const PoolRoute* r = worker_.route(pool_name_)) {
+    limits_.item_size_max = r->pool->config.item_size_max;
+  }
+  bev_ = bufferevent_socket_new(worker_.base(), fd, BEV_OPT_CLOSE_ON_FREE);
+  bufferevent_setcb(bev_, &ClientConn::on_read, &ClientConn::on_write, &ClientConn::on_event,
+                    this);
+  // Input stops being read once it holds the largest request we accept,
+  // so a client cannot make us buffer more than that.
+  size_t max_request = proto::kMaxRetrievalLineLength + limits_.item_size_max + 4096;
+  bufferevent_setwatermark(bev_, EV_READ, 0, max_request);
+  bufferevent_setwatermark(bev_, EV_WRITE, kMaxBufferedOutput / 2, 0);
+  bufferevent_enable(bev_, EV_READ | EV_WRITE);
+  worker_.stats().curr_connections.add();
+  worker_.stats().total_connections.add();
+}
+
+ClientConn::~ClientConn() {
+  if (bev_ != nullptr) bufferevent_free(bev_);
+}
+
+void ClientConn::on_read(bufferevent*, void* self) { static_cast<ClientConn*>(self)->process_input(); }
+
+void ClientConn::on_write(bufferevent*, void* self) {
+  auto* c = static_cast<ClientConn*>(self);
+  c->flush_ready();
+}
+
+void ClientConn::on_event(bufferevent*, short what, void* self) {
+  auto* c = static_cast<ClientConn*>(self);
+  if (what & BEV_EVENT_EOF) {
+    // A client may half-close after its last request (`printf ... | nc`):
+    // answer what it sent, then close.
+    c->process_input();
+    c->closing_ = true;
+    c->flush_ready();
+  } else {
+    c->shut();
+  }
+}
+
+void ClientConn::process_input() {
+  if (closing_ || closed_ || in_process_) return;
+  in_process_ = true;
+  evbuffer* out = bufferevent_get_output(bev_);
+  while (!closing_) {
+    if (slots_.size() >= kMaxPendingReplies || evbuffer_get_length(out) >= kMaxBufferedOutput) {
+      paused_ = true;
+      break;
+    }
+    if (!next_request()) break;
+  }
+  in_process_ = false;
+  flush_ready();
+}
+
+bool ClientConn::next_request() {
+  evbuffer* in = bufferevent_get_input(bev_);
+  if (swallow_left_ > 0) {
+    size_t n = std::min<uint64_t>(evbuffer_get_length(in), swallow_left_);
+    evbuffer_drain(in, n);
+    swallow_left_ -= n;
+    if (swallow_left_ > 0) return false;
+  }
+  if (!have_request_) {
+    size_t eol_len = 0;
+    evbuffer_ptr eol = evbuffer_search_eol(in, nullptr, &eol_len, EVBUFFER_EOL_LF);
+    if (eol.pos < 0) {
+      size_t len = evbuffer_get_length(in);
+      if (len <= proto::kMaxLineLength) return false;
+      bool too_long = len > proto::kMaxRetrievalLineLength;
+      if (!too_long) {
+        // Enough of the line to tell a long multi-get from garbage.
+        line_.resize(proto::kMaxLineLength + 1);
+        evbuffer_copyout(in, line_.data(), line_.size());
+        too_long = proto::line_too_long(line_);
+      }
+      if (too_long) {
+        // memcached closes such a connection without a word.
+        closing_ = true;
+        bufferevent_disable(bev_, EV_READ);
+      }
+      return false;
+    }
+    size_t line_len = static_cast<size_t>(eol.pos);
+    header_bytes_ = line_len + eol_len;
+    line_.resize(line_len);
+    evbuffer_copyout(in, line_.data(), line_len);
+    if (!line_.empty() && line_.back() == '\r') line_.pop_back();
+    proto::parse_request_line(line_, limits_, request_);
+    have_request_ = true;
+  }
+  if (request_.action == proto::Action::forward &&
+      evbuffer_get_length(in) < header_bytes_ + request_.data_bytes) {
+    return false;  // the value has not fully arrived
+  }
+  dispatch(in);
+  have_request_ = false;
+  if (line_.capacity() > 64 * 1024) line_ = std::string();  // after a huge multi-get
+  return true;
+}
+
+void ClientConn::dispatch(evbuffer* in) {
+  const PoolRoute* route = worker_.route(pool_name_);
+  switch (request_.action) {
+    case proto::Action::local:
+      answer_locally(in);
+      return;
+    case proto::Action::error:
+      worker_.stats().client_errors.add();
+      reply_now(new_slot(), request_.error_reply);
+      evbuffer_drain(in, header_bytes_);
+      swallow_left_ = request_.swallow;
+      return;
+    case proto::Action::close: {
+      ReplySlot* s = new_slot();
+      s->close_after = true;
+      reply_now(s, request_.error_reply);
+      evbuffer_drain(in, header_bytes_);
+      closing_ = true;
+      return;
+    }
+    default:
+      break;
+  }
+  if (route == nullptr) {
+    evbuffer_drain(in, header_bytes_ + request_.data_bytes);
+    reply_now(new_slot(), kNoPool);
+    return;
+  }
+  switch (request_.action) {
+    case proto::Action::forward:
+      forward(*route, in);
+      break;
+    case proto::Action::multi_get:
+      multi_get(*route, in);
+      break;
+    case proto::Action::broadcast:
+      broadcast(*route, in);
+      break;
+    default:
+      break;
+  }
+}
+
+void ClientConn::forward(const PoolRoute& route, evbuffer* in) {
+  WorkerStats& st = worker_.stats();
+  (is_storage(request_.command) ? st.cmd_set : st.cmd_other).add();
+  size_t server = route.pool->ring.lookup(request_.keys[0]);
+  BackendConn* conn =
+      server == ketama::Ring::npos ? nullptr : route.backends[server]->connection_for(id_);
+  ReplySlot* s = new_slot();
+  bool meta = is_meta(request_.command);
+  if (conn == nullptr) {
+    evbuffer_drain(in, header_bytes_ + request_.data_bytes);
+    st.forward_error.add();
+    // noreply asked for silence even about failures; quiet meta did not.
+    reply_now(s, request_.quiet && !meta ? std::string_view() : kUnavailable);
+    return;
+  }
+  // The request goes out exactly as the client wrote it; a quiet one is
+  // followed by "mn" so the server's own quiet rules decide what it says
+  // and the MN marks where its answer ends.
+  evbuffer* out = conn->output();
+  evbuffer_remove_buffer(in, out, header_bytes_ + request_.data_bytes);
+  ReplyMode mode = meta ? ReplyMode::meta : ReplyMode::single;
+  if (request_.quiet) {
+    evbuffer_add(out, "mn\r\n", 4);
+    mode = meta ? ReplyMode::quiet_keep : ReplyMode::quiet_drop;
+  }
+  s->outstanding = 1;
+  s->add_fragment();
+  st.fragments.add();
+  conn->enqueue(BackendOp{s, 0, mode, worker_.now_usec()});
+}
+
+void ClientConn::multi_get(const PoolRoute& route, evbuffer* in) {
+  WorkerStats& st = worker_.stats();
+  ReplySlot* s = new_slot();
+  s->kind = SlotKind::retrieval;
+  const ketama::Ring& ring = route.pool->ring;
+  size_t nservers = route.backends.size();
+  if (fragment_of_server_.size() < nservers + 1) fragment_of_server_.assign(nservers + 1, -1);
+  server_of_fragment_.clear();
+  const auto& keys = request_.keys;
+  for (uint32_t pos = 0; pos < keys.size(); ++pos) {
+    size_t server = ring.lookup(keys[pos]);
+    if (server == ketama::Ring::npos) server = nservers;  // nothing live: a failed fragment
+    int32_t f = fragment_of_server_[server];
+    if (f < 0) {
+      f = static_cast<int32_t>(s->fragment_count);
+      s->add_fragment();
+      fragment_of_server_[server] = f;
+      server_of_fragment_.push_back(server);
+    }
+    auto offset = static_cast<uint32_t>(s->keys.size());
+    s->keys.append(keys[pos]);
+    s->key_refs.push_back(KeyRef{offset, static_cast<uint32_t>(keys[pos].size()),
+                                 static_cast<uint32_t>(f), 0});
+    s->fragments[f].key_positions.push_back(pos);
+  }
+  for (size_t server : server_of_fragment_) fragment_of_server_[server] = -1;
+  st.cmd_get.add(keys.size());
+
+  bool whole_line = server_of_fragment_.size() == 1;
+  if (!whole_line) evbuffer_drain(in, header_bytes_);
+  uint64_t now = worker_.now_usec();
+  for (uint32_t f = 0; f < s->fragment_count; ++f) {
+    size_t server = server_of_fragment_[f];
+    BackendConn* conn = server < nservers ? route.backends[server]->connection_for(id_) : nullptr;
+    if (conn == nullptr) {
+      s->fragments[f].failed = true;
+      if (s->error.empty()) s->error = kUnavailable;
+      st.forward_error.add();
+      continue;
+    }
+    evbuffer* out = conn->output();
+    if (whole_line) {
+      // One server holds every key: the client's own line serves as is.
+      evbuffer_remove_buffer(in, out, header_bytes_);
+    } else {
+      key_views_.clear();
+      for (uint32_t pos : s->fragments[f].key_positions) key_views_.push_back(s->key(pos));
+      scratch_.clear();
+      proto::append_retrieval_line(request_, key_views_, scratch_);
+      evbuffer_add(out, scratch_.data(), scratch_.size());
+    }
+    ++s->outstanding;
+    st.fragments.add();
+    conn->enqueue(BackendOp{s, f, ReplyMode::retrieval, now});
+  }
+  if (whole_line && s->outstanding == 0) evbuffer_drain(in, header_bytes_);
+  if (s->outstanding == 0) {
+    s->assemble();
+    s->complete = true;
+  }
+}
+
+void ClientConn::broadcast(const PoolRoute& route, evbuffer* in) {
+  WorkerStats& st = worker_.stats();
+  ReplySlot* s = new_slot();
+  s->kind = SlotKind::broadcast;
+  s->drop_reply = request_.quiet;
+  s->add_fragment();
+  uint64_t now = worker_.now_usec();
+  for (BackendServer* b : route.backends) {
+    BackendConn* conn = b->connection_for(id_);
+    if (conn == nullptr) {
+      if (s->error.empty()) s->error = kUnavailable;
+      st.forward_error.add();
+      continue;
+    }
+    evbuffer* out = conn->output();
+    evbuffer_add(out, line_.data(), line_.size());
+    evbuffer_add(out, "\r\n", 2);
+    ReplyMode mode = ReplyMode::broadcast;
+    if (request_.quiet) {
+      evbuffer_add(out, "mn\r\n", 4);
+      mode = ReplyMode::quiet_drop;
+    }
+    ++s->outstanding;
+    st.fragments.add();
+    conn->enqueue(BackendOp{s, 0, mode, now});
+  }
+  evbuffer_drain(in, header_bytes_);
+  if (s->outstanding == 0) {
+    s->assemble();
+    s->complete = true;
+  }
+}
+
+void ClientConn::answer_locally(evbuffer* in) {
+  evbuffer_drain(in, header_bytes_);
+  ReplySlot* s = new_slot();
+  switch (request_.command) {
+    case proto::Command::quit:
+      s->close_after = true;
+      s->complete = true;
+      closing_ = true;
+      break;
+    case proto::Command::verbosity:
+      reply_now(s, request_.quiet ? std::string_view() : std::string_view("OK\r\n"));
+      break;
+    case proto::Command::meta_noop:
+      reply_now(s, "MN\r\n");
+      break;
+    case proto::Command::version:
+      reply_now(s, version_reply());
+      break;
+    case proto::Command::stats:
+      scratch_.clear();
+      append_stats_reply(worker_.proxy(), scratch_);
+      reply_now(s, scratch_);
+      break;
+    default:
+      reply_now(s, "ERROR\r\n");
+      break;
+  }
+}
+
+ReplySlot* ClientConn::new_slot() {
+  ReplySlot* s = worker_.acquire_slot(this);
+  s->started_usec = worker_.now_usec();
+  slots_.push_back(s);
+  return s;
+}
+
+void ClientConn::reply_now(ReplySlot* s, std::string_view text) {
+  if (!text.empty()) evbuffer_add(s->reply, text.data(), text.size());
+  s->complete = true;
+}
+
+void ClientConn::on_slot_complete() {
+  if (!in_process_) flush_ready();
+}
+
+void ClientConn::flush_ready() {
+  evbuffer* out = closed_ ? nullptr : bufferevent_get_output(bev_);
+  while (!slots_.empty() && slots_.front()->complete) {
+    ReplySlot* s = slots_.pop_front();
+    if (out != nullptr && !s->drop_reply) evbuffer_add_buffer(out, s->reply);
+    if (s->close_after) closing_ = true;
+    worker_.release_slot(s);
+  }
+  if (closed_) {
+    if (slots_.empty()) worker_.retire(this);
+    return;
+  }
+  if (closing_) {
+    bufferevent_disable(bev_, EV_READ);
+    if (slots_.empty() && evbuffer_get_length(out) == 0) shut();
+    return;
+  }
+  if (paused_ && slots_.size() < kMaxPendingReplies &&
+      evbuffer_get_length(out) < kMaxBufferedOutput) {
+    paused_ = false;
+    process_input();
+  }
+}
+
+void ClientConn::close_when_idle() {
+  if (closed_) return;
+  closing_ = true;
+  flush_ready();
+}
+
+void ClientConn::shut() {
+  if (closed_) return;
+  closed_ = true;
+  bufferevent_free(bev_);
+  bev_ = nullptr;
+  worker_.stats().curr_connections.sub();
+  if (slots_.empty()) worker_.retire(this);
+}
+
+}  // namespace memshard::proxy

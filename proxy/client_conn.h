@@ -1,0 +1,80 @@
+// One client connection: parses requests off its input, routes each one,
+// and writes replies strictly in request order from a FIFO of reply slots,
+// whatever order the servers answer in.
+#pragma once
+
+#include <event2/bufferevent.h>
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "proxy/fifo.h"
+#include "proxy/request_parser.h"
+
+namespace memshard::proxy {
+
+class Worker;
+struct ReplySlot;
+struct PoolRoute;
+
+// Bounds on what one client may make the proxy hold. Past them the proxy
+// stops reading from the client (backpressure) until replies drain.
+inline constexpr size_t kMaxPendingReplies = 1024;
+inline constexpr size_t kMaxBufferedOutput = 8 * 1024 * 1024;
+
+class ClientConn {
+ public:
+  ClientConn(Worker& worker, int fd, std::string pool_name, uint64_t id);
+  ~ClientConn();
+  ClientConn(const ClientConn&) = delete;
+  ClientConn& operator=(const ClientConn&) = delete;
+
+  // A slot of this client became complete.
+  void on_slot_complete();
+  const std::string& pool_name() const { return pool_name_; }
+  // Closes after the replies already owed are written (pool removed, drain).
+  void close_when_idle();
+
+ private:
+  static void on_read(bufferevent* bev, void* self);
+  static void on_write(bufferevent* bev, void* self);
+  static void on_event(bufferevent* bev, short what, void* self);
+
+  void process_input();
+  // Returns false when input must wait for more bytes.
+  bool next_request();
+  void dispatch(evbuffer* in);
+  void forward(const PoolRoute& route, evbuffer* in);
+  void multi_get(const PoolRoute& route, evbuffer* in);
+  void broadcast(const PoolRoute& route, evbuffer* in);
+  void answer_locally(evbuffer* in);
+  ReplySlot* new_slot();
+  void reply_now(ReplySlot* slot, std::string_view text);
+  void flush_ready();
+  void shut();
+
+  Worker& worker_;
+  bufferevent* bev_ = nullptr;
+  std::string pool_name_;
+  uint64_t id_;
+  proto::Limits limits_;
+  Fifo<ReplySlot*> slots_;
+  proto::Request request_;
+  std::string line_;
+  std::string scratch_;
+  // Scratch space for splitting multi-gets, kept to avoid reallocating.
+  std::vector<int32_t> fragment_of_server_;
+  std::vector<size_t> server_of_fragment_;
+  std::vector<std::string_view> key_views_;
+  size_t header_bytes_ = 0;  // line + terminator of the request being handled
+  bool have_request_ = false;
+  uint64_t swallow_left_ = 0;
+  bool in_process_ = false;
+  bool paused_ = false;
+  bool closing_ = false;  // no more input; close once replies are written
+  bool closed_ = false;   // socket gone; waiting for owed slots to finish
+};
+
+}  // namespace memshard::proxy

@@ -1,0 +1,70 @@
+#include "proxy/log.h"
+
+#include <fcntl.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdarg>
+#include <cstdio>
+#include <ctime>
+#include <mutex>
+
+namespace memshard::proxy {
+
+namespace {
+std::atomic<int> g_level{static_cast<int>(LogLevel::notice)};
+std::mutex g_mu;
+int g_fd = STDERR_FILENO;
+std::string g_path;
+
+const char* level_name(LogLevel l) {
+  static const char* names[] = {"ERROR", "WARN", "NOTICE", "INFO", "DEBUG"};
+  return names[static_cast<int>(l)];
+}
+}  // namespace
+
+void log_set_level(LogLevel level) { g_level = static_cast<int>(level); }
+LogLevel log_level() { return static_cast<LogLevel>(g_level.load()); }
+
+bool log_open(const std::string& path) {
+  int fd = open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) return false;
+  std::lock_guard<std::mutex> lock(g_mu);
+  if (g_fd != STDERR_FILENO) close(g_fd);
+  g_fd = fd;
+  g_path = path;
+  return true;
+}
+
+void log_reopen() {
+  std::string path;
+  {
+    std::lock_guard<std::mutex> lock(g_mu);
+    path = g_path;
+  }
+  if (!path.empty()) log_open(path);
+}
+
+void log_write(LogLevel level, const char* fmt, ...) {
+  if (static_cast<int>(level) > g_level.load(std::memory_order_relaxed)) return;
+  char buf[4096];
+  timeval tv;
+  gettimeofday(&tv, nullptr);
+  tm t;
+  localtime_r(&tv.tv_sec, &t);
+  size_t n = strftime(buf, sizeof(buf), "[%Y-%m-%d %H:%M:%S", &t);
+  n += static_cast<size_t>(snprintf(buf + n, sizeof(buf) - n, ".%03d] %-6s ",
+                                    static_cast<int>(tv.tv_usec / 1000), level_name(level)));
+  va_list ap;
+  va_start(ap, fmt);
+  int w = vsnprintf(buf + n, sizeof(buf) - n - 1, fmt, ap);
+  va_end(ap);
+  if (w > 0) n = std::min(sizeof(buf) - 2, n + static_cast<size_t>(w));
+  buf[n++] = '\n';
+  std::lock_guard<std::mutex> lock(g_mu);
+  (void)!write(g_fd, buf, n);
+}
+
+}  // namespace memshard::proxy

@@ -1,0 +1,138 @@
+// memshard's command line. Options shared with nutcracker keep its names and
+// letters, so an existing unit file or init script keeps working.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "conf/config.h"
+#include "proxy/log.h"
+#include "proxy/proxy.h"
+#include "proxy/ring_tools.h"
+
+namespace {
+
+using memshard::proxy::LogLevel;
+
+// nutcracker's -v takes syslog-like levels 0..11 (default 5, notice).
+LogLevel level_from_nutcracker(int v) {
+  if (v <= 3) return LogLevel::error;
+  if (v == 4) return LogLevel::warn;
+  if (v == 5) return LogLevel::notice;
+  if (v == 6) return LogLevel::info;
+  return LogLevel::debug;
+}
+
+int test_config(const std::string& file) {
+  memshard::conf::LoadResult r = memshard::conf::load_config_file(file);
+  if (!r.errors.empty()) {
+    for (const auto& e : r.errors) std::cerr << e.to_string() << "\n";
+    std::cerr << "memshard: configuration file '" << file << "' syntax is invalid\n";
+    return 1;
+  }
+  std::cout << "memshard: configuration file '" << file << "' syntax is ok\n";
+  return 0;
+}
+
+bool daemonize() {
+  pid_t pid = fork();
+  if (pid < 0) return false;
+  if (pid > 0) _exit(0);
+  if (setsid() < 0) return false;
+  pid = fork();  // never reacquire a controlling terminal
+  if (pid < 0) return false;
+  if (pid > 0) _exit(0);
+  int fd = open("/dev/null", O_RDWR);
+  if (fd >= 0) {
+    dup2(fd, STDIN_FILENO);
+    dup2(fd, STDOUT_FILENO);
+    dup2(fd, STDERR_FILENO);
+    if (fd > STDERR_FILENO) close(fd);
+  }
+  return true;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"memshard: a memcached proxy that shards keys over a fleet with ketama"};
+  app.set_version_flag("-V,--version", "memshard " MEMSHARD_VERSION);
+
+  std::string conf_file = "conf/nutcracker.yml";
+  bool test_conf = false, daemon = false;
+  std::string pid_file, log_file, stats_addr = "127.0.0.1";
+  int verbosity = 5, stats_port = 22222, stats_interval = 30000, threads = 0;
+  size_t mbuf_size = 16384;
+  app.add_option("-c,--conf-file", conf_file, "configuration file")->capture_default_str();
+  app.add_flag("-t,--test-conf", test_conf, "check the configuration file and exit");
+  app.add_flag("-d,--daemonize", daemon, "run as a daemon");
+  app.add_option("-p,--pid-file", pid_file, "write the process id to this file");
+  app.add_option("-o,--output", log_file, "log to this file instead of stderr");
+  app.add_option("-v,--verbose", verbosity, "log level, nutcracker's scale 0..11")
+      ->capture_default_str();
+  app.add_option("-s,--stats-port", stats_port, "stats port")->capture_default_str();
+  app.add_option("-a,--stats-addr", stats_addr, "stats address")->capture_default_str();
+  app.add_option("-i,--stats-interval", stats_interval, "stats aggregation interval (ms)")
+      ->capture_default_str();
+  app.add_option("-m,--mbuf-size", mbuf_size, "accepted for nutcracker compatibility; unused");
+  app.add_option("--threads", threads, "worker threads (default: one per core)");
+
+  CLI::App* ring = app.add_subcommand("ring", "inspect the rings a configuration builds");
+  ring->require_subcommand(1);
+  std::string ring_conf, ring_pool, diff_old, diff_new;
+  std::vector<std::string> keys;
+  CLI::App* lookup = ring->add_subcommand("lookup", "print the server of each key (args or stdin)");
+  lookup->add_option("-c,--conf-file", ring_conf, "configuration file")->required();
+  lookup->add_option("--pool", ring_pool, "pool name (needed when the file has several)");
+  lookup->add_option("keys", keys, "keys; read one per line from stdin when none");
+  CLI::App* show = ring->add_subcommand("show", "per server: ring name, weight, points, share");
+  show->add_option("-c,--conf-file", ring_conf, "configuration file")->required();
+  show->add_option("--pool", ring_pool, "pool name (needed when the file has several)");
+  CLI::App* diff = ring->add_subcommand("diff", "how much of the keyspace moves from OLD to NEW");
+  diff->add_option("old", diff_old, "configuration in force")->required();
+  diff->add_option("new", diff_new, "configuration to compare")->required();
+  diff->add_option("--pool", ring_pool, "pool name (needed when the files have several)");
+
+  CLI11_PARSE(app, argc, argv);
+
+  if (*lookup) return memshard::proxy::ring_lookup(ring_conf, ring_pool, keys, std::cin, std::cout, std::cerr);
+  if (*show) return memshard::proxy::ring_show(ring_conf, ring_pool, std::cout, std::cerr);
+  if (*diff) return memshard::proxy::ring_diff(diff_old, diff_new, ring_pool, std::cout, std::cerr);
+  if (test_conf) return test_config(conf_file);
+
+  memshard::proxy::log_set_level(level_from_nutcracker(verbosity));
+  if (!log_file.empty() && !memshard::proxy::log_open(log_file)) {
+    std::cerr << "memshard: cannot open log file '" << log_file << "'\n";
+    return 1;
+  }
+  (void)stats_port;
+  (void)stats_interval;
+  // Threads and event bases do not survive fork(): daemonize first, after
+  // a check of the config so its errors still reach the terminal.
+  if (daemon) {
+    if (test_config(conf_file) != 0) return 1;
+    if (!daemonize()) {
+      std::cerr << "memshard: cannot daemonize\n";
+      return 1;
+    }
+  }
+  try {
+    memshard::proxy::Proxy proxy(memshard::proxy::ProxyOptions{conf_file, threads});
+    proxy.start();
+    if (!pid_file.empty()) {
+      std::ofstream(pid_file) << getpid() << "\n";
+    }
+    int rc = proxy.run();
+    if (!pid_file.empty()) unlink(pid_file.c_str());
+    return rc;
+  } catch (const std::exception& e) {
+    std::cerr << "memshard: " << e.what() << "\n";
+    return 1;
+  }
+}

@@ -1,0 +1,121 @@
+#include "proxy/proxy.h"
+
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <cstring>
+#include <ctime>
+#include <stdexcept>
+#include <thread>
+
+#include "proxy/log.h"
+
+namespace memshard::proxy {
+
+Proxy::Proxy(ProxyOptions options) : options_(std::move(options)) {
+  base_ = event_base_new();
+  started_at_ = static_cast<uint64_t>(time(nullptr));
+}
+
+Proxy::~Proxy() {
+  for (auto& l : listeners_) {
+    if (l->listener != nullptr) evconnlistener_free(l->listener);
+    if (l->address.is_unix) unlink(l->address.path.c_str());
+  }
+  workers_.clear();
+  for (event* e : signal_events_) event_free(e);
+  event_base_free(base_);
+}
+
+uint64_t Proxy::uptime_seconds() const {
+  return static_cast<uint64_t>(time(nullptr)) - started_at_;
+}
+
+void Proxy::start() {
+  conf::LoadResult loaded = conf::load_config_file(options_.config_file);
+  if (!loaded.errors.empty()) {
+    std::string msg;
+    for (const auto& e : loaded.errors) msg += e.to_string() + "\n";
+    throw std::runtime_error(msg);
+  }
+  generation_ = 1;
+  topology_ = build_topology(*loaded.config, 1);
+
+  int threads = options_.threads > 0 ? options_.threads
+                                     : static_cast<int>(std::thread::hardware_concurrency());
+  if (threads <= 0) threads = 1;
+  for (int i = 0; i < threads; ++i) workers_.push_back(std::make_unique<Worker>(*this, i));
+  for (const Pool& pool : topology_->pools) open_listener(pool);
+  for (auto& w : workers_) w->start(topology_);
+
+  std::signal(SIGPIPE, SIG_IGN);
+  for (int sig : {SIGINT, SIGTERM}) {
+    event* e = evsignal_new(base_, sig, &Proxy::on_signal, this);
+    event_add(e, nullptr);
+    signal_events_.push_back(e);
+  }
+  log_info("memshard %s started: %zu pool(s), %d worker thread(s)", MEMSHARD_VERSION,
+           topology_->pools.size(), threads);
+}
+
+void Proxy::open_listener(const Pool& pool) {
+  auto l = std::make_unique<Listener>();
+  l->proxy = this;
+  l->pool = pool.config.name;
+  l->address = pool.config.listen;
+  if (l->address.is_unix) unlink(l->address.path.c_str());  // a stale socket from a past run
+  unsigned flags = LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_EXEC;
+  l->listener = evconnlistener_new_bind(base_, &Proxy::on_accept, l.get(), flags,
+                                        pool.config.backlog, pool.listen.get(),
+                                        static_cast<int>(pool.listen.length));
+  if (l->listener == nullptr) {
+    throw std::runtime_error("pool '" + pool.config.name + "': cannot listen on " +
+                             pool.config.listen.text + ": " + strerror(errno));
+  }
+  if (l->address.is_unix && l->address.perm) {
+    chmod(l->address.path.c_str(), static_cast<mode_t>(*l->address.perm));
+  }
+  log_info("pool '%s' listening on %s", pool.config.name.c_str(), pool.config.listen.text.c_str());
+  listeners_.push_back(std::move(l));
+}
+
+void Proxy::on_accept(evconnlistener*, evutil_socket_t fd, sockaddr* addr, int, void* arg) {
+  auto* l = static_cast<Listener*>(arg);
+  if (addr->sa_family != AF_UNIX) {
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  }
+  evutil_make_socket_nonblocking(fd);
+  Proxy& proxy = *l->proxy;
+  Worker& w = *proxy.workers_[proxy.next_worker_++ % proxy.workers_.size()];
+  w.adopt_client(fd, l->pool);
+}
+
+void Proxy::on_signal(evutil_socket_t sig, short, void* arg) {
+  auto* self = static_cast<Proxy*>(arg);
+  log_info("signal %d: shutting down", static_cast<int>(sig));
+  event_base_loopexit(self->base_, nullptr);
+}
+
+std::vector<std::pair<std::string_view, uint64_t>> Proxy::counter_totals() const {
+  std::vector<std::pair<std::string_view, uint64_t>> totals;
+  for (const auto& w : workers_) {
+    size_t i = 0;
+    w->stats().for_each([&](std::string_view name, const Counter& c) {
+      if (i == totals.size()) totals.emplace_back(name, 0);
+      totals[i++].second += c.get();
+    });
+  }
+  return totals;
+}
+
+int Proxy::run() {
+  event_base_dispatch(base_);
+  for (auto& w : workers_) w->stop();
+  return 0;
+}
+
+}  // namespace memshard::proxy

@@ -1,0 +1,72 @@
+// The running proxy: listeners and signal handling on the main thread,
+// requests on the workers. The main thread accepts connections and hands
+// each to a worker in turn; this one mechanism serves TCP and unix-socket
+// listeners alike, and lets a reload open and close listeners without
+// touching the workers.
+#pragma once
+
+#include <event2/event.h>
+#include <event2/listener.h>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "conf/config.h"
+#include "proxy/topology.h"
+#include "proxy/worker.h"
+
+namespace memshard::proxy {
+
+struct ProxyOptions {
+  std::string config_file;
+  int threads = 0;  // 0: one per core
+};
+
+class Proxy {
+ public:
+  explicit Proxy(ProxyOptions options);
+  ~Proxy();
+  Proxy(const Proxy&) = delete;
+  Proxy& operator=(const Proxy&) = delete;
+
+  // Loads the config, binds every listener and starts the workers.
+  // Throws std::runtime_error with a message for the operator.
+  void start();
+  // Runs until SIGINT/SIGTERM. Returns the process exit code.
+  int run();
+
+  // Safe from any thread.
+  uint64_t uptime_seconds() const;
+  int thread_count() const { return static_cast<int>(workers_.size()); }
+  // Every worker counter, summed over the workers, in declaration order.
+  std::vector<std::pair<std::string_view, uint64_t>> counter_totals() const;
+  uint64_t generation() const { return generation_.load(std::memory_order_relaxed); }
+
+ private:
+  struct Listener {
+    Proxy* proxy = nullptr;
+    std::string pool;
+    conf::ListenAddress address;
+    evconnlistener* listener = nullptr;
+  };
+  static void on_accept(evconnlistener*, evutil_socket_t fd, sockaddr*, int, void* self);
+  static void on_signal(evutil_socket_t sig, short, void* self);
+  void open_listener(const Pool& pool);
+
+  ProxyOptions options_;
+  event_base* base_ = nullptr;
+  std::vector<event*> signal_events_;
+  std::shared_ptr<const Topology> topology_;
+  std::vector<std::unique_ptr<Worker>> workers_;
+  std::vector<std::unique_ptr<Listener>> listeners_;
+  size_t next_worker_ = 0;
+  uint64_t started_at_ = 0;
+  std::atomic<uint64_t> generation_{0};
+};
+
+}  // namespace memshard::proxy

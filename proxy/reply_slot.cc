@@ -1,0 +1,61 @@
+#include "proxy/reply_slot.h"
+
+namespace memshard::proxy {
+
+namespace {
+constexpr std::string_view kEnd = "END\r\n";
+constexpr std::string_view kOk = "OK\r\n";
+
+void append(evbuffer* buf, std::string_view s) { evbuffer_add(buf, s.data(), s.size()); }
+}  // namespace
+
+Fragment& ReplySlot::add_fragment() {
+  if (fragment_count == fragments.size()) fragments.emplace_back();
+  Fragment& f = fragments[fragment_count++];
+  if (f.values == nullptr) f.values = evbuffer_new();
+  return f;
+}
+
+void ReplySlot::assemble() {
+  if (kind == SlotKind::retrieval) {
+    size_t failed = 0;
+    for (size_t i = 0; i < fragment_count; ++i) failed += fragments[i].failed ? 1 : 0;
+    // When every server failed there is no partial answer to give; when
+    // only some did, their keys read as misses (a miss is always safe).
+    if (failed == fragment_count && !error.empty()) {
+      append(reply, error);
+      return;
+    }
+    // Each fragment's buffer holds its hits in its own key order, which is
+    // the client's order restricted to that fragment: taking blocks off
+    // the fronts in client order interleaves them correctly.
+    for (const KeyRef& k : key_refs) {
+      if (k.block_bytes == 0) continue;
+      evbuffer_remove_buffer(fragments[k.fragment].values, reply, k.block_bytes);
+    }
+    append(reply, kEnd);
+  } else if (kind == SlotKind::broadcast) {
+    append(reply, error.empty() ? kOk : std::string_view(error));
+  }
+}
+
+void ReplySlot::reset() {
+  client = nullptr;
+  kind = SlotKind::direct;
+  outstanding = 0;
+  complete = close_after = drop_reply = false;
+  keys.clear();
+  key_refs.clear();
+  for (size_t i = 0; i < fragment_count; ++i) {
+    Fragment& f = fragments[i];
+    evbuffer_drain(f.values, evbuffer_get_length(f.values));
+    f.key_positions.clear();
+    f.next_key = 0;
+    f.failed = false;
+  }
+  fragment_count = 0;
+  error.clear();
+  evbuffer_drain(reply, evbuffer_get_length(reply));
+}
+
+}  // namespace memshard::proxy

@@ -1,0 +1,67 @@
+// A reply owed to a client, one per request, kept in request order by the
+// client connection. A slot is completed by the proxy itself (version,
+// errors, ...) or by the backend operations ("fragments") it was split into.
+// Slots are pooled per worker and reused, buffers and vectors included, so
+// the steady-state request path does not allocate.
+#pragma once
+
+#include <event2/buffer.h>
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace memshard::proxy {
+
+class ClientConn;
+
+// How a slot's reply is put together from its fragments.
+enum class SlotKind : uint8_t {
+  direct,     // the single fragment's reply is the client's reply
+  retrieval,  // get-family: VALUE blocks reassembled in the client's key order + END
+  broadcast,  // flush_all: "OK" when every server said OK
+};
+
+// One backend operation's share of a slot.
+struct Fragment {
+  evbuffer* values = nullptr;  // retrieval: the VALUE blocks received, in key order
+  std::vector<uint32_t> key_positions;  // retrieval: client positions of this fragment's keys
+  size_t next_key = 0;         // retrieval: first key position not yet matched by a VALUE
+  bool failed = false;
+};
+
+struct KeyRef {
+  uint32_t offset;  // into ReplySlot::keys
+  uint32_t length;
+  uint32_t fragment;
+  uint32_t block_bytes;  // bytes of this key's VALUE block in its fragment, 0 = miss
+};
+
+struct ReplySlot {
+  ClientConn* client = nullptr;
+  evbuffer* reply = nullptr;
+  SlotKind kind = SlotKind::direct;
+  uint32_t outstanding = 0;  // fragments not yet answered
+  bool complete = false;
+  bool close_after = false;  // quit, or a request that ends the connection
+  bool drop_reply = false;   // noreply: the client asked for nothing back
+  std::string keys;          // retrieval: the requested keys, concatenated
+  std::vector<KeyRef> key_refs;
+  std::vector<Fragment> fragments;
+  size_t fragment_count = 0;  // fragments in use (the vector keeps spares)
+  std::string error;          // broadcast: the first failure
+  uint64_t started_usec = 0;
+
+  std::string_view key(uint32_t position) const {
+    const KeyRef& k = key_refs[position];
+    return std::string_view(keys).substr(k.offset, k.length);
+  }
+  Fragment& add_fragment();
+  // Builds the final reply from the fragments (retrieval, broadcast).
+  void assemble();
+  // Back to the pristine state for reuse; keeps allocations.
+  void reset();
+};
+
+}  // namespace memshard::proxy

@@ -1,0 +1,114 @@
+#include "proxy/ring_tools.h"
+
+#include <cstdio>
+#include <istream>
+#include <optional>
+#include <ostream>
+
+#include "conf/config.h"
+#include "ketama/analysis.h"
+#include "ketama/ring.h"
+
+namespace memshard::proxy {
+
+namespace {
+
+std::string percent(double fraction) {
+  char buf[32];
+  snprintf(buf, sizeof(buf), "%.4f%%", fraction * 100.0);
+  return buf;
+}
+
+std::optional<conf::Config> load(const std::string& file, std::ostream& err) {
+  conf::LoadResult r = conf::load_config_file(file);
+  for (const auto& e : r.errors) err << e.to_string() << "\n";
+  return r.config;
+}
+
+// The pool named, or the only one when no name is given.
+const conf::PoolConfig* pick_pool(const conf::Config& c, const std::string& name,
+                                  std::ostream& err) {
+  if (name.empty()) {
+    if (c.pools.size() == 1) return &c.pools.front();
+    err << c.file << ": has " << c.pools.size() << " pools; choose one with --pool:";
+    for (const auto& p : c.pools) err << " " << p.name;
+    err << "\n";
+    return nullptr;
+  }
+  const conf::PoolConfig* p = c.find_pool(name);
+  if (p == nullptr) err << c.file << ": no pool named '" << name << "'\n";
+  return p;
+}
+
+ketama::Ring ring_of(const conf::PoolConfig& pool) {
+  std::vector<ketama::ServerEntry> entries;
+  for (const auto& s : pool.servers) entries.push_back(s.entry);
+  return ketama::Ring::build(std::move(entries), pool.ring);
+}
+
+}  // namespace
+
+int ring_lookup(const std::string& config_file, const std::string& pool_name,
+                const std::vector<std::string>& keys, std::istream& in, std::ostream& out,
+                std::ostream& err) {
+  auto config = load(config_file, err);
+  if (!config) return 1;
+  const conf::PoolConfig* pool = pick_pool(*config, pool_name, err);
+  if (pool == nullptr) return 1;
+  ketama::Ring ring = ring_of(*pool);
+  auto print = [&](const std::string& key) {
+    out << key << '\t' << ring.servers()[ring.lookup(key)].address() << '\n';
+  };
+  if (!keys.empty()) {
+    for (const auto& k : keys) print(k);
+  } else {
+    std::string line;
+    while (std::getline(in, line)) {
+      if (!line.empty() && line.back() == '\r') line.pop_back();
+      print(line);
+    }
+  }
+  return 0;
+}
+
+int ring_show(const std::string& config_file, const std::string& pool_name, std::ostream& out,
+              std::ostream& err) {
+  auto config = load(config_file, err);
+  if (!config) return 1;
+  const conf::PoolConfig* pool = pick_pool(*config, pool_name, err);
+  if (pool == nullptr) return 1;
+  ketama::Ring ring = ring_of(*pool);
+  ketama::RingReport report = ketama::describe(ring);
+  out << "pool " << pool->name << ": " << ketama::mode_name(pool->ring.mode) << " mode, "
+      << ketama::distribution_name(pool->ring.distribution) << " distribution, hash "
+      << ketama::hash_name(pool->ring.hash) << ", " << ring.points().size() << " points\n";
+  out << "server\tring_name\tweight\tpoints\tshare\n";
+  for (const auto& s : report.servers) {
+    out << s.address << '\t' << s.ring_name << '\t' << s.weight << '\t' << s.points << '\t'
+        << percent(s.share) << '\n';
+  }
+  char cv[32];
+  snprintf(cv, sizeof(cv), "%.4f", report.share_cv);
+  out << "share coefficient of variation: " << cv << '\n';
+  return 0;
+}
+
+int ring_diff(const std::string& old_file, const std::string& new_file,
+              const std::string& pool_name, std::ostream& out, std::ostream& err) {
+  auto before = load(old_file, err);
+  auto after = load(new_file, err);
+  if (!before || !after) return 1;
+  const conf::PoolConfig* a = pick_pool(*before, pool_name, err);
+  const conf::PoolConfig* b = pick_pool(*after, pool_name.empty() && a ? a->name : pool_name, err);
+  if (a == nullptr || b == nullptr) return 1;
+  ketama::RingDiff d = ketama::diff(ring_of(*a), ring_of(*b));
+  out << "pool " << a->name << ": " << percent(d.moved) << " of the keyspace changes server\n";
+  out << "server\tgains\tloses\tnote\n";
+  for (const auto& s : d.servers) {
+    out << s.address << '\t' << percent(s.gained) << '\t' << percent(s.lost) << '\t'
+        << (s.only_in_old ? "removed" : s.only_in_new ? "added" : "") << '\n';
+  }
+  return 0;
+}
+
+}  // namespace memshard::proxy

@@ -1,0 +1,193 @@
+#include "proxy/worker.h"
+
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <utility>
+
+#include "proxy/client_conn.h"
+
+namespace memshard::proxy {
+
+Worker::Worker(Proxy& proxy, int index) : proxy_(proxy), index_(index) {
+  event_config* cfg = event_config_new();
+  // Each base is used by exactly one thread: no locking inside libevent.
+  event_config_set_flag(cfg, EVENT_BASE_FLAG_NOLOCK);
+  base_ = event_base_new_with_config(cfg);
+  event_config_free(cfg);
+  mailbox_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  mailbox_event_ = event_new(base_, mailbox_fd_, EV_READ | EV_PERSIST, &Worker::on_mailbox, this);
+  event_add(mailbox_event_, nullptr);
+  reap_event_ = event_new(base_, -1, 0, &Worker::on_reap, this);
+}
+
+Worker::~Worker() {
+  stop();
+  for (ClientConn* c : clients_) delete c;
+  for (ClientConn* c : retired_) delete c;
+  backends_.clear();
+  for (ReplySlot* s : free_slots_) {
+    for (Fragment& f : s->fragments) {
+      if (f.values != nullptr) evbuffer_free(f.values);
+    }
+    evbuffer_free(s->reply);
+    delete s;
+  }
+  event_free(reap_event_);
+  event_free(mailbox_event_);
+  close(mailbox_fd_);
+  event_base_free(base_);
+}
+
+void Worker::start(std::shared_ptr<const Topology> topology) {
+  apply_topology(std::move(topology));
+  thread_ = std::thread([this] { event_base_loop(base_, EVLOOP_NO_EXIT_ON_EMPTY); });
+}
+
+void Worker::stop() {
+  if (!thread_.joinable()) return;
+  {
+    std::lock_guard<std::mutex> lock(mailbox_mu_);
+    stopping_ = true;
+  }
+  uint64_t one = 1;
+  (void)!write(mailbox_fd_, &one, sizeof(one));
+  thread_.join();
+}
+
+void Worker::adopt_client(int fd, std::string pool_name) {
+  {
+    std::lock_guard<std::mutex> lock(mailbox_mu_);
+    new_clients_.emplace_back(fd, std::move(pool_name));
+  }
+  uint64_t one = 1;
+  (void)!write(mailbox_fd_, &one, sizeof(one));
+}
+
+void Worker::install_topology(std::shared_ptr<const Topology> topology) {
+  {
+    std::lock_guard<std::mutex> lock(mailbox_mu_);
+    new_topology_ = std::move(topology);
+  }
+  uint64_t one = 1;
+  (void)!write(mailbox_fd_, &one, sizeof(one));
+}
+
+void Worker::on_mailbox(evutil_socket_t fd, short, void* self) {
+  uint64_t n;
+  (void)!read(fd, &n, sizeof(n));
+  static_cast<Worker*>(self)->drain_mailbox();
+}
+
+void Worker::drain_mailbox() {
+  std::vector<std::pair<int, std::string>> clients;
+  std::shared_ptr<const Topology> topology;
+  bool stopping;
+  {
+    std::lock_guard<std::mutex> lock(mailbox_mu_);
+    clients.swap(new_clients_);
+    topology = std::move(new_topology_);
+    stopping = stopping_;
+  }
+  if (stopping) {
+    for (auto& [fd, pool] : clients) close(fd);
+    event_base_loopbreak(base_);
+    return;
+  }
+  if (topology) apply_topology(std::move(topology));
+  for (auto& [fd, pool] : clients) {
+    clients_.push_back(new ClientConn(*this, fd, std::move(pool), next_client_id_++));
+  }
+}
+
+void Worker::apply_topology(std::shared_ptr<const Topology> topology) {
+  // Requests already queued on a backend keep their slots; only requests
+  // parsed from now on see the new routes.
+  std::unordered_map<std::string, PoolRoute> routes;
+  std::unordered_map<std::string, std::unique_ptr<BackendServer>> backends;
+  for (const Pool& pool : topology->pools) {
+    PoolRoute& route = routes[pool.config.name];
+    route.pool = &pool;
+    ServerSettings settings{pool.config.timeout_ms.value_or(-1), pool.config.server_connections};
+    for (const ServerInfo& server : pool.servers) {
+      std::string key = pool.config.name + '\0' + server.identity;
+      auto it = backends_.find(key);
+      std::unique_ptr<BackendServer> backend;
+      if (it != backends_.end()) {
+        backend = std::move(it->second);
+        backends_.erase(it);
+        backend->update_settings(settings);
+      } else if (auto again = backends.find(key); again != backends.end()) {
+        route.backends.push_back(again->second.get());
+        continue;
+      } else {
+        backend = std::make_unique<BackendServer>(*this, server.identity, server.address, settings);
+      }
+      route.backends.push_back(backend.get());
+      backends.emplace(key, std::move(backend));
+    }
+  }
+  // Servers that left: their connections close once they owe nothing.
+  for (auto& [key, backend] : backends_) {
+    if (backend->idle()) continue;
+    draining_.push_back(std::move(backend));
+  }
+  backends_ = std::move(backends);
+  routes_ = std::move(routes);
+  topology_ = std::move(topology);
+}
+
+const PoolRoute* Worker::route(const std::string& pool_name) const {
+  auto it = routes_.find(pool_name);
+  return it == routes_.end() ? nullptr : &it->second;
+}
+
+uint64_t Worker::now_usec() {
+  timeval tv;
+  event_base_gettimeofday_cached(base_, &tv);
+  return static_cast<uint64_t>(tv.tv_sec) * 1'000'000 + static_cast<uint64_t>(tv.tv_usec);
+}
+
+ReplySlot* Worker::acquire_slot(ClientConn* client) {
+  ReplySlot* s;
+  if (free_slots_.empty()) {
+    s = new ReplySlot();
+    s->reply = evbuffer_new();
+  } else {
+    s = free_slots_.back();
+    free_slots_.pop_back();
+  }
+  s->client = client;
+  return s;
+}
+
+void Worker::release_slot(ReplySlot* slot) {
+  slot->reset();
+  free_slots_.push_back(slot);
+}
+
+void Worker::fragment_done(ReplySlot* slot) {
+  if (--slot->outstanding > 0) return;
+  slot->assemble();
+  slot->complete = true;
+  slot->client->on_slot_complete();
+}
+
+void Worker::retire(ClientConn* client) {
+  retired_.push_back(client);
+  event_active(reap_event_, 0, 0);
+}
+
+void Worker::on_reap(evutil_socket_t, short, void* self) {
+  auto* w = static_cast<Worker*>(self);
+  std::vector<ClientConn*> dead;
+  dead.swap(w->retired_);
+  for (ClientConn* c : dead) {
+    std::erase(w->clients_, c);
+    delete c;
+  }
+  // Backends of departed servers go once they owe no replies.
+  std::erase_if(w->draining_, [](const auto& b) { return b->idle(); });
+}
+
+}  // namespace memshard::proxy

@@ -1,0 +1,97 @@
+// One worker: a thread running its own libevent loop, with its own client
+// connections, its own backend connections and its own counters. Nothing on
+// the request path is shared with another worker, so it takes no lock.
+#pragma once
+
+#include <event2/event.h>
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "proxy/backend.h"
+#include "proxy/reply_slot.h"
+#include "proxy/stats.h"
+#include "proxy/topology.h"
+
+namespace memshard::proxy {
+
+class ClientConn;
+class Proxy;
+
+// A pool as this worker routes it: its config and, per server index, the
+// worker's backend for that server.
+struct PoolRoute {
+  const Pool* pool = nullptr;
+  std::vector<BackendServer*> backends;
+};
+
+class Worker {
+ public:
+  Worker(Proxy& proxy, int index);
+  ~Worker();
+  Worker(const Worker&) = delete;
+  Worker& operator=(const Worker&) = delete;
+
+  void start(std::shared_ptr<const Topology> topology);
+  void stop();  // asks the loop to end and joins the thread
+
+  // Thread-safe: hands an accepted socket to this worker.
+  void adopt_client(int fd, std::string pool_name);
+  // Thread-safe: the worker switches to this topology between two requests.
+  void install_topology(std::shared_ptr<const Topology> topology);
+
+  // Worker-thread only.
+  event_base* base() const { return base_; }
+  uint64_t now_usec();
+  const PoolRoute* route(const std::string& pool_name) const;
+  uint64_t generation() const { return topology_ ? topology_->generation : 0; }
+  ReplySlot* acquire_slot(ClientConn* client);
+  void release_slot(ReplySlot* slot);
+  // A backend operation of `slot` finished (answered or failed).
+  void fragment_done(ReplySlot* slot);
+  // Frees a closed client once the current callback has returned.
+  void retire(ClientConn* client);
+  WorkerStats& stats() { return stats_; }
+  const WorkerStats& stats() const { return stats_; }
+  Proxy& proxy() { return proxy_; }
+  int index() const { return index_; }
+
+ private:
+  static void on_mailbox(evutil_socket_t fd, short, void* self);
+  static void on_reap(evutil_socket_t, short, void* self);
+  void apply_topology(std::shared_ptr<const Topology> topology);
+  void drain_mailbox();
+
+  Proxy& proxy_;
+  int index_;
+  event_base* base_ = nullptr;
+  std::thread thread_;
+  int mailbox_fd_ = -1;  // eventfd: wakes the loop when the mailbox has mail
+  event* mailbox_event_ = nullptr;
+  event* reap_event_ = nullptr;
+
+  std::mutex mailbox_mu_;
+  std::vector<std::pair<int, std::string>> new_clients_;
+  std::shared_ptr<const Topology> new_topology_;
+  bool stopping_ = false;
+
+  std::shared_ptr<const Topology> topology_;
+  std::unordered_map<std::string, PoolRoute> routes_;
+  // Keyed by pool name + '\0' + server identity: a reload that keeps a
+  // server keeps its connections.
+  std::unordered_map<std::string, std::unique_ptr<BackendServer>> backends_;
+  // Backends of servers that left the config, kept until they owe nothing.
+  std::vector<std::unique_ptr<BackendServer>> draining_;
+  std::vector<ClientConn*> clients_;
+  uint64_t next_client_id_ = 0;
+  std::vector<ClientConn*> retired_;
+  std::vector<ReplySlot*> free_slots_;
+  WorkerStats stats_;
+};
+
+}  // namespace memshard::proxy

@@ -34,16 +34,23 @@ struct ServerConfig {
   }
 };
 
-// Defaults are nutcracker 0.5's.
+// Defaults are nutcracker 0.5's. A loaded config guarantees: listen set
+// (port 1..65535, or a unix path of at most 107 bytes, perm <= 0777); at
+// least one server, each with weight >= 1, port 1..65535 (0 for a unix
+// socket), unique address and unique twemproxy ring name; pool weights sum
+// to at most 2^32-1 (2^24 with modula); hash_tag empty or 2 bytes; every
+// number in 0..INT_MAX; server_connections >= 1; item_size_max 1 KiB..1 GiB.
 struct PoolConfig {
   std::string name;
   int line = 0;
   ListenAddress listen;
   ketama::RingOptions ring;  // hash (fnv1a_64), hash_tag, distribution (ketama), ketama_compat
-  std::optional<int> timeout_ms;  // none = wait forever, as nutcracker
+  std::optional<int> timeout_ms;  // none = wait forever, as nutcracker (also for timeout: 0)
   int backlog = 512;
   bool preconnect = false;
-  std::optional<std::string> redis_auth;  // accepted for compatibility, unused
+  // nutcracker 0.5 accepts redis_auth only with redis: true, which memshard
+  // refuses, so a valid config never sets it.
+  std::optional<std::string> redis_auth;
   int redis_db = 0;                       // accepted for compatibility, unused
   uint32_t server_connections = 1;
   bool auto_eject_hosts = false;

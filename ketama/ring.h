@@ -60,6 +60,13 @@ struct Point {
   uint32_t server;  // index into Ring::servers()
 };
 
+// A run of consecutive hash values with one owner: the values after the
+// previous arc's `last` (from 0 for the first arc) up to and including `last`.
+struct Arc {
+  uint32_t last;
+  uint32_t server;  // index into Ring::servers()
+};
+
 class Ring {
  public:
   static constexpr size_t npos = std::numeric_limits<size_t>::max();
@@ -91,7 +98,18 @@ class Ring {
   const std::vector<Point>& points() const;
   size_t point_count(size_t server) const;
   // Exact number of the 2^32 hash values each server owns (index = server).
+  // modula: exact count of values v with slots()[v % slots().size()] == server.
+  // random: the key is ignored, so this is the expected number, 2^32 split
+  // evenly over the live servers (the remainder to the first ones in slot order).
   std::vector<uint64_t> owned_hashes() const;
+  // Ketama distribution: the keyspace 0 .. 2^32-1 as arcs in ascending order,
+  // covering every value exactly once (empty when no server is live).
+  // Empty for modula and random.
+  std::vector<Arc> arcs() const;
+  // modula and random: the list a hash indexes (modula: slots[hash % size]),
+  // live servers only, each server `weight` times for modula, once for random.
+  // Empty for ketama.
+  const std::vector<uint32_t>& slots() const;
 
  private:
   struct State;

@@ -34,7 +34,7 @@ struct ServerMove {
 };
 
 struct RingDiff {
-  double moved;  // fraction of the 2^32 keyspace whose owner changes
+  double moved;                     // fraction of the 2^32 keyspace whose owner changes
   std::vector<ServerMove> servers;  // union of both, old config order then new ones
 };
 RingDiff diff(const Ring& before, const Ring& after);

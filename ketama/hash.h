@@ -36,10 +36,10 @@ std::optional<HashFunction> parse_hash_name(std::string_view name);
 
 // All functions, in twemproxy's documented order (for help texts and tests).
 inline constexpr HashFunction kAllHashFunctions[] = {
-    HashFunction::one_at_a_time, HashFunction::md5,      HashFunction::crc16,
-    HashFunction::crc32,         HashFunction::crc32a,   HashFunction::fnv1_64,
-    HashFunction::fnv1a_64,      HashFunction::fnv1_32,  HashFunction::fnv1a_32,
-    HashFunction::hsieh,         HashFunction::murmur,   HashFunction::jenkins,
+    HashFunction::one_at_a_time, HashFunction::md5,     HashFunction::crc16,
+    HashFunction::crc32,         HashFunction::crc32a,  HashFunction::fnv1_64,
+    HashFunction::fnv1a_64,      HashFunction::fnv1_32, HashFunction::fnv1a_32,
+    HashFunction::hsieh,         HashFunction::murmur,  HashFunction::jenkins,
 };
 
 // The 16-byte MD5 digest of `data` (OpenSSL's libcrypto does the work).

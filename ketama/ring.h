@@ -36,10 +36,10 @@ std::string_view distribution_name(Distribution d);
 std::optional<Distribution> parse_distribution_name(std::string_view name);
 
 struct ServerEntry {
-  std::string host;    // hostname or IP literal as written (never resolved), or socket path
+  std::string host;       // hostname or IP literal as written (never resolved), or socket path
   uint16_t port = 11211;  // ignored for unix sockets
   uint32_t weight = 1;
-  std::string name;    // explicit name from the config, empty when none
+  std::string name;  // explicit name from the config, empty when none
   bool is_unix = false;
 
   // "host:port", or the socket path: how an operator names the server.

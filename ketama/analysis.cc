@@ -1,0 +1,1 @@
+#include "ketama/analysis.h"

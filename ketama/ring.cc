@@ -1,0 +1,331 @@
+#include "ketama/ring.h"
+
+#include <algorithm>
+#include <bit>
+#include <random>
+#include <stdexcept>
+
+#include "ketama/continuum.h"
+#include "ketama/ring_names.h"
+
+namespace memshard::ketama {
+
+constexpr uint64_t kHashSpace = uint64_t{1} << 32;
+
+namespace {
+
+// The point values alone, so the search touches 4 bytes per step, and a
+// table of where each range of values starts, so it only searches a few
+// points: bucket_start[b] is the index of the first point >= b << shift.
+struct SearchIndex {
+  std::vector<uint32_t> values;
+  std::vector<uint32_t> bucket_start;
+  unsigned shift = 31;
+
+  explicit SearchIndex(const std::vector<Point>& points = {}) {
+    values.reserve(points.size());
+    for (const Point& p : points) {
+      values.push_back(p.value);
+    }
+    // About one bucket per point, at most 2^16 buckets (256 KiB).
+    unsigned bits = std::clamp(static_cast<unsigned>(std::bit_width(points.size())), 1u, 16u);
+    shift = 32 - bits;
+    size_t buckets = size_t{1} << bits;
+    bucket_start.resize(buckets + 1);
+    size_t i = 0;
+    for (size_t b = 0; b < buckets; ++b) {
+      uint64_t bucket_low = static_cast<uint64_t>(b) << shift;
+      while (i < values.size() && values[i] < bucket_low) {
+        ++i;
+      }
+      bucket_start[b] = static_cast<uint32_t>(i);
+    }
+    bucket_start[buckets] = static_cast<uint32_t>(values.size());
+  }
+
+  // Index of the first value >= h, values.size() when there is none.
+  size_t lower_bound(uint32_t h) const {
+    size_t bucket = h >> shift;
+    const uint32_t* first = values.data() + bucket_start[bucket];
+    const uint32_t* last = values.data() + bucket_start[bucket + 1];
+    return static_cast<size_t>(std::lower_bound(first, last, h) - values.data());
+  }
+};
+
+}  // namespace
+
+struct Ring::State {
+  std::vector<ServerEntry> servers;
+  RingOptions options;
+  std::vector<bool> live;
+  size_t live_count = 0;
+  std::vector<std::string> names;
+
+  // ketama distribution
+  std::vector<Point> points;
+  std::vector<size_t> point_counts;
+  SearchIndex index;
+  // twemproxy sends every key of a one-server pool to it without hashing.
+  bool single_server = false;
+
+  // modula and random distributions
+  std::vector<uint32_t> slots;
+};
+
+namespace {
+
+bool hashes_with_pool_hash(Mode m) {
+  return m == Mode::twemproxy || m == Mode::libmemcached || m == Mode::libmemcached_spy;
+}
+
+// twemproxy's hash_tag: with "{}" and key "user:{42}:name", only "42" is
+// hashed. The tag must open, then close strictly later with something in
+// between; otherwise the whole key is used. Only the first opening character
+// is considered.
+std::string_view apply_hash_tag(std::string_view key, const std::string& tag) {
+  if (tag.empty()) {
+    return key;
+  }
+  size_t open = key.find(tag[0]);
+  if (open == std::string_view::npos) {
+    return key;
+  }
+  size_t close = key.find(tag[1], open + 1);
+  if (close == std::string_view::npos || close - open <= 1) {
+    return key;
+  }
+  return key.substr(open + 1, close - open - 1);
+}
+
+size_t random_index(size_t n) {
+  thread_local std::minstd_rand rng(std::random_device{}());
+  return std::uniform_int_distribution<size_t>(0, n - 1)(rng);
+}
+
+// modula: each live server `weight` times, in the mode's server order
+// (twemproxy: sorted by name; the others: list order). random: each live
+// server once.
+std::vector<uint32_t> build_slots(const std::vector<ServerEntry>& servers,
+                                  const std::vector<std::string>& names,
+                                  const std::vector<bool>& live, const RingOptions& options) {
+  std::vector<uint32_t> order;
+  if (options.mode == Mode::twemproxy) {
+    order = detail::twemproxy_order(names);
+  } else {
+    for (uint32_t i = 0; i < servers.size(); ++i) {
+      order.push_back(i);
+    }
+  }
+  std::vector<uint32_t> slots;
+  for (uint32_t i : order) {
+    if (!live[i]) {
+      continue;
+    }
+    uint32_t copies = options.distribution == Distribution::modula ? servers[i].weight : 1;
+    slots.insert(slots.end(), copies, i);
+  }
+  return slots;
+}
+
+}  // namespace
+
+Ring Ring::build(std::vector<ServerEntry> servers, RingOptions options, std::vector<bool> live) {
+  if (servers.empty()) {
+    throw std::invalid_argument("a ring needs at least one server");
+  }
+  if (!options.hash_tag.empty() && options.hash_tag.size() != 2) {
+    throw std::invalid_argument("hash_tag must be empty or exactly two characters");
+  }
+  if (!live.empty() && live.size() != servers.size()) {
+    throw std::invalid_argument("live must be empty or have one entry per server");
+  }
+  if (servers.size() > std::numeric_limits<uint32_t>::max() / 2) {
+    throw std::invalid_argument("too many servers");
+  }
+
+  auto s = std::make_shared<State>();
+  s->servers = std::move(servers);
+  s->options = std::move(options);
+  s->live = live.empty() ? std::vector<bool>(s->servers.size(), true) : std::move(live);
+  s->live_count = static_cast<size_t>(std::count(s->live.begin(), s->live.end(), true));
+  for (const ServerEntry& server : s->servers) {
+    s->names.push_back(detail::ring_name_for(s->options.mode, server));
+  }
+
+  if (s->options.distribution == Distribution::ketama) {
+    detail::Continuum c = detail::build_continuum(s->servers, s->names, s->live, s->options);
+    s->points = std::move(c.points);
+    s->point_counts = std::move(c.point_counts);
+    s->single_server = s->options.mode == Mode::twemproxy && s->servers.size() == 1;
+  } else {
+    s->point_counts.assign(s->servers.size(), 0);
+    s->slots = build_slots(s->servers, s->names, s->live, s->options);
+  }
+  s->index = SearchIndex(s->points);
+  return Ring(std::move(s));
+}
+
+uint32_t Ring::hash_key(std::string_view key) const {
+  key = apply_hash_tag(key, s_->options.hash_tag);
+  Mode mode = s_->options.mode;
+  // twemproxy's server_pool_hash() returns 0 for an empty key unhashed.
+  if (mode == Mode::twemproxy && key.empty()) {
+    return 0;
+  }
+  return hash(hashes_with_pool_hash(mode) ? s_->options.hash : HashFunction::md5, key);
+}
+
+size_t Ring::server_for_hash(uint32_t h) const {
+  const State& s = *s_;
+  if (s.live_count == 0) {
+    return npos;
+  }
+  switch (s.options.distribution) {
+    case Distribution::ketama: {
+      if (s.single_server) {
+        return 0;
+      }
+      if (s.points.empty()) {
+        return npos;
+      }
+      size_t i = s.index.lower_bound(h);
+      // Past the last point: wrap around to the first.
+      return s.points[i == s.points.size() ? 0 : i].server;
+    }
+    case Distribution::modula:
+      return s.slots.empty() ? npos : s.slots[h % s.slots.size()];
+    case Distribution::random:
+      return s.slots[random_index(s.slots.size())];
+  }
+  return npos;
+}
+
+size_t Ring::lookup(std::string_view key) const {
+  const State& s = *s_;
+  if (s.live_count == 0) {
+    return npos;
+  }
+  if (s.single_server || s.options.distribution == Distribution::random) {
+    return server_for_hash(0);  // the key plays no part
+  }
+  return server_for_hash(hash_key(key));
+}
+
+std::vector<size_t> Ring::preference_list(std::string_view key, size_t n) const {
+  const State& s = *s_;
+  std::vector<size_t> result;
+  size_t owner = lookup(key);
+  if (owner == npos || n == 0) {
+    return result;
+  }
+  n = std::min(n, s.live_count);
+  std::vector<bool> taken(s.servers.size(), false);
+  auto take = [&](size_t server) {
+    if (!taken[server]) {
+      taken[server] = true;
+      result.push_back(server);
+    }
+  };
+  take(owner);
+  if (s.options.distribution == Distribution::ketama && !s.single_server) {
+    // Walk clockwise from the key's point.
+    size_t start = s.index.lower_bound(hash_key(key));
+    for (size_t step = 0; step < s.points.size() && result.size() < n; ++step) {
+      take(s.points[(start + step) % s.points.size()].server);
+    }
+  } else if (!s.slots.empty()) {
+    size_t start = std::find(s.slots.begin(), s.slots.end(), owner) - s.slots.begin();
+    if (s.options.distribution == Distribution::modula) {
+      start = hash_key(key) % s.slots.size();
+    }
+    for (size_t step = 0; step < s.slots.size() && result.size() < n; ++step) {
+      take(s.slots[(start + step) % s.slots.size()]);
+    }
+  }
+  return result;
+}
+
+const std::vector<ServerEntry>& Ring::servers() const {
+  return s_->servers;
+}
+const RingOptions& Ring::options() const {
+  return s_->options;
+}
+bool Ring::is_live(size_t server) const {
+  return s_->live.at(server);
+}
+const std::string& Ring::ring_name(size_t server) const {
+  return s_->names.at(server);
+}
+const std::vector<Point>& Ring::points() const {
+  return s_->points;
+}
+size_t Ring::point_count(size_t server) const {
+  return s_->point_counts.at(server);
+}
+const std::vector<uint32_t>& Ring::slots() const {
+  return s_->slots;
+}
+
+std::vector<Arc> Ring::arcs() const {
+  const State& s = *s_;
+  std::vector<Arc> arcs;
+  if (s.options.distribution != Distribution::ketama || s.live_count == 0) {
+    return arcs;
+  }
+  if (s.single_server) {
+    arcs.push_back({UINT32_MAX, 0});
+    return arcs;
+  }
+  if (s.points.empty()) {
+    return arcs;
+  }
+  // Point i owns (point i-1, point i]; the first point also owns the values
+  // above the last point (wrap-around). A point equal to its predecessor
+  // owns nothing: the search always stops at the first of them.
+  uint32_t first_owner = s.points.front().server;
+  for (size_t i = 0; i < s.points.size(); ++i) {
+    if (i > 0 && s.points[i].value == s.points[i - 1].value) {
+      continue;
+    }
+    arcs.push_back({s.points[i].value, s.points[i].server});
+  }
+  if (arcs.back().last != UINT32_MAX) {
+    arcs.push_back({UINT32_MAX, first_owner});
+  }
+  return arcs;
+}
+
+std::vector<uint64_t> Ring::owned_hashes() const {
+  const State& s = *s_;
+  std::vector<uint64_t> owned(s.servers.size(), 0);
+  switch (s.options.distribution) {
+    case Distribution::ketama: {
+      uint64_t previous_end = 0;  // one past the previous arc
+      for (const Arc& arc : arcs()) {
+        owned[arc.server] += uint64_t{arc.last} + 1 - previous_end;
+        previous_end = uint64_t{arc.last} + 1;
+      }
+      break;
+    }
+    case Distribution::modula: {
+      // Slot j receives the values v < 2^32 with v % L == j:
+      // floor((2^32 - 1 - j) / L) + 1 of them.
+      uint64_t length = s.slots.size();
+      for (uint64_t j = 0; j < length && j < kHashSpace; ++j) {
+        owned[s.slots[j]] += (kHashSpace - 1 - j) / length + 1;
+      }
+      break;
+    }
+    case Distribution::random: {
+      uint64_t length = s.slots.size();
+      for (uint64_t j = 0; j < length; ++j) {
+        owned[s.slots[j]] += kHashSpace / length + (j < kHashSpace % length ? 1 : 0);
+      }
+      break;
+    }
+  }
+  return owned;
+}
+
+}  // namespace memshard::ketama

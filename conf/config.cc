@@ -1,0 +1,159 @@
+// Loading nutcracker.yml: the document and top level here, one pool's
+// directives in pool.cc, scalar values in values.cc.
+#include "conf/config.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <map>
+
+#include "conf/pool.h"
+
+namespace memshard::conf {
+namespace {
+
+using detail::describe;
+using detail::ErrorList;
+using detail::line_of;
+using detail::ParsedPool;
+
+// What a listener binds: two pools cannot share it. Compared by meaning
+// rather than by the text nutcracker compares, so "/s.sock 0600" and
+// "/s.sock 0666" are caught too.
+std::string bind_key(const ListenAddress& l) {
+  if (l.is_unix) return l.path;
+  std::string host = l.host;
+  std::transform(host.begin(), host.end(), host.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return host + ":" + std::to_string(l.port);
+}
+
+void check_listen_conflicts(const std::vector<ParsedPool>& pools, ErrorList& errors) {
+  std::map<std::string, const ParsedPool*> bound;
+  for (const ParsedPool& p : pools) {
+    if (!p.has_listen) continue;
+    const auto [it, is_new] = bound.emplace(bind_key(p.pool.listen), &p);
+    if (is_new) continue;
+    const ParsedPool& first = *it->second;
+    errors.add(p.listen_line, "listen",
+               "pool '" + p.pool.name + "' listens on " + p.pool.listen.text + ", as pool '" +
+                   first.pool.name + "' on line " + std::to_string(first.listen_line) +
+                   " does; expected each pool on its own address");
+  }
+}
+
+std::vector<ParsedPool> parse_pools(const YAML::Node& root, ErrorList& errors) {
+  std::vector<ParsedPool> pools;
+  std::map<std::string, int> seen;  // pool name -> line first defined
+  for (auto it = root.begin(); it != root.end(); ++it) {
+    const int line = line_of(it->first);
+    if (!it->first.IsScalar() || it->first.Scalar().empty()) {
+      errors.add(line, "", "expected a pool name, found " + describe(it->first));
+      continue;
+    }
+    const std::string& name = it->first.Scalar();
+    if (const auto [first, is_new] = seen.emplace(name, line); !is_new) {
+      errors.add(line, name,
+                 "pool '" + name + "' is already defined on line " + std::to_string(first->second) +
+                     "; expected unique pool names");
+      continue;
+    }
+    if (!it->second.IsMap()) {
+      errors.add(line, name,
+                 "expected the pool's directives (listen:, servers:, ...) as a map indented "
+                 "under its name, found " +
+                     describe(it->second));
+      continue;
+    }
+    pools.push_back(detail::parse_pool(name, line, it->second, errors));
+  }
+  return pools;
+}
+
+void parse_documents(const std::string& text, Config& config, ErrorList& errors) {
+  std::vector<YAML::Node> docs;
+  try {
+    docs = YAML::LoadAll(text);
+  } catch (const YAML::Exception& e) {
+    errors.add(e.mark.line >= 0 ? e.mark.line + 1 : 0, "", "malformed YAML: " + e.msg);
+    return;
+  }
+  if (docs.empty()) {
+    errors.add(0, "", "no pools; expected a map of pool names to their directives");
+    return;
+  }
+  if (docs.size() > 1) {
+    errors.add(line_of(docs[1]), "",
+               "expected one YAML document, found " + std::to_string(docs.size()) +
+                   " (nutcracker reads exactly one)");
+  }
+  const YAML::Node& root = docs.front();
+  if (!root.IsMap()) {
+    errors.add(line_of(root), "",
+               "expected a map of pool names to their directives at the top level, found " +
+                   describe(root));
+    return;
+  }
+  if (root.size() == 0) {
+    errors.add(line_of(root), "", "no pools; expected a map of pool names to their directives");
+    return;
+  }
+  std::vector<ParsedPool> pools = parse_pools(root, errors);
+  check_listen_conflicts(pools, errors);
+  for (ParsedPool& p : pools) config.pools.push_back(std::move(p.pool));
+}
+
+}  // namespace
+
+const PoolConfig* Config::find_pool(const std::string& name) const {
+  for (const PoolConfig& p : pools) {
+    if (p.name == name) return &p;
+  }
+  return nullptr;
+}
+
+std::string ConfigError::to_string() const {
+  std::string out = file;
+  if (line > 0) out += ":" + std::to_string(line);
+  out += ": ";
+  if (!directive.empty()) out += directive + ": ";
+  return out + message;
+}
+
+LoadResult parse_config(const std::string& text, const std::string& file) {
+  ErrorList errors(file);
+  Config config;
+  config.file = file;
+  parse_documents(text, config, errors);
+
+  LoadResult result;
+  result.errors = std::move(errors.all());
+  // In file order, whichever check found them; file-wide ones (line 0) first.
+  std::stable_sort(result.errors.begin(), result.errors.end(),
+                   [](const ConfigError& a, const ConfigError& b) { return a.line < b.line; });
+  if (result.errors.empty()) result.config = std::move(config);
+  return result;
+}
+
+LoadResult load_config_file(const std::string& path) {
+  auto unreadable = [&](const std::string& why) {
+    LoadResult result;
+    result.errors.push_back(ConfigError{path, 0, "", "cannot read the file: " + why});
+    return result;
+  };
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) return unreadable("it is a directory");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return unreadable(std::strerror(errno));
+  const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  if (in.bad()) return unreadable(std::strerror(errno));
+  return parse_config(text, path);
+}
+
+}  // namespace memshard::conf

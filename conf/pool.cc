@@ -1,0 +1,350 @@
+#include "conf/pool.h"
+
+#include <array>
+#include <climits>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string_view>
+
+#include "conf/values.h"
+#include "ketama/hash.h"
+
+namespace memshard::conf::detail {
+namespace {
+
+constexpr int kMinItemSizeMax = 1024;        // memcached's -I lower bound
+constexpr int kMaxItemSizeMax = 1024 << 20;  // and its upper bound (1 GiB)
+// `distribution: modula` repeats each server `weight` times in one table
+// (twemproxy allocates it whole); beyond this it is hundreds of MB.
+constexpr uint64_t kMaxModulaTotalWeight = uint64_t{1} << 24;
+
+constexpr std::array kModes = {
+    ketama::Mode::twemproxy,    ketama::Mode::libmemcached_weighted,
+    ketama::Mode::libmemcached, ketama::Mode::libmemcached_spy,
+    ketama::Mode::libketama,    ketama::Mode::spymemcached,
+};
+
+std::string quoted(std::string_view s) {
+  return "\"" + std::string(s) + "\"";
+}
+
+std::string found(std::string_view text) {
+  return ", found " + quoted(text);
+}
+
+template <class Names>
+std::string join(const Names& names) {
+  std::string out;
+  for (const auto& n : names) out += (out.empty() ? "" : ", ") + std::string(n);
+  return out;
+}
+
+std::string hash_names() {
+  std::vector<std::string_view> names;
+  for (ketama::HashFunction f : ketama::kAllHashFunctions) names.push_back(ketama::hash_name(f));
+  return join(names);
+}
+
+std::string mode_names() {
+  std::vector<std::string_view> names;
+  for (ketama::Mode m : kModes) names.push_back(ketama::mode_name(m));
+  return join(names);
+}
+
+// Directive names, in the order nutcracker's README documents them, then
+// memshard's extensions.
+constexpr std::array<std::string_view, 19> kDirectives = {
+    "listen",
+    "hash",
+    "hash_tag",
+    "distribution",
+    "timeout",
+    "backlog",
+    "preconnect",
+    "redis",
+    "redis_auth",
+    "redis_db",
+    "server_connections",
+    "auto_eject_hosts",
+    "server_retry_timeout",
+    "server_failure_limit",
+    "client_connections",
+    "tcpkeepalive",
+    "servers",
+    "ketama_compat",
+    "item_size_max",
+};
+
+// Reads one pool's directives into a PoolConfig, reporting into `errors`.
+class PoolReader {
+ public:
+  PoolReader(const std::string& name, int line, ErrorList& errors) : errors_(errors) {
+    out_.pool.name = name;
+    out_.pool.line = line;
+  }
+
+  void directive(const std::string& key, int line, const YAML::Node& value) {
+    line_ = line;
+    key_ = key;
+    if (key == "listen") listen_given_ = true;
+    if (key == "servers") return servers(value);
+    const std::optional<std::string> text = scalar(value);
+    if (!text) return;
+    scalar_directive(*text);
+  }
+
+  ParsedPool finish(int servers_line);
+
+ private:
+  void error(std::string message) { errors_.add(line_, key_, std::move(message)); }
+
+  std::optional<std::string> scalar(const YAML::Node& value) {
+    if (value.IsScalar()) return value.Scalar();
+    error("expected a single value, found " + describe(value));
+    return std::nullopt;
+  }
+
+  std::optional<int> number(const std::string& text, int min = 0, int max = INT_MAX) {
+    const Parsed<int> n = parse_number(text);
+    if (n.value && *n.value >= min && *n.value <= max) return n.value;
+    if (!n.value) {
+      error(n.error + found(text));
+    } else {
+      error("expected a whole number from " + std::to_string(min) + " to " + std::to_string(max) +
+            found(text));
+    }
+    return std::nullopt;
+  }
+
+  std::optional<bool> boolean(const std::string& text) {
+    const Parsed<bool> b = parse_bool(text);
+    if (!b.value) error(b.error + found(text));
+    return b.value;
+  }
+
+  template <class T>
+  void set_number(T& field, const std::string& text, int min = 0, int max = INT_MAX) {
+    if (auto n = number(text, min, max)) field = static_cast<T>(*n);
+  }
+
+  void set_bool(bool& field, const std::string& text) {
+    if (auto b = boolean(text)) field = *b;
+  }
+
+  void scalar_directive(const std::string& text);
+  void servers(const YAML::Node& value);
+  void check_servers();
+
+  ErrorList& errors_;
+  ParsedPool out_;
+  int line_ = 0;
+  std::string key_;
+  bool redis_ = false;
+  int redis_auth_line_ = 0;
+  bool listen_given_ = false;      // even if its value was refused
+  bool servers_reported_ = false;  // entries or their container already reported
+};
+
+void PoolReader::scalar_directive(const std::string& text) {
+  PoolConfig& p = out_.pool;
+  const std::string& key = key_;
+  if (key == "listen") {
+    Parsed<ListenAddress> listen = parse_listen(text);
+    if (!listen.value) return error(listen.error + found(text));
+    p.listen = std::move(*listen.value);
+    out_.has_listen = true;
+    out_.listen_line = line_;
+  } else if (key == "hash") {
+    if (auto h = ketama::parse_hash_name(text)) return void(p.ring.hash = *h);
+    error("expected one of " + hash_names() + found(text));
+  } else if (key == "hash_tag") {
+    // Two bytes, as nutcracker counts them: an opening and a closing mark.
+    if (text.size() == 2) return void(p.ring.hash_tag = text);
+    error("expected exactly two characters, such as \"{}\"" + found(text));
+  } else if (key == "distribution") {
+    if (auto d = ketama::parse_distribution_name(text)) return void(p.ring.distribution = *d);
+    error("expected ketama, modula or random" + found(text));
+  } else if (key == "ketama_compat") {
+    if (auto m = ketama::parse_mode_name(text)) return void(p.ring.mode = *m);
+    error("expected one of " + mode_names() + found(text));
+  } else if (key == "timeout") {
+    // nutcracker arms no timer for a timeout <= 0: 0 means wait forever.
+    if (auto n = number(text)) p.timeout_ms = *n > 0 ? std::optional<int>(*n) : std::nullopt;
+  } else if (key == "backlog") {
+    set_number(p.backlog, text);
+  } else if (key == "preconnect") {
+    set_bool(p.preconnect, text);
+  } else if (key == "redis") {
+    if (auto b = boolean(text); b && *b) {
+      redis_ = true;
+      error("pool '" + p.name +
+            "' is a redis pool (redis: true); memshard serves memcached only, so remove the "
+            "pool or set redis: false");
+    }
+  } else if (key == "redis_auth") {
+    p.redis_auth = text;
+    redis_auth_line_ = line_;
+  } else if (key == "redis_db") {
+    set_number(p.redis_db, text);
+  } else if (key == "server_connections") {
+    set_number(p.server_connections, text, 1);  // nutcracker: "cannot be 0"
+  } else if (key == "auto_eject_hosts") {
+    set_bool(p.auto_eject_hosts, text);
+  } else if (key == "server_retry_timeout") {
+    set_number(p.server_retry_timeout_ms, text);
+  } else if (key == "server_failure_limit") {
+    set_number(p.server_failure_limit, text);
+  } else if (key == "client_connections") {
+    set_number(p.client_connections, text);
+  } else if (key == "tcpkeepalive") {
+    set_bool(p.tcpkeepalive, text);
+  } else if (key == "item_size_max") {
+    set_number(p.item_size_max, text, kMinItemSizeMax, kMaxItemSizeMax);
+  }
+}
+
+void PoolReader::servers(const YAML::Node& value) {
+  if (value.IsNull()) return;  // reported as "no servers" by finish()
+  if (!value.IsSequence()) {
+    servers_reported_ = true;
+    return error("expected a list of \"host:port:weight [name]\" entries, found " +
+                 describe(value));
+  }
+  for (const YAML::Node& item : value) {
+    servers_reported_ = true;
+    const int line = line_of(item);
+    if (!item.IsScalar()) {
+      errors_.add(line, key_,
+                  "expected \"host:port:weight [name]\" or \"/path/to.sock:weight [name]\", "
+                  "found " +
+                      describe(item));
+      continue;
+    }
+    const std::string& text = item.Scalar();
+    Parsed<ketama::ServerEntry> entry = parse_server(text);
+    if (!entry.value) {
+      errors_.add(line, key_, entry.error + found(text));
+      continue;
+    }
+    out_.pool.servers.push_back(ServerConfig{std::move(*entry.value), text, line});
+  }
+}
+
+// The same memcached twice, or two servers twemproxy would give one ring name.
+void PoolReader::check_servers() {
+  const std::vector<ServerConfig>& servers = out_.pool.servers;
+  std::map<std::string, const ServerConfig*> by_address;
+  std::map<std::string, const ServerConfig*> by_name;
+  uint64_t total_weight = 0;
+  for (const ServerConfig& s : servers) {
+    total_weight += s.entry.weight;
+    const auto [addr_it, new_addr] = by_address.emplace(address_key(s.entry), &s);
+    const std::string name = twemproxy_ring_name(s.entry);
+    const auto [name_it, new_name] = by_name.emplace(name, &s);
+    if (!new_addr) {
+      const ServerConfig& first = *addr_it->second;
+      errors_.add(s.line, "servers",
+                  "server " + quoted(s.text) + " has the same address as " + quoted(first.text) +
+                      " on line " + std::to_string(first.line) +
+                      "; expected each memcached once per pool");
+    } else if (!new_name) {
+      const ServerConfig& first = *name_it->second;
+      errors_.add(s.line, "servers",
+                  "server " + quoted(s.text) + " has the ring name " + quoted(name) + ", as " +
+                      quoted(first.text) + " on line " + std::to_string(first.line) +
+                      " does; expected unique names (twemproxy names a server without one "
+                      "\"host\" when its port is 11211, else \"host:port\")");
+    }
+  }
+  const int servers_line = servers.empty() ? 0 : servers.front().line;
+  if (total_weight > UINT32_MAX) {
+    errors_.add(servers_line, "servers",
+                "pool '" + out_.pool.name + "' has a total weight of " +
+                    std::to_string(total_weight) +
+                    "; expected at most 4294967295 (twemproxy sums weights in 32 bits)");
+  } else if (out_.pool.ring.distribution == ketama::Distribution::modula &&
+             total_weight > kMaxModulaTotalWeight) {
+    errors_.add(servers_line, "servers",
+                "pool '" + out_.pool.name + "' has a total weight of " +
+                    std::to_string(total_weight) + "; expected at most " +
+                    std::to_string(kMaxModulaTotalWeight) +
+                    " with distribution modula, which lists each server weight times");
+  }
+}
+
+ParsedPool PoolReader::finish(int servers_line) {
+  const PoolConfig& p = out_.pool;
+  if (!listen_given_) {
+    errors_.add(p.line, "listen",
+                "pool '" + p.name +
+                    "' has no listen address; expected \"listen: host:port\" or "
+                    "\"listen: /path/to.sock [permissions]\"");
+  }
+  if (p.servers.empty() && !servers_reported_) {
+    errors_.add(servers_line ? servers_line : p.line, "servers",
+                "pool '" + p.name +
+                    "' has no servers; expected a list of \"host:port:weight [name]\" entries");
+  }
+  check_servers();
+  if (p.redis_auth && !redis_) {
+    errors_.add(redis_auth_line_, "redis_auth",
+                "expected no redis_auth in a memcached pool (nutcracker accepts it only with "
+                "redis: true, and memshard serves memcached only)");
+  }
+  return std::move(out_);
+}
+
+}  // namespace
+
+void ErrorList::add(int line, std::string directive, std::string message) {
+  errors_.push_back(ConfigError{file_, line, std::move(directive), std::move(message)});
+}
+
+int line_of(const YAML::Node& node) {
+  const int line = node.Mark().line;
+  return line >= 0 ? line + 1 : 0;
+}
+
+std::string describe(const YAML::Node& node) {
+  switch (node.Type()) {
+    case YAML::NodeType::Sequence:
+      return "a list";
+    case YAML::NodeType::Map:
+      return "a map";
+    case YAML::NodeType::Scalar:
+      return quoted(node.Scalar());
+    default:
+      return "nothing";
+  }
+}
+
+ParsedPool parse_pool(const std::string& name, int line, const YAML::Node& body,
+                      ErrorList& errors) {
+  PoolReader reader(name, line, errors);
+  std::map<std::string, int> seen;  // directive -> line first given
+  int servers_line = 0;
+  for (auto it = body.begin(); it != body.end(); ++it) {
+    const int key_line = line_of(it->first);
+    if (!it->first.IsScalar()) {
+      errors.add(key_line, "", "expected a directive name, found " + describe(it->first));
+      continue;
+    }
+    const std::string& key = it->first.Scalar();
+    if (std::find(kDirectives.begin(), kDirectives.end(), key) == kDirectives.end()) {
+      errors.add(key_line, key, "unknown directive; expected one of " + join(kDirectives));
+      continue;
+    }
+    // yaml-cpp keeps both entries of a repeated key; nutcracker refuses them.
+    if (const auto [first, is_new] = seen.emplace(key, key_line); !is_new) {
+      errors.add(key_line, key,
+                 "duplicate directive; already given on line " + std::to_string(first->second));
+      continue;
+    }
+    if (key == "servers") servers_line = key_line;
+    reader.directive(key, key_line, it->second);
+  }
+  return reader.finish(servers_line);
+}
+
+}  // namespace memshard::conf::detail

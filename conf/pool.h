@@ -1,0 +1,42 @@
+// Reading one pool (the map of directives under a pool name) from YAML.
+// Internal to conf/: the public entry points are in config.h.
+#pragma once
+
+#include <yaml-cpp/yaml.h>
+
+#include <string>
+#include <vector>
+
+#include "conf/config.h"
+
+namespace memshard::conf::detail {
+
+// Collects every error instead of stopping at the first, so an operator can
+// fix a whole file in one pass.
+class ErrorList {
+ public:
+  explicit ErrorList(std::string file) : file_(std::move(file)) {}
+  void add(int line, std::string directive, std::string message);
+  std::vector<ConfigError>& all() { return errors_; }
+
+ private:
+  std::string file_;
+  std::vector<ConfigError> errors_;
+};
+
+// 1-based line of a node, 0 when yaml-cpp has no position for it.
+int line_of(const YAML::Node& node);
+// "a list", "a map", "nothing", "a value": for "expected X, found Y".
+std::string describe(const YAML::Node& node);
+
+struct ParsedPool {
+  PoolConfig pool;
+  bool has_listen = false;  // a valid listen directive was read
+  int listen_line = 0;
+};
+
+// Reads the directives of pool `name` (whose key is on `line`) and checks
+// the pool on its own; checks across pools are the caller's.
+ParsedPool parse_pool(const std::string& name, int line, const YAML::Node& body, ErrorList& errors);
+
+}  // namespace memshard::conf::detail

@@ -1,0 +1,182 @@
+#include "conf/values.h"
+
+#include <algorithm>
+#include <cctype>
+#include <climits>
+
+namespace memshard::conf::detail {
+namespace {
+
+constexpr uint16_t kKetamaDefaultPort = 11211;  // twemproxy leaves it out of ring names
+// sockaddr_un::sun_path holds 108 bytes including the terminating NUL.
+constexpr size_t kMaxUnixPathBytes = 107;
+
+bool is_digits(std::string_view s) {
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+bool has_space(std::string_view s) {
+  return std::any_of(s.begin(), s.end(),
+                     [](char c) { return std::isspace(static_cast<unsigned char>(c)); });
+}
+
+// Empty when `host` can name a server; otherwise what was expected.
+std::string check_host(std::string_view host) {
+  if (host.empty()) return "expected a host name or IP address before the port";
+  if (host.front() == '[') {
+    return "expected an IPv6 address without brackets, as twemproxy reads them "
+           "(e.g. ::1:11211): the port is what follows the last ':'";
+  }
+  if (has_space(host)) return "expected a host name without spaces";
+  return {};
+}
+
+std::string check_unix_path(std::string_view path) {
+  if (path.size() > kMaxUnixPathBytes) {
+    return "expected a unix socket path of at most " + std::to_string(kMaxUnixPathBytes) + " bytes";
+  }
+  return {};
+}
+
+}  // namespace
+
+Parsed<int> parse_number(std::string_view text) {
+  constexpr std::string_view kExpected = "expected a whole number from 0 to 2147483647";
+  if (!is_digits(text)) return Parsed<int>::fail(std::string(kExpected));
+  long long v = 0;
+  for (char c : text) {
+    v = v * 10 + (c - '0');
+    if (v > INT_MAX) return Parsed<int>::fail(std::string(kExpected));
+  }
+  return Parsed<int>::ok(static_cast<int>(v));
+}
+
+Parsed<bool> parse_bool(std::string_view text) {
+  if (text == "true") return Parsed<bool>::ok(true);
+  if (text == "false") return Parsed<bool>::ok(false);
+  return Parsed<bool>::fail("expected true or false (nutcracker accepts no other spelling)");
+}
+
+Parsed<uint16_t> parse_port(std::string_view text) {
+  constexpr std::string_view kExpected = "expected a port from 1 to 65535 after the last ':'";
+  if (!is_digits(text)) return Parsed<uint16_t>::fail(std::string(kExpected));
+  if (text.size() > 1 && text.front() == '0') {
+    return Parsed<uint16_t>::fail(
+        "expected the port without leading zeros (twemproxy names servers by the port as "
+        "written)");
+  }
+  const Parsed<int> n = parse_number(text);
+  if (!n.value || *n.value < 1 || *n.value > 65535) {
+    return Parsed<uint16_t>::fail(std::string(kExpected));
+  }
+  return Parsed<uint16_t>::ok(static_cast<uint16_t>(*n.value));
+}
+
+Parsed<ListenAddress> parse_listen(std::string_view text) {
+  ListenAddress out;
+  out.text = std::string(text);
+  if (!text.empty() && text.front() == '/') {
+    out.is_unix = true;
+    const size_t space = text.rfind(' ');
+    out.path = std::string(text.substr(0, space));
+    if (space != std::string_view::npos) {
+      // nutcracker reads the permissions with strtol(..., 8) and takes junk
+      // as 0; only real octal modes are accepted here.
+      const std::string_view perm = text.substr(space + 1);
+      const bool octal =
+          !perm.empty() && perm.size() <= 4 &&
+          std::all_of(perm.begin(), perm.end(), [](char c) { return c >= '0' && c <= '7'; });
+      const unsigned long mode = octal ? std::stoul(std::string(perm), nullptr, 8) : 01000;
+      if (mode > 0777) {
+        return Parsed<ListenAddress>::fail(
+            "expected octal permissions from 0 to 0777 after the socket path (e.g. 0666)");
+      }
+      out.perm = static_cast<uint32_t>(mode);
+    }
+    if (std::string e = check_unix_path(out.path); !e.empty())
+      return Parsed<ListenAddress>::fail(e);
+    return Parsed<ListenAddress>::ok(std::move(out));
+  }
+
+  const size_t colon = text.rfind(':');
+  if (colon == std::string_view::npos) {
+    return Parsed<ListenAddress>::fail("expected \"host:port\" or \"/path/to.sock [permissions]\"");
+  }
+  if (std::string e = check_host(text.substr(0, colon)); !e.empty()) {
+    return Parsed<ListenAddress>::fail(e);
+  }
+  const Parsed<uint16_t> port = parse_port(text.substr(colon + 1));
+  if (!port.value) return Parsed<ListenAddress>::fail(port.error);
+  out.host = std::string(text.substr(0, colon));
+  out.port = *port.value;
+  return Parsed<ListenAddress>::ok(std::move(out));
+}
+
+Parsed<ketama::ServerEntry> parse_server(std::string_view text) {
+  using Result = Parsed<ketama::ServerEntry>;
+  constexpr std::string_view kFormat =
+      "expected \"host:port:weight [name]\" or \"/path/to.sock:weight [name]\" (the weight "
+      "is required)";
+  ketama::ServerEntry out;
+
+  std::string_view rest = text;
+  if (const size_t space = rest.rfind(' '); space != std::string_view::npos) {
+    out.name = std::string(rest.substr(space + 1));
+    rest = rest.substr(0, space);
+    if (out.name.empty()) return Result::fail("expected a server name after the space");
+  }
+
+  const size_t weight_colon = rest.rfind(':');
+  if (weight_colon == std::string_view::npos) return Result::fail(std::string(kFormat));
+  const std::string_view weight_text = rest.substr(weight_colon + 1);
+  const Parsed<int> weight = parse_number(weight_text);
+  if (!weight.value) {
+    return Result::fail("expected a whole number weight from 1 to 2147483647 after the last ':'");
+  }
+  if (*weight.value == 0) {
+    return Result::fail("expected a weight of at least 1 (twemproxy refuses a zero weight)");
+  }
+  out.weight = static_cast<uint32_t>(*weight.value);
+  const std::string_view address = rest.substr(0, weight_colon);
+
+  if (!address.empty() && address.front() == '/') {
+    // twemproxy finds the weight at the last ':' and then fails on any other
+    // ':' in a socket path; say so instead of a generic format error.
+    if (address.find(':') != std::string_view::npos) {
+      return Result::fail("expected a unix socket path without ':' (twemproxy cannot read one)");
+    }
+    if (std::string e = check_unix_path(address); !e.empty()) return Result::fail(e);
+    out.is_unix = true;
+    out.host = std::string(address);
+    out.port = 0;
+    return Result::ok(std::move(out));
+  }
+
+  const size_t port_colon = address.rfind(':');
+  if (port_colon == std::string_view::npos) return Result::fail(std::string(kFormat));
+  if (std::string e = check_host(address.substr(0, port_colon)); !e.empty()) {
+    return Result::fail(e);
+  }
+  const Parsed<uint16_t> port = parse_port(address.substr(port_colon + 1));
+  if (!port.value) return Result::fail(port.error);
+  out.host = std::string(address.substr(0, port_colon));
+  out.port = *port.value;
+  return Result::ok(std::move(out));
+}
+
+std::string twemproxy_ring_name(const ketama::ServerEntry& server) {
+  if (!server.name.empty()) return server.name;
+  if (server.is_unix) return server.host + ":";
+  if (server.port == kKetamaDefaultPort) return server.host;
+  return server.host + ":" + std::to_string(server.port);
+}
+
+std::string address_key(const ketama::ServerEntry& server) {
+  if (server.is_unix) return server.host;
+  std::string host = server.host;
+  std::transform(host.begin(), host.end(), host.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return host + ":" + std::to_string(server.port);
+}
+
+}  // namespace memshard::conf::detail

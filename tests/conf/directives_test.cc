@@ -1,0 +1,165 @@
+// Every directive nutcracker 0.5 accepts, and memshard's extensions, read
+// with non-default values.
+#include <gtest/gtest.h>
+
+#include "conf_test_util.h"
+#include "ketama/hash.h"
+
+namespace memshard::conf {
+namespace {
+
+using testing::only_pool;
+using testing::pool;
+
+TEST(ConfDirectives, EveryDirectiveWithNonDefaultValue) {
+  const PoolConfig p = only_pool(
+      "gamma:\n"
+      "  listen: 0.0.0.0:22123\n"
+      "  hash: murmur\n"
+      "  hash_tag: \"{}\"\n"
+      "  distribution: modula\n"
+      "  ketama_compat: libmemcached_weighted\n"
+      "  timeout: 400\n"
+      "  backlog: 1024\n"
+      "  preconnect: true\n"
+      "  redis: false\n"
+      "  redis_db: 7\n"
+      "  server_connections: 3\n"
+      "  auto_eject_hosts: true\n"
+      "  server_retry_timeout: 2000\n"
+      "  server_failure_limit: 5\n"
+      "  client_connections: 100\n"
+      "  tcpkeepalive: true\n"
+      "  item_size_max: 2097152\n"
+      "  servers:\n"
+      "   - 10.0.0.1:11211:1\n");
+  EXPECT_EQ(p.name, "gamma");
+  EXPECT_EQ(p.listen.host, "0.0.0.0");
+  EXPECT_EQ(p.listen.port, 22123);
+  EXPECT_FALSE(p.listen.is_unix);
+  EXPECT_EQ(p.listen.text, "0.0.0.0:22123");
+  EXPECT_EQ(p.ring.hash, ketama::HashFunction::murmur);
+  EXPECT_EQ(p.ring.hash_tag, "{}");
+  EXPECT_EQ(p.ring.distribution, ketama::Distribution::modula);
+  EXPECT_EQ(p.ring.mode, ketama::Mode::libmemcached_weighted);
+  EXPECT_EQ(p.timeout_ms, 400);
+  EXPECT_EQ(p.backlog, 1024);
+  EXPECT_TRUE(p.preconnect);
+  EXPECT_EQ(p.redis_db, 7);
+  EXPECT_EQ(p.server_connections, 3u);
+  EXPECT_TRUE(p.auto_eject_hosts);
+  EXPECT_EQ(p.server_retry_timeout_ms, 2000);
+  EXPECT_EQ(p.server_failure_limit, 5u);
+  EXPECT_EQ(p.client_connections, 100u);
+  EXPECT_TRUE(p.tcpkeepalive);
+  EXPECT_EQ(p.item_size_max, 2097152u);
+  ASSERT_EQ(p.servers.size(), 1u);
+  EXPECT_EQ(p.servers[0].entry.host, "10.0.0.1");
+}
+
+TEST(ConfDirectives, EveryHashName) {
+  for (ketama::HashFunction f : ketama::kAllHashFunctions) {
+    const std::string name(ketama::hash_name(f));
+    EXPECT_EQ(only_pool(pool("  hash: " + name + "\n")).ring.hash, f) << name;
+  }
+}
+
+TEST(ConfDirectives, EveryDistribution) {
+  EXPECT_EQ(only_pool(pool("  distribution: ketama\n")).ring.distribution,
+            ketama::Distribution::ketama);
+  EXPECT_EQ(only_pool(pool("  distribution: modula\n")).ring.distribution,
+            ketama::Distribution::modula);
+  EXPECT_EQ(only_pool(pool("  distribution: random\n")).ring.distribution,
+            ketama::Distribution::random);
+}
+
+TEST(ConfDirectives, EveryKetamaCompatMode) {
+  for (const char* name : {"twemproxy", "libmemcached_weighted", "libmemcached", "libmemcached_spy",
+                           "libketama", "spymemcached"}) {
+    const PoolConfig p = only_pool(pool(std::string("  ketama_compat: ") + name + "\n"));
+    EXPECT_EQ(ketama::mode_name(p.ring.mode), name);
+  }
+}
+
+TEST(ConfDirectives, BooleansBothWays) {
+  const PoolConfig on = only_pool(pool("  preconnect: true\n  auto_eject_hosts: true\n"));
+  EXPECT_TRUE(on.preconnect);
+  EXPECT_TRUE(on.auto_eject_hosts);
+  const PoolConfig off = only_pool(pool("  preconnect: false\n  auto_eject_hosts: false\n"));
+  EXPECT_FALSE(off.preconnect);
+  EXPECT_FALSE(off.auto_eject_hosts);
+}
+
+TEST(ConfDirectives, TimeoutZeroMeansForeverAsInNutcracker) {
+  // nutcracker arms no timer when the timeout is <= 0.
+  EXPECT_EQ(only_pool(pool("  timeout: 0\n")).timeout_ms, std::nullopt);
+  EXPECT_EQ(only_pool(pool("  timeout: 1\n")).timeout_ms, 1);
+}
+
+TEST(ConfDirectives, QuotedValuesReadLikePlainOnes) {
+  // libyaml hands nutcracker the same scalar either way.
+  const PoolConfig p = only_pool(pool("  timeout: \"400\"\n  preconnect: 'true'\n"));
+  EXPECT_EQ(p.timeout_ms, 400);
+  EXPECT_TRUE(p.preconnect);
+}
+
+TEST(ConfDirectives, NumbersAtTheirLimits) {
+  const PoolConfig p =
+      only_pool(pool("  backlog: 2147483647\n  server_retry_timeout: 0\n  server_failure_limit: 0\n"
+                     "  client_connections: 2147483647\n  item_size_max: 1073741824\n"));
+  EXPECT_EQ(p.backlog, 2147483647);
+  EXPECT_EQ(p.server_retry_timeout_ms, 0);
+  EXPECT_EQ(p.server_failure_limit, 0u);
+  EXPECT_EQ(p.client_connections, 2147483647u);
+  EXPECT_EQ(p.item_size_max, 1073741824u);
+  EXPECT_EQ(only_pool(pool("  item_size_max: 1024\n")).item_size_max, 1024u);
+}
+
+TEST(ConfDirectives, UnixListenWithPermissions) {
+  const PoolConfig p =
+      only_pool("omega:\n  listen: /tmp/memshard.sock 0666\n  servers:\n   - 127.0.0.1:11211:1\n");
+  EXPECT_TRUE(p.listen.is_unix);
+  EXPECT_EQ(p.listen.path, "/tmp/memshard.sock");
+  EXPECT_EQ(p.listen.perm, 0666u);
+  EXPECT_EQ(p.listen.host, "");
+  EXPECT_EQ(p.listen.text, "/tmp/memshard.sock 0666");
+}
+
+TEST(ConfDirectives, UnixListenWithoutPermissions) {
+  const PoolConfig p =
+      only_pool("omega:\n  listen: /tmp/memshard.sock\n  servers:\n   - 127.0.0.1:11211:1\n");
+  EXPECT_TRUE(p.listen.is_unix);
+  EXPECT_EQ(p.listen.path, "/tmp/memshard.sock");
+  EXPECT_EQ(p.listen.perm, std::nullopt);
+}
+
+TEST(ConfDirectives, HostnameAndIpv6Listen) {
+  EXPECT_EQ(only_pool("a:\n  listen: localhost:22121\n  servers:\n   - h:1:1\n").listen.host,
+            "localhost");
+  const PoolConfig v6 = only_pool("a:\n  listen: ::1:22121\n  servers:\n   - h:1:1\n");
+  EXPECT_EQ(v6.listen.host, "::1");
+  EXPECT_EQ(v6.listen.port, 22121);
+}
+
+TEST(ConfDirectives, ServersKeepFileOrderLinesAndText) {
+  const PoolConfig p = only_pool(pool("",
+                                      "   - 10.0.0.2:11211:3 b\n"
+                                      "   # a comment between servers\n"
+                                      "   - 10.0.0.1:11212:1 a\n"));
+  ASSERT_EQ(p.servers.size(), 2u);
+  EXPECT_EQ(p.servers[0].text, "10.0.0.2:11211:3 b");
+  EXPECT_EQ(p.servers[0].line, 4);
+  EXPECT_EQ(p.servers[1].text, "10.0.0.1:11212:1 a");
+  EXPECT_EQ(p.servers[1].line, 6);
+}
+
+TEST(ConfDirectives, CommentsAndBlankLinesAreIgnored) {
+  const PoolConfig p = only_pool(
+      "# header\n\nalpha:   # trailing comment\n  listen: 127.0.0.1:22121  # here too\n\n"
+      "  servers:\n   - 127.0.0.1:11211:1\n");
+  EXPECT_EQ(p.line, 3);
+  EXPECT_EQ(p.listen.port, 22121);
+}
+
+}  // namespace
+}  // namespace memshard::conf

@@ -1,0 +1,341 @@
+// One test per kind of error: each checks the file, the line, the
+// directive and what the message says was expected.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+
+#include "conf_test_util.h"
+
+namespace memshard::conf {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::only_error;
+using testing::parse;
+using testing::pool;
+
+void expect_error(const ConfigError& e, int line, const std::string& directive,
+                  const std::string& message) {
+  EXPECT_EQ(e.file, "test.yml");
+  EXPECT_EQ(e.line, line);
+  EXPECT_EQ(e.directive, directive);
+  EXPECT_EQ(e.message, message);
+}
+
+TEST(ConfErrors, ToStringIsGccStyle) {
+  EXPECT_EQ((ConfigError{"a.yml", 3, "hash", "expected x"}).to_string(),
+            "a.yml:3: hash: expected x");
+  EXPECT_EQ((ConfigError{"a.yml", 0, "", "no pools"}).to_string(), "a.yml: no pools");
+  EXPECT_EQ((ConfigError{"a.yml", 7, "", "malformed"}).to_string(), "a.yml:7: malformed");
+}
+
+TEST(ConfErrors, MalformedYaml) {
+  const ConfigError e = only_error("alpha:\n  listen: 127.0.0.1:22121\n servers:\n");
+  expect_error(e, 3, "", "malformed YAML: end of map not found");
+}
+
+TEST(ConfErrors, EmptyFileHasNoPools) {
+  expect_error(only_error("# only a comment\n"), 0, "",
+               "no pools; expected a map of pool names to their directives");
+}
+
+TEST(ConfErrors, TopLevelNotAMap) {
+  expect_error(only_error("\n- alpha\n- beta\n"), 2, "",
+               "expected a map of pool names to their directives at the top level, found a "
+               "list");
+}
+
+TEST(ConfErrors, MoreThanOneDocument) {
+  const LoadResult r = parse(pool() + "---\n" + pool());
+  ASSERT_FALSE(r.errors.empty());
+  expect_error(r.errors.front(), 6, "",
+               "expected one YAML document, found 2 (nutcracker reads exactly one)");
+}
+
+TEST(ConfErrors, PoolNotAMap) {
+  expect_error(only_error(pool() + "beta: 127.0.0.1:22122\n"), 5, "beta",
+               "expected the pool's directives (listen:, servers:, ...) as a map indented "
+               "under its name, found \"127.0.0.1:22122\"");
+}
+
+TEST(ConfErrors, DuplicatePoolName) {
+  const std::string second = "alpha:\n  listen: 127.0.0.1:22122\n  servers:\n   - h:1:1\n";
+  expect_error(only_error(pool() + second), 5, "alpha",
+               "pool 'alpha' is already defined on line 1; expected unique pool names");
+}
+
+TEST(ConfErrors, UnknownDirective) {
+  const ConfigError e = only_error(pool("  lisen: 127.0.0.1:22122\n"));
+  EXPECT_EQ(e.line, 3);
+  EXPECT_EQ(e.directive, "lisen");
+  EXPECT_THAT(e.message, HasSubstr("unknown directive; expected one of listen, hash, hash_tag"));
+  EXPECT_THAT(e.message, HasSubstr("ketama_compat, item_size_max"));
+}
+
+TEST(ConfErrors, DuplicateDirective) {
+  // yaml-cpp would keep one of the two; nutcracker refuses the second.
+  expect_error(only_error(pool("  hash: md5\n  timeout: 10\n  hash: crc32\n")), 5, "hash",
+               "duplicate directive; already given on line 3");
+}
+
+TEST(ConfErrors, ListInsteadOfValue) {
+  expect_error(only_error(pool("  hash:\n   - md5\n")), 3, "hash",
+               "expected a single value, found a list");
+}
+
+TEST(ConfErrors, MissingValue) {
+  expect_error(only_error(pool("  timeout:\n")), 3, "timeout",
+               "expected a single value, found nothing");
+}
+
+TEST(ConfErrors, ListenWithoutPort) {
+  expect_error(only_error("alpha:\n  listen: 127.0.0.1\n  servers:\n   - h:1:1\n"), 2, "listen",
+               "expected \"host:port\" or \"/path/to.sock [permissions]\", found "
+               "\"127.0.0.1\"");
+}
+
+TEST(ConfErrors, ListenPortOutOfRange) {
+  expect_error(only_error("alpha:\n  listen: 127.0.0.1:65536\n  servers:\n   - h:1:1\n"), 2,
+               "listen",
+               "expected a port from 1 to 65535 after the last ':', found "
+               "\"127.0.0.1:65536\"");
+}
+
+TEST(ConfErrors, ListenBadUnixPermissions) {
+  expect_error(only_error("alpha:\n  listen: /tmp/m.sock 0888\n  servers:\n   - h:1:1\n"), 2,
+               "listen",
+               "expected octal permissions from 0 to 0777 after the socket path (e.g. 0666), "
+               "found \"/tmp/m.sock 0888\"");
+}
+
+TEST(ConfErrors, BracketedIpv6) {
+  const ConfigError e = only_error(pool("", "   - \"[::1]:11211:1\"\n"));
+  EXPECT_EQ(e.line, 4);
+  EXPECT_EQ(e.directive, "servers");
+  EXPECT_THAT(e.message, HasSubstr("expected an IPv6 address without brackets"));
+  EXPECT_THAT(e.message, HasSubstr("found \"[::1]:11211:1\""));
+}
+
+TEST(ConfErrors, ServerFormat) {
+  // The weight is the part most often left out.
+  expect_error(only_error(pool("", "   - 127.0.0.1:11211\n   - 127.0.0.1:11212:1\n")), 4, "servers",
+               "expected \"host:port:weight [name]\" or \"/path/to.sock:weight [name]\" (the "
+               "weight is required), found \"127.0.0.1:11211\"");
+  const ConfigError unix_socket = only_error(pool("", "   - /tmp/mc.sock\n"));
+  EXPECT_EQ(unix_socket.line, 4);
+  EXPECT_THAT(unix_socket.message, HasSubstr("(the weight is required), found \"/tmp/mc.sock\""));
+}
+
+TEST(ConfErrors, ServerWeightNotANumber) {
+  expect_error(only_error(pool("", "   - 127.0.0.1:11211:heavy\n")), 4, "servers",
+               "expected a whole number weight from 1 to 2147483647 after the last ':', found "
+               "\"127.0.0.1:11211:heavy\"");
+}
+
+TEST(ConfErrors, ServerPortOutOfRange) {
+  expect_error(only_error(pool("", "   - 127.0.0.1:0:1\n")), 4, "servers",
+               "expected a port from 1 to 65535 after the last ':', found \"127.0.0.1:0:1\"");
+}
+
+TEST(ConfErrors, ServerPortWithLeadingZero) {
+  const ConfigError e = only_error(pool("", "   - 127.0.0.1:011212:1\n"));
+  EXPECT_EQ(e.line, 4);
+  EXPECT_THAT(e.message, HasSubstr("expected the port without leading zeros"));
+}
+
+TEST(ConfErrors, ZeroWeight) {
+  expect_error(only_error(pool("", "   - 127.0.0.1:11211:0\n")), 4, "servers",
+               "expected a weight of at least 1 (twemproxy refuses a zero weight), found "
+               "\"127.0.0.1:11211:0\"");
+}
+
+TEST(ConfErrors, UnixServerPathWithColon) {
+  expect_error(only_error(pool("", "   - /tmp/a:b.sock:1\n")), 4, "servers",
+               "expected a unix socket path without ':' (twemproxy cannot read one), found "
+               "\"/tmp/a:b.sock:1\"");
+}
+
+TEST(ConfErrors, BadNumber) {
+  expect_error(only_error(pool("  timeout: -1\n")), 3, "timeout",
+               "expected a whole number from 0 to 2147483647, found \"-1\"");
+}
+
+TEST(ConfErrors, NumberTooLarge) {
+  // nutcracker silently wraps this; memshard refuses it.
+  expect_error(only_error(pool("  backlog: 99999999999\n")), 3, "backlog",
+               "expected a whole number from 0 to 2147483647, found \"99999999999\"");
+}
+
+TEST(ConfErrors, BadBoolean) {
+  expect_error(only_error(pool("  auto_eject_hosts: yes\n")), 3, "auto_eject_hosts",
+               "expected true or false (nutcracker accepts no other spelling), found \"yes\"");
+}
+
+TEST(ConfErrors, ZeroServerConnections) {
+  expect_error(only_error(pool("  server_connections: 0\n")), 3, "server_connections",
+               "expected a whole number from 1 to 2147483647, found \"0\"");
+}
+
+TEST(ConfErrors, ItemSizeMaxOutOfRange) {
+  expect_error(only_error(pool("  item_size_max: 512\n")), 3, "item_size_max",
+               "expected a whole number from 1024 to 1073741824, found \"512\"");
+}
+
+TEST(ConfErrors, BadHash) {
+  expect_error(only_error(pool("  hash: sha1\n")), 3, "hash",
+               "expected one of one_at_a_time, md5, crc16, crc32, crc32a, fnv1_64, fnv1a_64, "
+               "fnv1_32, fnv1a_32, hsieh, murmur, jenkins, found \"sha1\"");
+}
+
+TEST(ConfErrors, BadDistribution) {
+  expect_error(only_error(pool("  distribution: vnode\n")), 3, "distribution",
+               "expected ketama, modula or random, found \"vnode\"");
+}
+
+TEST(ConfErrors, BadKetamaCompat) {
+  expect_error(only_error(pool("  ketama_compat: pylibmc\n")), 3, "ketama_compat",
+               "expected one of twemproxy, libmemcached_weighted, libmemcached, "
+               "libmemcached_spy, libketama, spymemcached, found \"pylibmc\"");
+}
+
+TEST(ConfErrors, BadHashTag) {
+  expect_error(only_error(pool("  hash_tag: \"{}{\"\n")), 3, "hash_tag",
+               "expected exactly two characters, such as \"{}\", found \"{}{\"");
+}
+
+TEST(ConfErrors, RedisPoolRefused) {
+  expect_error(only_error(pool("  redis: true\n  redis_auth: secret\n")), 3, "redis",
+               "pool 'alpha' is a redis pool (redis: true); memshard serves memcached only, so "
+               "remove the pool or set redis: false");
+}
+
+TEST(ConfErrors, RedisAuthInMemcachedPool) {
+  // nutcracker 0.5: 'directive "redis_auth:" is only valid for a redis pool'.
+  expect_error(only_error(pool("  redis_auth: secret\n")), 3, "redis_auth",
+               "expected no redis_auth in a memcached pool (nutcracker accepts it only with "
+               "redis: true, and memshard serves memcached only)");
+}
+
+TEST(ConfErrors, NoListen) {
+  expect_error(only_error("alpha:\n  hash: md5\n  servers:\n   - h:1:1\n"), 1, "listen",
+               "pool 'alpha' has no listen address; expected \"listen: host:port\" or "
+               "\"listen: /path/to.sock [permissions]\"");
+}
+
+TEST(ConfErrors, NoServers) {
+  const std::string message =
+      "pool 'alpha' has no servers; expected a list of \"host:port:weight [name]\" entries";
+  expect_error(only_error("alpha:\n  listen: 127.0.0.1:22121\n"), 1, "servers", message);
+  expect_error(only_error("alpha:\n  listen: 127.0.0.1:22121\n  servers:\n"), 3, "servers",
+               message);
+  expect_error(only_error("alpha:\n  listen: 127.0.0.1:22121\n  servers: []\n"), 3, "servers",
+               message);
+}
+
+TEST(ConfErrors, ServersNotAList) {
+  expect_error(only_error("alpha:\n  listen: 127.0.0.1:22121\n  servers: h:1:1\n"), 3, "servers",
+               "expected a list of \"host:port:weight [name]\" entries, found \"h:1:1\"");
+}
+
+TEST(ConfErrors, DuplicateServerName) {
+  expect_error(only_error(pool("", "   - 10.0.0.1:11211:1 web\n   - 10.0.0.2:11211:1 web\n")), 5,
+               "servers",
+               "server \"10.0.0.2:11211:1 web\" has the ring name \"web\", as \"10.0.0.1:11211:1 "
+               "web\" on line 4 does; expected unique names (twemproxy names a server without "
+               "one \"host\" when its port is 11211, else \"host:port\")");
+}
+
+TEST(ConfErrors, ExplicitNameEqualToAnotherServersDerivedName) {
+  // twemproxy compares ring names: "10.0.0.1" is the name it derives for
+  // 10.0.0.1:11211, so naming another server "10.0.0.1" collides.
+  const ConfigError e =
+      only_error(pool("", "   - 10.0.0.1:11211:1\n   - 10.0.0.9:11211:1 10.0.0.1\n"));
+  EXPECT_EQ(e.line, 5);
+  EXPECT_EQ(e.directive, "servers");
+  EXPECT_THAT(e.message, HasSubstr("has the ring name \"10.0.0.1\", as \"10.0.0.1:11211:1\" on "
+                                   "line 4 does"));
+}
+
+TEST(ConfErrors, DuplicateServerAddress) {
+  // Weights differ, names differ: still the same memcached twice.
+  expect_error(only_error(pool("", "   - 10.0.0.1:11212:1 a\n   - 10.0.0.1:11212:2 b\n")), 5,
+               "servers",
+               "server \"10.0.0.1:11212:2 b\" has the same address as \"10.0.0.1:11212:1 a\" on "
+               "line 4; expected each memcached once per pool");
+}
+
+TEST(ConfErrors, TotalWeightTooLarge) {
+  expect_error(
+      only_error(pool("", "   - h1:1:2147483647\n   - h2:1:2147483647\n   - h3:1:2\n")), 4,
+      "servers",
+      "pool 'alpha' has a total weight of 4294967296; expected at most 4294967295 (twemproxy "
+      "sums weights in 32 bits)");
+}
+
+TEST(ConfErrors, ModulaTotalWeightTooLarge) {
+  const ConfigError e =
+      only_error(pool("  distribution: modula\n", "   - h1:1:16777216\n   - h2:1:1\n"));
+  EXPECT_EQ(e.line, 5);
+  EXPECT_THAT(e.message, HasSubstr("expected at most 16777216 with distribution modula"));
+}
+
+TEST(ConfErrors, TwoPoolsOnOneListenAddress) {
+  const std::string beta = "beta:\n  listen: 127.0.0.1:22121\n  servers:\n   - h:1:1\n";
+  expect_error(only_error(pool() + beta), 6, "listen",
+               "pool 'beta' listens on 127.0.0.1:22121, as pool 'alpha' on line 2 does; "
+               "expected each pool on its own address");
+}
+
+TEST(ConfErrors, TwoPoolsOnOneSocketPath) {
+  // nutcracker compares the text and misses this; bind() would not.
+  const std::string text =
+      "a:\n  listen: /tmp/s.sock 0600\n  servers:\n   - h:1:1\n"
+      "b:\n  listen: /tmp/s.sock 0666\n  servers:\n   - h:1:1\n";
+  EXPECT_EQ(only_error(text).line, 6);
+}
+
+TEST(ConfErrors, UnreadableFile) {
+  const LoadResult r = load_config_file("/nonexistent/memshard.yml");
+  ASSERT_EQ(r.errors.size(), 1u);
+  EXPECT_EQ(r.errors[0].to_string(),
+            "/nonexistent/memshard.yml: cannot read the file: No such file or directory");
+}
+
+TEST(ConfErrors, AllErrorsAreCollectedInLineOrder) {
+  const std::string text =
+      "alpha:\n"                     // 1
+      "  listen: 127.0.0.1:22121\n"  // 2
+      "  hash: sha1\n"               // 3  bad hash
+      "  timeout: soon\n"            // 4  bad number
+      "  bogus: 1\n"                 // 5  unknown directive
+      "  servers:\n"                 // 6
+      "   - 10.0.0.1:11211:0\n"      // 7  zero weight
+      "   - 10.0.0.2:11211:1\n"      // 8
+      "   - 10.0.0.2:11211:1\n"      // 9  duplicate address
+      "beta:\n"                      // 10 no servers
+      "  listen: 127.0.0.1:22121\n"  // 11 same listen as alpha
+      "  redis: true\n";             // 12 redis refused
+  const LoadResult r = parse(text);
+  EXPECT_FALSE(r.config);
+  std::vector<std::pair<int, std::string>> got;
+  for (const ConfigError& e : r.errors) got.emplace_back(e.line, e.directive);
+  const std::vector<std::pair<int, std::string>> want = {
+      {3, "hash"},    {4, "timeout"},  {5, "bogus"},   {7, "servers"},
+      {9, "servers"}, {10, "servers"}, {11, "listen"}, {12, "redis"}};
+  EXPECT_EQ(got, want);
+}
+
+TEST(ConfErrors, LoadFileNamesTheFileInErrors) {
+  const std::string path = ::testing::TempDir() + "conf_errors_test.yml";
+  std::ofstream(path) << pool("  hash: sha1\n");
+  const LoadResult r = load_config_file(path);
+  std::remove(path.c_str());
+  ASSERT_EQ(r.errors.size(), 1u);
+  EXPECT_EQ(r.errors[0].file, path);
+  EXPECT_EQ(r.errors[0].to_string().rfind(path + ":3: hash: expected one of", 0), 0u);
+}
+
+}  // namespace
+}  // namespace memshard::conf

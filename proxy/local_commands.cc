@@ -23,6 +23,8 @@ void append_stats_reply(const Proxy& p, std::string& out) {
   out.append("STAT version " MEMSHARD_VERSION "\r\n");
   stat(out, "threads", static_cast<uint64_t>(p.thread_count()));
   stat(out, "config_generation", p.generation());
+  stat(out, "config_reloads", p.reloads());
+  stat(out, "config_reload_failures", p.reload_failures());
   for (const auto& [name, value] : p.counter_totals()) stat(out, name, value);
   out.append("END\r\n");
 }

@@ -48,20 +48,27 @@ void Proxy::start() {
                                      : static_cast<int>(std::thread::hardware_concurrency());
   if (threads <= 0) threads = 1;
   for (int i = 0; i < threads; ++i) workers_.push_back(std::make_unique<Worker>(*this, i));
-  for (const Pool& pool : topology_->pools) open_listener(pool);
+  for (const Pool& pool : topology_->pools) {
+    std::unique_ptr<Listener> l = open_listener(pool);
+    if (!l) {
+      throw std::runtime_error("pool '" + pool.config.name + "': cannot listen on " +
+                               pool.config.listen.text + ": " + strerror(errno));
+    }
+    listeners_.push_back(std::move(l));
+  }
   for (auto& w : workers_) w->start(topology_);
 
   std::signal(SIGPIPE, SIG_IGN);
-  for (int sig : {SIGINT, SIGTERM}) {
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) {
     event* e = evsignal_new(base_, sig, &Proxy::on_signal, this);
     event_add(e, nullptr);
     signal_events_.push_back(e);
   }
-  log_info("memshard %s started: %zu pool(s), %d worker thread(s)", MEMSHARD_VERSION,
+  log_notice("memshard %s started: %zu pool(s), %d worker thread(s)", MEMSHARD_VERSION,
            topology_->pools.size(), threads);
 }
 
-void Proxy::open_listener(const Pool& pool) {
+std::unique_ptr<Proxy::Listener> Proxy::open_listener(const Pool& pool) {
   auto l = std::make_unique<Listener>();
   l->proxy = this;
   l->pool = pool.config.name;
@@ -71,15 +78,13 @@ void Proxy::open_listener(const Pool& pool) {
   l->listener = evconnlistener_new_bind(base_, &Proxy::on_accept, l.get(), flags,
                                         pool.config.backlog, pool.listen.get(),
                                         static_cast<int>(pool.listen.length));
-  if (l->listener == nullptr) {
-    throw std::runtime_error("pool '" + pool.config.name + "': cannot listen on " +
-                             pool.config.listen.text + ": " + strerror(errno));
-  }
+  if (l->listener == nullptr) return nullptr;
   if (l->address.is_unix && l->address.perm) {
     chmod(l->address.path.c_str(), static_cast<mode_t>(*l->address.perm));
   }
-  log_info("pool '%s' listening on %s", pool.config.name.c_str(), pool.config.listen.text.c_str());
-  listeners_.push_back(std::move(l));
+  log_notice("pool '%s' listening on %s", pool.config.name.c_str(),
+             pool.config.listen.text.c_str());
+  return l;
 }
 
 void Proxy::on_accept(evconnlistener*, evutil_socket_t fd, sockaddr* addr, int, void* arg) {
@@ -96,7 +101,14 @@ void Proxy::on_accept(evconnlistener*, evutil_socket_t fd, sockaddr* addr, int, 
 
 void Proxy::on_signal(evutil_socket_t sig, short, void* arg) {
   auto* self = static_cast<Proxy*>(arg);
-  log_info("signal %d: shutting down", static_cast<int>(sig));
+  if (sig == SIGHUP) {
+    // Signals that arrive while a reload runs are delivered again after
+    // it, so a burst of SIGHUPs always ends with the file's last content.
+    log_reopen();
+    self->reload();
+    return;
+  }
+  log_notice("signal %d: shutting down", static_cast<int>(sig));
   event_base_loopexit(self->base_, nullptr);
 }
 

@@ -46,6 +46,12 @@ class Proxy {
   // Every worker counter, summed over the workers, in declaration order.
   std::vector<std::pair<std::string_view, uint64_t>> counter_totals() const;
   uint64_t generation() const { return generation_.load(std::memory_order_relaxed); }
+  uint64_t reloads() const { return reloads_.load(std::memory_order_relaxed); }
+  uint64_t reload_failures() const { return reload_failures_.load(std::memory_order_relaxed); }
+
+  // Re-reads the config file and switches every worker to it; a config that
+  // does not load, resolve or bind changes nothing. Main thread only.
+  bool reload();
 
  private:
   struct Listener {
@@ -56,7 +62,10 @@ class Proxy {
   };
   static void on_accept(evconnlistener*, evutil_socket_t fd, sockaddr*, int, void* self);
   static void on_signal(evutil_socket_t sig, short, void* self);
-  void open_listener(const Pool& pool);
+  // Binds a listener for the pool; null (and errno set) on failure.
+  std::unique_ptr<Listener> open_listener(const Pool& pool);
+  bool swap_listeners(const Topology& next);
+  void log_changes(const Topology& next) const;
 
   ProxyOptions options_;
   event_base* base_ = nullptr;
@@ -67,6 +76,8 @@ class Proxy {
   size_t next_worker_ = 0;
   uint64_t started_at_ = 0;
   std::atomic<uint64_t> generation_{0};
+  std::atomic<uint64_t> reloads_{0};
+  std::atomic<uint64_t> reload_failures_{0};
 };
 
 }  // namespace memshard::proxy

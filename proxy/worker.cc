@@ -19,6 +19,9 @@ Worker::Worker(Proxy& proxy, int index) : proxy_(proxy), index_(index) {
   mailbox_event_ = event_new(base_, mailbox_fd_, EV_READ | EV_PERSIST, &Worker::on_mailbox, this);
   event_add(mailbox_event_, nullptr);
   reap_event_ = event_new(base_, -1, 0, &Worker::on_reap, this);
+  housekeeping_event_ = event_new(base_, -1, EV_PERSIST, &Worker::on_reap, this);
+  timeval second{1, 0};
+  event_add(housekeeping_event_, &second);
 }
 
 Worker::~Worker() {
@@ -33,6 +36,7 @@ Worker::~Worker() {
     evbuffer_free(s->reply);
     delete s;
   }
+  event_free(housekeeping_event_);
   event_free(reap_event_);
   event_free(mailbox_event_);
   close(mailbox_fd_);
@@ -135,6 +139,10 @@ void Worker::apply_topology(std::shared_ptr<const Topology> topology) {
   backends_ = std::move(backends);
   routes_ = std::move(routes);
   topology_ = std::move(topology);
+  // Clients of a pool that is gone get the replies they are owed, then close.
+  for (ClientConn* c : clients_) {
+    if (route(c->pool_name()) == nullptr) c->close_when_idle();
+  }
 }
 
 const PoolRoute* Worker::route(const std::string& pool_name) const {

@@ -74,6 +74,7 @@ class Worker {
   int mailbox_fd_ = -1;  // eventfd: wakes the loop when the mailbox has mail
   event* mailbox_event_ = nullptr;
   event* reap_event_ = nullptr;
+  event* housekeeping_event_ = nullptr;  // periodic: frees drained backends
 
   std::mutex mailbox_mu_;
   std::vector<std::pair<int, std::string>> new_clients_;

@@ -82,6 +82,8 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("-m,--mbuf-size", mbuf_size, "accepted for nutcracker compatibility; unused");
   app.add_option("--threads", threads, "worker threads (default: one per core)");
+  bool watch = false;
+  app.add_flag("--watch", watch, "reload when the configuration file changes (no SIGHUP needed)");
 
   CLI::App* ring = app.add_subcommand("ring", "inspect the rings a configuration builds");
   ring->require_subcommand(1);
@@ -123,7 +125,7 @@ int main(int argc, char** argv) {
     }
   }
   try {
-    memshard::proxy::Proxy proxy(memshard::proxy::ProxyOptions{conf_file, threads});
+    memshard::proxy::Proxy proxy(memshard::proxy::ProxyOptions{conf_file, threads, watch});
     proxy.start();
     if (!pid_file.empty()) {
       std::ofstream(pid_file) << getpid() << "\n";

@@ -26,6 +26,7 @@ Proxy::~Proxy() {
     if (l->address.is_unix) unlink(l->address.path.c_str());
   }
   workers_.clear();
+  watch_.reset();
   for (event* e : signal_events_) event_free(e);
   event_base_free(base_);
 }
@@ -63,6 +64,9 @@ void Proxy::start() {
     event* e = evsignal_new(base_, sig, &Proxy::on_signal, this);
     event_add(e, nullptr);
     signal_events_.push_back(e);
+  }
+  if (options_.watch) {
+    watch_ = std::make_unique<ConfigWatch>(base_, options_.config_file, [this] { reload(); });
   }
   log_notice("memshard %s started: %zu pool(s), %d worker thread(s)", MEMSHARD_VERSION,
            topology_->pools.size(), threads);

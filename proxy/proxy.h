@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "conf/config.h"
+#include "proxy/config_watch.h"
 #include "proxy/topology.h"
 #include "proxy/worker.h"
 
@@ -25,6 +26,7 @@ namespace memshard::proxy {
 struct ProxyOptions {
   std::string config_file;
   int threads = 0;  // 0: one per core
+  bool watch = false;  // reload when the config file changes
 };
 
 class Proxy {
@@ -70,6 +72,7 @@ class Proxy {
   ProxyOptions options_;
   event_base* base_ = nullptr;
   std::vector<event*> signal_events_;
+  std::unique_ptr<ConfigWatch> watch_;
   std::shared_ptr<const Topology> topology_;
   std::vector<std::unique_ptr<Worker>> workers_;
   std::vector<std::unique_ptr<Listener>> listeners_;

@@ -1,0 +1,72 @@
+#include "proxy/config_watch.h"
+
+#include <sys/inotify.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+#include "proxy/log.h"
+
+namespace memshard::proxy {
+
+namespace {
+// Changes closer together than this are one change.
+constexpr timeval kSettle{0, 150'000};
+}  // namespace
+
+ConfigWatch::ConfigWatch(event_base* base, std::string path, std::function<void()> on_change)
+    : path_(std::move(path)), on_change_(std::move(on_change)) {
+  std::string dir = std::filesystem::path(path_).parent_path().string();
+  if (dir.empty()) dir = ".";
+  fd_ = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+  if (fd_ < 0 ||
+      inotify_add_watch(fd_, dir.c_str(),
+                        IN_CLOSE_WRITE | IN_MOVED_TO | IN_CREATE | IN_DELETE | IN_ATTRIB) < 0) {
+    std::string why = strerror(errno);
+    if (fd_ >= 0) close(fd_);
+    throw std::runtime_error("cannot watch " + dir + ": " + why);
+  }
+  inotify_event_ = event_new(base, fd_, EV_READ | EV_PERSIST, &ConfigWatch::on_inotify, this);
+  event_add(inotify_event_, nullptr);
+  settle_timer_ = evtimer_new(base, &ConfigWatch::on_settled, this);
+  last_content_ = read_content();
+}
+
+ConfigWatch::~ConfigWatch() {
+  event_free(settle_timer_);
+  event_free(inotify_event_);
+  close(fd_);
+}
+
+void ConfigWatch::on_inotify(evutil_socket_t fd, short, void* arg) {
+  auto* self = static_cast<ConfigWatch*>(arg);
+  alignas(inotify_event) char buf[8192];
+  while (read(fd, buf, sizeof(buf)) > 0) {
+  }
+  // Any completed change in the directory may be ours (a swapped `..data`
+  // link has another name): wait for quiet, then compare contents.
+  evtimer_add(self->settle_timer_, &kSettle);
+}
+
+void ConfigWatch::on_settled(evutil_socket_t, short, void* arg) {
+  auto* self = static_cast<ConfigWatch*>(arg);
+  std::string content = self->read_content();
+  if (content == self->last_content_) return;
+  self->last_content_ = std::move(content);
+  log_notice("%s changed", self->path_.c_str());
+  self->on_change_();
+}
+
+std::string ConfigWatch::read_content() const {
+  std::ifstream f(path_, std::ios::binary);
+  std::ostringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+}  // namespace memshard::proxy

@@ -46,8 +46,12 @@ bool is_storage(proto::Command c) {
 
 }  // namespace
 
-ClientConn::ClientConn(Worker& worker, int fd, std::string pool_name, uint64_t id)
-    : worker_(worker), pool_name_(std::move(pool_name)), id_(id) {
+ClientConn::ClientConn(Worker& worker, int fd, std::string pool_name, uint64_t id,
+                       std::shared_ptr<std::atomic<uint32_t>> pool_clients)
+    : worker_(worker),
+      pool_name_(std::move(pool_name)),
+      id_(id),
+      pool_clients_(std::move(pool_clients)) {
   if (const PoolRoute* r = worker_.route(pool_name_)) {
     limits_.item_size_max = r->pool->config.item_size_max;
   }
@@ -389,6 +393,7 @@ void ClientConn::flush_ready() {
 
 void ClientConn::close_when_idle() {
   if (closed_) return;
+  process_input();
   closing_ = true;
   flush_ready();
 }
@@ -399,6 +404,7 @@ void ClientConn::shut() {
   bufferevent_free(bev_);
   bev_ = nullptr;
   worker_.stats().curr_connections.sub();
+  pool_clients_->fetch_sub(1, std::memory_order_relaxed);
   if (slots_.empty()) worker_.retire(this);
 }
 

@@ -5,7 +5,9 @@
 
 #include <event2/bufferevent.h>
 
+#include <atomic>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -26,7 +28,8 @@ inline constexpr size_t kMaxBufferedOutput = 8 * 1024 * 1024;
 
 class ClientConn {
  public:
-  ClientConn(Worker& worker, int fd, std::string pool_name, uint64_t id);
+  ClientConn(Worker& worker, int fd, std::string pool_name, uint64_t id,
+             std::shared_ptr<std::atomic<uint32_t>> pool_clients);
   ~ClientConn();
   ClientConn(const ClientConn&) = delete;
   ClientConn& operator=(const ClientConn&) = delete;
@@ -34,7 +37,8 @@ class ClientConn {
   // A slot of this client became complete.
   void on_slot_complete();
   const std::string& pool_name() const { return pool_name_; }
-  // Closes after the replies already owed are written (pool removed, drain).
+  // Answers the requests already received, then closes once their replies
+  // are written (pool removed, graceful shutdown).
   void close_when_idle();
 
  private:
@@ -59,6 +63,7 @@ class ClientConn {
   bufferevent* bev_ = nullptr;
   std::string pool_name_;
   uint64_t id_;
+  std::shared_ptr<std::atomic<uint32_t>> pool_clients_;
   proto::Limits limits_;
   Fifo<ReplySlot*> slots_;
   proto::Request request_;

@@ -26,6 +26,7 @@ void append_stats_reply(const Proxy& p, std::string& out) {
   stat(out, "config_reloads", p.reloads());
   stat(out, "config_reload_failures", p.reload_failures());
   for (const auto& [name, value] : p.counter_totals()) stat(out, name, value);
+  stat(out, "rejected_connections", p.rejected_connections());
   out.append("END\r\n");
 }
 

@@ -84,6 +84,10 @@ int main(int argc, char** argv) {
   app.add_option("--threads", threads, "worker threads (default: one per core)");
   bool watch = false;
   app.add_flag("--watch", watch, "reload when the configuration file changes (no SIGHUP needed)");
+  int drain_timeout_ms = 10000;
+  app.add_option("--drain-timeout", drain_timeout_ms,
+                 "on SIGTERM/SIGINT, ms to let requests in flight finish")
+      ->capture_default_str();
 
   CLI::App* ring = app.add_subcommand("ring", "inspect the rings a configuration builds");
   ring->require_subcommand(1);
@@ -125,7 +129,7 @@ int main(int argc, char** argv) {
     }
   }
   try {
-    memshard::proxy::Proxy proxy(memshard::proxy::ProxyOptions{conf_file, threads, watch});
+    memshard::proxy::Proxy proxy(memshard::proxy::ProxyOptions{conf_file, threads, watch, drain_timeout_ms});
     proxy.start();
     if (!pid_file.empty()) {
       std::ofstream(pid_file) << getpid() << "\n";

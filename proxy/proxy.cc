@@ -15,18 +15,24 @@
 
 namespace memshard::proxy {
 
+namespace {
+uint64_t now_ms() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000 + static_cast<uint64_t>(ts.tv_nsec) / 1'000'000;
+}
+}  // namespace
+
 Proxy::Proxy(ProxyOptions options) : options_(std::move(options)) {
   base_ = event_base_new();
   started_at_ = static_cast<uint64_t>(time(nullptr));
 }
 
 Proxy::~Proxy() {
-  for (auto& l : listeners_) {
-    if (l->listener != nullptr) evconnlistener_free(l->listener);
-    if (l->address.is_unix) unlink(l->address.path.c_str());
-  }
+  for (auto& l : listeners_) close_listener(*l);
   workers_.clear();
   watch_.reset();
+  if (drain_timer_ != nullptr) event_free(drain_timer_);
   for (event* e : signal_events_) event_free(e);
   event_base_free(base_);
 }
@@ -76,6 +82,7 @@ std::unique_ptr<Proxy::Listener> Proxy::open_listener(const Pool& pool) {
   auto l = std::make_unique<Listener>();
   l->proxy = this;
   l->pool = pool.config.name;
+  l->client_limit = pool.config.client_connections;
   l->address = pool.config.listen;
   if (l->address.is_unix) unlink(l->address.path.c_str());  // a stale socket from a past run
   unsigned flags = LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_EXEC;
@@ -99,8 +106,24 @@ void Proxy::on_accept(evconnlistener*, evutil_socket_t fd, sockaddr* addr, int, 
   }
   evutil_make_socket_nonblocking(fd);
   Proxy& proxy = *l->proxy;
+  if (l->client_limit != 0 && l->clients->load(std::memory_order_relaxed) >= l->client_limit) {
+    // memcached's own answer when it is out of connections.
+    static constexpr char kFull[] = "ERROR Too many open connections\r\n";
+    (void)!send(fd, kFull, sizeof(kFull) - 1, MSG_NOSIGNAL);
+    close(fd);
+    proxy.rejected_connections_.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  l->clients->fetch_add(1, std::memory_order_relaxed);
   Worker& w = *proxy.workers_[proxy.next_worker_++ % proxy.workers_.size()];
-  w.adopt_client(fd, l->pool);
+  w.adopt_client(fd, l->pool, l->clients);
+}
+
+void Proxy::close_listener(Listener& l) {
+  if (l.listener == nullptr) return;
+  evconnlistener_free(l.listener);
+  l.listener = nullptr;
+  if (l.address.is_unix) unlink(l.address.path.c_str());
 }
 
 void Proxy::on_signal(evutil_socket_t sig, short, void* arg) {
@@ -112,8 +135,38 @@ void Proxy::on_signal(evutil_socket_t sig, short, void* arg) {
     self->reload();
     return;
   }
-  log_notice("signal %d: shutting down", static_cast<int>(sig));
-  event_base_loopexit(self->base_, nullptr);
+  if (self->drain_timer_ != nullptr) {
+    log_notice("signal %d again: exiting without waiting", static_cast<int>(sig));
+    event_base_loopexit(self->base_, nullptr);
+    return;
+  }
+  log_notice("signal %d: no longer accepting; finishing requests in flight",
+             static_cast<int>(sig));
+  self->begin_drain();
+}
+
+void Proxy::begin_drain() {
+  for (auto& l : listeners_) close_listener(*l);
+  watch_.reset();
+  for (auto& w : workers_) w->drain();
+  drain_deadline_ms_ = now_ms() + static_cast<uint64_t>(options_.drain_timeout_ms);
+  drain_timer_ = event_new(base_, -1, EV_PERSIST, &Proxy::on_drain_tick, this);
+  timeval tick{0, 20'000};
+  event_add(drain_timer_, &tick);
+}
+
+void Proxy::on_drain_tick(evutil_socket_t, short, void* arg) {
+  auto* self = static_cast<Proxy*>(arg);
+  uint64_t open = 0;
+  for (const auto& w : self->workers_) open += w->stats().curr_connections.get();
+  if (open == 0) {
+    log_notice("all clients answered; exiting");
+    event_base_loopexit(self->base_, nullptr);
+  } else if (now_ms() >= self->drain_deadline_ms_) {
+    log_warn("drain timeout: closing %llu connection(s) with requests in flight",
+             static_cast<unsigned long long>(open));
+    event_base_loopexit(self->base_, nullptr);
+  }
 }
 
 std::vector<std::pair<std::string_view, uint64_t>> Proxy::counter_totals() const {

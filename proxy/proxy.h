@@ -27,6 +27,7 @@ struct ProxyOptions {
   std::string config_file;
   int threads = 0;  // 0: one per core
   bool watch = false;  // reload when the config file changes
+  int drain_timeout_ms = 10000;  // SIGTERM: how long in-flight requests may take
 };
 
 class Proxy {
@@ -50,6 +51,9 @@ class Proxy {
   uint64_t generation() const { return generation_.load(std::memory_order_relaxed); }
   uint64_t reloads() const { return reloads_.load(std::memory_order_relaxed); }
   uint64_t reload_failures() const { return reload_failures_.load(std::memory_order_relaxed); }
+  uint64_t rejected_connections() const {
+    return rejected_connections_.load(std::memory_order_relaxed);
+  }
 
   // Re-reads the config file and switches every worker to it; a config that
   // does not load, resolve or bind changes nothing. Main thread only.
@@ -59,11 +63,16 @@ class Proxy {
   struct Listener {
     Proxy* proxy = nullptr;
     std::string pool;
+    uint32_t client_limit = 0;  // client_connections; 0 = none
     conf::ListenAddress address;
     evconnlistener* listener = nullptr;
+    std::shared_ptr<std::atomic<uint32_t>> clients = std::make_shared<std::atomic<uint32_t>>(0);
   };
   static void on_accept(evconnlistener*, evutil_socket_t fd, sockaddr*, int, void* self);
   static void on_signal(evutil_socket_t sig, short, void* self);
+  static void on_drain_tick(evutil_socket_t, short, void* self);
+  void begin_drain();
+  void close_listener(Listener& l);
   // Binds a listener for the pool; null (and errno set) on failure.
   std::unique_ptr<Listener> open_listener(const Pool& pool);
   bool swap_listeners(const Topology& next);
@@ -73,6 +82,8 @@ class Proxy {
   event_base* base_ = nullptr;
   std::vector<event*> signal_events_;
   std::unique_ptr<ConfigWatch> watch_;
+  event* drain_timer_ = nullptr;
+  uint64_t drain_deadline_ms_ = 0;
   std::shared_ptr<const Topology> topology_;
   std::vector<std::unique_ptr<Worker>> workers_;
   std::vector<std::unique_ptr<Listener>> listeners_;
@@ -81,6 +92,7 @@ class Proxy {
   std::atomic<uint64_t> generation_{0};
   std::atomic<uint64_t> reloads_{0};
   std::atomic<uint64_t> reload_failures_{0};
+  std::atomic<uint64_t> rejected_connections_{0};
 };
 
 }  // namespace memshard::proxy

@@ -66,10 +66,7 @@ bool Proxy::swap_listeners(const Topology& next) {
     if (!l) {
       log_error("reload refused: pool '%s' cannot listen on %s: %s", pool.config.name.c_str(),
                 pool.config.listen.text.c_str(), strerror(errno));
-      for (auto& o : opened) {
-        evconnlistener_free(o->listener);
-        if (o->address.is_unix) unlink(o->address.path.c_str());
-      }
+      for (auto& o : opened) close_listener(*o);
       return false;
     }
     opened.push_back(std::move(l));
@@ -81,11 +78,12 @@ bool Proxy::swap_listeners(const Topology& next) {
       continue;
     }
     log_notice("no longer listening on %s", l->address.text.c_str());
-    evconnlistener_free(l->listener);
-    if (l->address.is_unix) unlink(l->address.path.c_str());
+    close_listener(*l);
   }
   for (size_t i = 0; i < next.pools.size(); ++i) {
-    if (reuse[i] != nullptr) reuse[i]->pool = next.pools[i].config.name;
+    if (reuse[i] == nullptr) continue;
+    reuse[i]->pool = next.pools[i].config.name;
+    reuse[i]->client_limit = next.pools[i].config.client_connections;
   }
   for (auto& o : opened) kept.push_back(std::move(o));
   listeners_ = std::move(kept);

@@ -24,7 +24,6 @@ class Counter {
 #define MEMSHARD_WORKER_COUNTERS(X)                                                     \
   X(curr_connections)                                                                  \
   X(total_connections)                                                                 \
-  X(rejected_connections)                                                              \
   X(cmd_get)         /* keys requested by get-family commands */                      \
   X(cmd_set)         /* storage commands */                                           \
   X(cmd_other)       /* every other forwarded request */                              \

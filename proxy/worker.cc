@@ -59,10 +59,20 @@ void Worker::stop() {
   thread_.join();
 }
 
-void Worker::adopt_client(int fd, std::string pool_name) {
+void Worker::adopt_client(int fd, std::string pool_name,
+                          std::shared_ptr<std::atomic<uint32_t>> pool_clients) {
   {
     std::lock_guard<std::mutex> lock(mailbox_mu_);
-    new_clients_.emplace_back(fd, std::move(pool_name));
+    new_clients_.push_back(NewClient{fd, std::move(pool_name), std::move(pool_clients)});
+  }
+  uint64_t one = 1;
+  (void)!write(mailbox_fd_, &one, sizeof(one));
+}
+
+void Worker::drain() {
+  {
+    std::lock_guard<std::mutex> lock(mailbox_mu_);
+    drain_requested_ = true;
   }
   uint64_t one = 1;
   (void)!write(mailbox_fd_, &one, sizeof(one));
@@ -84,23 +94,32 @@ void Worker::on_mailbox(evutil_socket_t fd, short, void* self) {
 }
 
 void Worker::drain_mailbox() {
-  std::vector<std::pair<int, std::string>> clients;
+  std::vector<NewClient> clients;
   std::shared_ptr<const Topology> topology;
-  bool stopping;
+  bool stopping, drain;
   {
     std::lock_guard<std::mutex> lock(mailbox_mu_);
     clients.swap(new_clients_);
     topology = std::move(new_topology_);
     stopping = stopping_;
+    drain = drain_requested_;
+    drain_requested_ = false;
   }
   if (stopping) {
-    for (auto& [fd, pool] : clients) close(fd);
+    for (NewClient& c : clients) {
+      close(c.fd);
+      c.pool_clients->fetch_sub(1, std::memory_order_relaxed);
+    }
     event_base_loopbreak(base_);
     return;
   }
   if (topology) apply_topology(std::move(topology));
-  for (auto& [fd, pool] : clients) {
-    clients_.push_back(new ClientConn(*this, fd, std::move(pool), next_client_id_++));
+  for (NewClient& c : clients) {
+    clients_.push_back(new ClientConn(*this, c.fd, std::move(c.pool), next_client_id_++,
+                                      std::move(c.pool_clients)));
+  }
+  if (drain) {
+    for (ClientConn* c : clients_) c->close_when_idle();
   }
 }
 

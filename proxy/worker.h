@@ -5,6 +5,7 @@
 
 #include <event2/event.h>
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -40,8 +41,13 @@ class Worker {
   void start(std::shared_ptr<const Topology> topology);
   void stop();  // asks the loop to end and joins the thread
 
-  // Thread-safe: hands an accepted socket to this worker.
-  void adopt_client(int fd, std::string pool_name);
+  // Thread-safe: hands an accepted socket to this worker. `pool_clients`
+  // counts the pool's open client connections (client_connections limit);
+  // the connection decrements it when it closes.
+  void adopt_client(int fd, std::string pool_name, std::shared_ptr<std::atomic<uint32_t>> pool_clients);
+  // Thread-safe: every client gets the replies it is owed for what it has
+  // already sent, then is closed (graceful shutdown).
+  void drain();
   // Thread-safe: the worker switches to this topology between two requests.
   void install_topology(std::shared_ptr<const Topology> topology);
 
@@ -77,7 +83,13 @@ class Worker {
   event* housekeeping_event_ = nullptr;  // periodic: frees drained backends
 
   std::mutex mailbox_mu_;
-  std::vector<std::pair<int, std::string>> new_clients_;
+  struct NewClient {
+    int fd;
+    std::string pool;
+    std::shared_ptr<std::atomic<uint32_t>> pool_clients;
+  };
+  std::vector<NewClient> new_clients_;
+  bool drain_requested_ = false;
   std::shared_ptr<const Topology> new_topology_;
   bool stopping_ = false;
 

@@ -10,8 +10,12 @@ namespace memshard::ketama::detail {
 namespace {
 
 // twemproxy's KETAMA_MAX_HOSTLEN: the size of the buffer the point string is
-// printed into, terminating NUL included.
-constexpr size_t kTwemproxyPointBuffer = 86;
+// printed into, terminating NUL included. The twemproxy sources on GitHub say
+// 86, but nutcracker 0.5.0 as released (and packaged by Debian) uses 273
+// (256 + ":" + 5 + "-" + 10) and clamps the hashed length to 272: found by
+// disassembling /usr/sbin/nutcracker and confirmed against a live nutcracker
+// with server names of 20..1030 characters.
+constexpr size_t kTwemproxyPointBuffer = 273;
 // libmemcached's unweighted ketama: one point per hash call, 100 per server.
 constexpr uint32_t kLibmemcachedPlainPoints = 100;
 // spymemcached's default node repetitions: 40 digests of 4 points.
@@ -184,14 +188,11 @@ Continuum build_spymemcached(const std::vector<ServerEntry>& servers,
 
 std::string twemproxy_point_string(const std::string& name, uint32_t k) {
   std::string text = numbered(name, k);
-  // snprintf(host, 86, "%.*s-%u", ...) keeps 85 characters and a NUL, but
-  // returns, and ketama_update() then hashes, the untruncated length.
-  // Bytes past the buffer are whatever is on nutcracker's stack; we take them
-  // as zero (see the comment in twemproxy_point_string's test).
+  // snprintf() into the KETAMA_MAX_HOSTLEN buffer; when the text did not
+  // fit, nutcracker logs "Unexpectedly forced to truncate a hostname" and
+  // hashes the characters that did (buffer size minus the NUL).
   if (text.size() >= kTwemproxyPointBuffer) {
-    size_t full_length = text.size();
     text.resize(kTwemproxyPointBuffer - 1);
-    text.resize(full_length, '\0');
   }
   return text;
 }

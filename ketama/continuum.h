@@ -22,7 +22,8 @@ Continuum build_continuum(const std::vector<ServerEntry>& servers,
                           const RingOptions& options);
 
 // The twemproxy point string "<name>-<k>" as ketama_update() hashes it: it is
-// printed into an 86-byte buffer (KETAMA_MAX_HOSTLEN), see continuum.cc.
+// printed into a 273-byte buffer (KETAMA_MAX_HOSTLEN) and cut to 272
+// characters when longer, see continuum.cc.
 std::string twemproxy_point_string(const std::string& name, uint32_t k);
 
 // Servers in twemproxy's order: sorted by name, shorter names first, then

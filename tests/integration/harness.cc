@@ -1,6 +1,7 @@
 #include "harness.h"
 
 #include <fcntl.h>
+#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -10,12 +11,15 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <stdexcept>
 #include <thread>
+#include <tuple>
 
 namespace memshard::testing {
 
@@ -178,13 +182,26 @@ bool wait_listening(const std::string& unix_path, std::chrono::milliseconds limi
   return false;
 }
 
-Memcached::Memcached(uint16_t port, std::vector<std::string> extra_args)
-    : port_(port == 0 ? free_port() : port), extra_args_(std::move(extra_args)) {
+bool wait_listening_at(const std::string& host, uint16_t port, std::chrono::milliseconds limit) {
+  auto deadline = Clock::now() + limit;
+  sockaddr_in a = loopback(port);
+  if (inet_pton(AF_INET, host.c_str(), &a.sin_addr) != 1) return false;
+  while (Clock::now() < deadline) {
+    if (try_connect(reinterpret_cast<sockaddr*>(&a), sizeof(a), AF_INET)) return true;
+    std::this_thread::sleep_for(10ms);
+  }
+  return false;
+}
+
+Memcached::Memcached(uint16_t port, std::vector<std::string> extra_args, std::string host)
+    : port_(port == 0 ? free_port() : port),
+      extra_args_(std::move(extra_args)),
+      host_(std::move(host)) {
   launch();
 }
 
 void Memcached::launch() {
-  std::vector<std::string> argv = {"memcached", "-l", "127.0.0.1", "-p", std::to_string(port_),
+  std::vector<std::string> argv = {"memcached", "-l", host_, "-p", std::to_string(port_),
                                    "-U", "0", "-t", "1", "-m", "64"};
   if (geteuid() == 0) {
     argv.push_back("-u");
@@ -192,7 +209,9 @@ void Memcached::launch() {
   }
   argv.insert(argv.end(), extra_args_.begin(), extra_args_.end());
   process_ = Process(argv);
-  if (!wait_listening(port_)) throw std::runtime_error("memcached did not start on " + address());
+  if (!wait_listening_at(host_, port_)) {
+    throw std::runtime_error("memcached did not start on " + address());
+  }
 }
 
 void Memcached::restart() {
@@ -201,7 +220,7 @@ void Memcached::restart() {
 }
 
 uint64_t Memcached::stat(const std::string& name) const {
-  RawClient c(port_);
+  RawClient c(host_, port_);
   std::string all = c.roundtrip("stats\r\n", "END\r\n");
   std::string needle = "STAT " + name + " ";
   size_t at = all.find(needle);
@@ -231,6 +250,18 @@ RawClient::RawClient(uint16_t port) {
   if (::connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) {
     close(fd_);
     throw std::runtime_error("cannot connect to port " + std::to_string(port));
+  }
+  int one = 1;
+  setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+}
+
+RawClient::RawClient(const std::string& host, uint16_t port) {
+  fd_ = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a = loopback(port);
+  if (inet_pton(AF_INET, host.c_str(), &a.sin_addr) != 1 ||
+      ::connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) {
+    close(fd_);
+    throw std::runtime_error("cannot connect to " + host + ":" + std::to_string(port));
   }
   int one = 1;
   setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
@@ -281,6 +312,22 @@ std::string RawClient::read_until(std::string_view suffix, std::chrono::millisec
   return out;
 }
 
+std::string RawClient::read_count(std::string_view token, size_t count,
+                                  std::chrono::milliseconds limit) {
+  std::string out;
+  auto deadline = Clock::now() + limit;
+  size_t found = 0, scan = 0;
+  while (found < count) {
+    if (!read_some(fd_, out, deadline)) break;
+    size_t at;
+    while (found < count && (at = out.find(token, scan)) != std::string::npos) {
+      ++found;
+      scan = at + token.size();
+    }
+  }
+  return out;
+}
+
 std::string RawClient::read_exact(size_t n, std::chrono::milliseconds limit) {
   std::string out;
   auto deadline = Clock::now() + limit;
@@ -316,6 +363,227 @@ bool RawClient::closed_by_peer(std::chrono::milliseconds limit) {
     if (n < 0) return errno == ECONNRESET;
   }
   return false;
+}
+
+// ------------------------------------------------------------------ helpers
+
+namespace {
+void set_nonblocking(int fd) { fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK); }
+}  // namespace
+
+CommandResult run_command(const std::vector<std::string>& argv, std::string_view input,
+                          std::chrono::milliseconds limit) {
+  CommandResult r;
+  int in_pipe[2], out_pipe[2], err_pipe[2];
+  if (pipe(in_pipe) != 0 || pipe(out_pipe) != 0 || pipe(err_pipe) != 0) {
+    throw std::runtime_error("pipe failed");
+  }
+  std::vector<std::string> copy = argv;
+  std::vector<char*> args;
+  for (auto& a : copy) args.push_back(a.data());
+  args.push_back(nullptr);
+  pid_t pid = fork();
+  if (pid < 0) throw std::runtime_error("fork failed");
+  if (pid == 0) {
+    dup2(in_pipe[0], STDIN_FILENO);
+    dup2(out_pipe[1], STDOUT_FILENO);
+    dup2(err_pipe[1], STDERR_FILENO);
+    for (int fd : {in_pipe[0], in_pipe[1], out_pipe[0], out_pipe[1], err_pipe[0], err_pipe[1]}) {
+      close(fd);
+    }
+    execvp(args[0], args.data());
+    _exit(127);
+  }
+  close(in_pipe[0]);
+  close(out_pipe[1]);
+  close(err_pipe[1]);
+  int in_fd = in_pipe[1], out_fd = out_pipe[0], err_fd = err_pipe[0];
+  set_nonblocking(in_fd);
+  if (input.empty()) {
+    close(in_fd);
+    in_fd = -1;
+  }
+  auto deadline = Clock::now() + limit;
+  while (out_fd >= 0 || err_fd >= 0) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    if (left.count() <= 0) {
+      r.timed_out = true;
+      break;
+    }
+    pollfd p[3];
+    int n = 0;
+    int idx_in = -1, idx_out = -1, idx_err = -1;
+    if (in_fd >= 0) { idx_in = n; p[n++] = pollfd{in_fd, POLLOUT, 0}; }
+    if (out_fd >= 0) { idx_out = n; p[n++] = pollfd{out_fd, POLLIN, 0}; }
+    if (err_fd >= 0) { idx_err = n; p[n++] = pollfd{err_fd, POLLIN, 0}; }
+    if (poll(p, static_cast<nfds_t>(n), static_cast<int>(left.count())) < 0 && errno != EINTR) break;
+    if (idx_in >= 0 && p[idx_in].revents != 0) {
+      ssize_t w = write(in_fd, input.data(), input.size());
+      if (w > 0) input.remove_prefix(static_cast<size_t>(w));
+      if (w < 0 && errno != EAGAIN) input = {};
+      if (input.empty()) {
+        close(in_fd);
+        in_fd = -1;
+      }
+    }
+    for (auto [idx, fd, dest] : {std::tuple{idx_out, &out_fd, &r.out},
+                                 std::tuple{idx_err, &err_fd, &r.err}}) {
+      if (idx < 0 || p[idx].revents == 0) continue;
+      char buf[65536];
+      ssize_t got = read(*fd, buf, sizeof(buf));
+      if (got > 0) {
+        dest->append(buf, static_cast<size_t>(got));
+      } else if (got == 0 || errno != EAGAIN) {
+        close(*fd);
+        *fd = -1;
+      }
+    }
+  }
+  for (int fd : {in_fd, out_fd, err_fd}) {
+    if (fd >= 0) close(fd);
+  }
+  int st = 0;
+  if (r.timed_out) {
+    kill(pid, SIGKILL);
+    waitpid(pid, &st, 0);
+    return r;
+  }
+  // Output closed: the program is exiting; still bound the wait.
+  while (true) {
+    pid_t w = waitpid(pid, &st, WNOHANG);
+    if (w == pid) break;
+    if (Clock::now() > deadline) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &st, 0);
+      r.timed_out = true;
+      return r;
+    }
+    std::this_thread::sleep_for(2ms);
+  }
+  r.exit_code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  return r;
+}
+
+std::vector<std::string> ring_lookup(const std::string& config_path,
+                                     const std::vector<std::string>& keys,
+                                     const std::string& pool, std::string* error) {
+  std::vector<std::string> argv = {memshard_binary(), "ring", "lookup", "-c", config_path};
+  if (!pool.empty()) {
+    argv.push_back("--pool");
+    argv.push_back(pool);
+  }
+  std::string input;
+  for (const auto& k : keys) input.append(k).append("\n");
+  CommandResult r = run_command(argv, input);
+  auto fail = [&](const std::string& why) {
+    if (error != nullptr) *error += why;
+    return std::vector<std::string>{};
+  };
+  if (r.exit_code != 0) {
+    return fail("ring lookup exited with " + std::to_string(r.exit_code) + ": " + r.err);
+  }
+  std::vector<std::string> servers;
+  std::istringstream lines(r.out);
+  std::string line;
+  size_t i = 0;
+  while (std::getline(lines, line)) {
+    size_t tab = line.rfind('\t');
+    if (tab == std::string::npos || i >= keys.size() || line.substr(0, tab) != keys[i]) {
+      return fail("ring lookup: unexpected line " + std::to_string(i + 1) + ": " + line);
+    }
+    servers.push_back(line.substr(tab + 1));
+    ++i;
+  }
+  if (servers.size() != keys.size()) {
+    return fail("ring lookup printed " + std::to_string(servers.size()) + " lines for " +
+                std::to_string(keys.size()) + " keys");
+  }
+  return servers;
+}
+
+Fleet::Fleet(size_t n, std::vector<std::string> extra_args) {
+  for (size_t i = 0; i < n; ++i) {
+    servers_.push_back(std::make_unique<Memcached>(0, extra_args));
+  }
+}
+
+size_t Fleet::index_of(const std::string& address) const {
+  for (size_t i = 0; i < servers_.size(); ++i) {
+    if (servers_[i]->address() == address) return i;
+  }
+  return std::string::npos;
+}
+
+std::vector<std::string> Fleet::server_lines(uint32_t weight) const {
+  std::vector<std::string> out;
+  for (const auto& s : servers_) out.push_back(s->address() + ":" + std::to_string(weight));
+  return out;
+}
+
+void Fleet::flush_all() {
+  for (auto& s : servers_) {
+    RawClient c(s->host(), s->port());
+    c.roundtrip("flush_all\r\n", "OK\r\n");
+  }
+}
+
+std::string pool_yaml(const PoolSpec& pool) {
+  std::string y = pool.name + ":\n";
+  y += "  listen: " + pool.listen + "\n";
+  for (const auto& [k, v] : pool.directives) y += "  " + k + ": " + v + "\n";
+  y += "  servers:\n";
+  for (const auto& s : pool.servers) y += "   - " + s + "\n";
+  return y;
+}
+
+std::string config_yaml(const std::vector<PoolSpec>& pools) {
+  std::string y;
+  for (const auto& p : pools) y += pool_yaml(p);
+  return y;
+}
+
+bool have_nutcracker() { return run_command({"nutcracker", "-V"}, {}, 10s).exit_code == 0; }
+
+Nutcracker::Nutcracker(const std::string& config_path, uint16_t listen_port,
+                       const std::string& log_file) {
+  uint16_t stats = free_port();
+  process_ = Process({"nutcracker", "-c", config_path, "-s", std::to_string(stats), "-a",
+                      "127.0.0.1", "-o", log_file},
+                     log_file);
+  if (!wait_listening(listen_port)) {
+    throw std::runtime_error("nutcracker did not start listening on port " +
+                             std::to_string(listen_port));
+  }
+}
+
+bool parse_values(std::string_view reply, std::vector<Value>& out) {
+  while (true) {
+    size_t eol = reply.find("\r\n");
+    if (eol == std::string_view::npos) return false;
+    std::string_view line = reply.substr(0, eol);
+    reply.remove_prefix(eol + 2);
+    if (line == "END") return reply.empty();
+    if (!line.starts_with("VALUE ")) return false;
+    std::istringstream fields{std::string(line.substr(6))};
+    Value v;
+    uint64_t bytes = 0;
+    if (!(fields >> v.key >> v.flags >> bytes)) return false;
+    fields >> v.cas;
+    if (reply.size() < bytes + 2 || reply.substr(bytes, 2) != "\r\n") return false;
+    v.data = std::string(reply.substr(0, bytes));
+    reply.remove_prefix(bytes + 2);
+    out.push_back(std::move(v));
+  }
+}
+
+std::string set_command(std::string_view key, std::string_view value, std::string_view verb,
+                        uint32_t flags, std::string_view extra) {
+  std::string c;
+  c.append(verb).append(" ").append(key).append(" ").append(std::to_string(flags));
+  c.append(" 0 ").append(std::to_string(value.size()));
+  if (!extra.empty()) c.append(" ").append(extra);
+  c.append("\r\n").append(value).append("\r\n");
+  return c;
 }
 
 }  // namespace memshard::testing

@@ -8,6 +8,8 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
+#include <utility>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -61,11 +63,19 @@ bool wait_listening(uint16_t port, std::chrono::milliseconds limit = std::chrono
 bool wait_listening(const std::string& unix_path,
                     std::chrono::milliseconds limit = std::chrono::seconds(10));
 
+// Waits until something accepts connections on host:port (an IPv4 literal).
+bool wait_listening_at(const std::string& host, uint16_t port,
+                       std::chrono::milliseconds limit = std::chrono::seconds(10));
+
 class Memcached {
  public:
-  explicit Memcached(uint16_t port = 0, std::vector<std::string> extra_args = {});
+  // `host`: the IPv4 loopback address to listen on (127.0.0.2 lets a test
+  // use port 11211 without colliding with a system memcached on 127.0.0.1).
+  explicit Memcached(uint16_t port = 0, std::vector<std::string> extra_args = {},
+                     std::string host = "127.0.0.1");
   uint16_t port() const { return port_; }
-  std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
+  const std::string& host() const { return host_; }
+  std::string address() const { return host_ + ":" + std::to_string(port_); }
   Process& process() { return process_; }
   // The value of one line of the server's own `stats`.
   uint64_t stat(const std::string& name) const;
@@ -75,6 +85,7 @@ class Memcached {
   void launch();
   uint16_t port_;
   std::vector<std::string> extra_args_;
+  std::string host_;
   Process process_;
 };
 
@@ -97,6 +108,8 @@ class RawClient {
  public:
   explicit RawClient(uint16_t port);
   explicit RawClient(const std::string& unix_path);
+  // TCP to an IPv4 literal other than 127.0.0.1.
+  RawClient(const std::string& host, uint16_t port);
   ~RawClient();
   RawClient(const RawClient&) = delete;
   RawClient& operator=(const RawClient&) = delete;
@@ -107,6 +120,10 @@ class RawClient {
                          std::chrono::milliseconds limit = std::chrono::seconds(5));
   // Reads exactly n bytes (fewer on timeout or close).
   std::string read_exact(size_t n, std::chrono::milliseconds limit = std::chrono::seconds(5));
+  // Reads until the received bytes hold `count` occurrences of `token`
+  // (or time runs out).
+  std::string read_count(std::string_view token, size_t count,
+                         std::chrono::milliseconds limit = std::chrono::seconds(10));
   // Sends `request` and reads until `suffix`.
   std::string roundtrip(std::string_view request, std::string_view suffix = "\r\n");
   // Whatever arrives within `limit` (for checking that nothing does).
@@ -118,5 +135,80 @@ class RawClient {
  private:
   int fd_ = -1;
 };
+
+// ------------------------------------------------------------------ helpers
+
+// A program run to completion with its output captured.
+struct CommandResult {
+  int exit_code = -1;  // -1 when killed by a signal or on timeout
+  bool timed_out = false;
+  std::string out;
+  std::string err;
+};
+// Runs argv[0] (searched in PATH) with `input` on its stdin; kills it when
+// it runs longer than `limit`.
+CommandResult run_command(const std::vector<std::string>& argv, std::string_view input = {},
+                          std::chrono::milliseconds limit = std::chrono::seconds(60));
+
+// `memshard ring lookup -c config [--pool pool]` with the keys on stdin:
+// the "host:port" (or socket path) of each key, in key order. Empty on
+// failure (with the reason added to `error` when given). Keys must not hold '\n'.
+std::vector<std::string> ring_lookup(const std::string& config_path,
+                                     const std::vector<std::string>& keys,
+                                     const std::string& pool = "", std::string* error = nullptr);
+
+// N memcached servers on free 127.0.0.1 ports.
+class Fleet {
+ public:
+  explicit Fleet(size_t n, std::vector<std::string> extra_args = {});
+  size_t size() const { return servers_.size(); }
+  Memcached& operator[](size_t i) { return *servers_[i]; }
+  // Index of the server with this "host:port", or npos.
+  size_t index_of(const std::string& address) const;
+  // "127.0.0.1:port:1" for each server.
+  std::vector<std::string> server_lines(uint32_t weight = 1) const;
+  void flush_all();
+
+ private:
+  std::vector<std::unique_ptr<Memcached>> servers_;
+};
+
+// One pool of a nutcracker.yml.
+struct PoolSpec {
+  std::string name = "pool";
+  std::string listen;  // "127.0.0.1:port", or "/path/x.sock 0666"
+  // Extra directives, written in order as "  key: value".
+  std::vector<std::pair<std::string, std::string>> directives;
+  std::vector<std::string> servers;  // "host:port:weight [name]" or "/path:weight"
+};
+std::string pool_yaml(const PoolSpec& pool);
+std::string config_yaml(const std::vector<PoolSpec>& pools);
+
+// nutcracker (twemproxy 0.5) on a config, its listen port given.
+class Nutcracker {
+ public:
+  Nutcracker(const std::string& config_path, uint16_t listen_port, const std::string& log_file);
+  Process& process() { return process_; }
+
+ private:
+  Process process_;
+};
+// True when nutcracker is installed.
+bool have_nutcracker();
+
+// One "VALUE key flags bytes [cas]" block of a retrieval reply.
+struct Value {
+  std::string key;
+  uint32_t flags = 0;
+  std::string data;
+  std::string cas;  // empty when the reply had none
+};
+// Parses a whole retrieval reply (VALUE blocks, then END). False when it
+// is not exactly that.
+bool parse_values(std::string_view reply, std::vector<Value>& out);
+
+// Builds a storage command with its data block.
+std::string set_command(std::string_view key, std::string_view value, std::string_view verb = "set",
+                        uint32_t flags = 0, std::string_view extra = "");
 
 }  // namespace memshard::testing

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "proxy/reply_parser.h"
+#include "proxy/proxy.h"
 #include "proxy/reply_slot.h"
 #include "proxy/worker.h"
 
@@ -67,6 +68,13 @@ BackendConn* BackendServer::connection_for(uint64_t affinity) {
 void BackendServer::on_connect_failed() {
   backoff_usec_ = backoff_usec_ == 0 ? kFirstBackoffUsec : std::min(backoff_usec_ * 2, kMaxBackoffUsec);
   retry_after_usec_ = worker_.now_usec() + backoff_usec_;
+}
+
+void BackendServer::on_failure() {
+  ++failures_in_a_row_;
+  if (settings_.failure_limit != 0 && failures_in_a_row_ == settings_.failure_limit) {
+    worker_.proxy().health().report_failing(settings_.pool, identity_);
+  }
 }
 
 void BackendServer::on_connected() {
@@ -300,6 +308,7 @@ bool BackendConn::take_line(evbuffer* in, size_t line_len, size_t eol_len) {
 }
 
 void BackendConn::finish_op() {
+  server_.on_success();
   BackendOp op = ops_.pop_front();
   arm_timer();
   server_.worker().fragment_done(op.slot);
@@ -315,6 +324,7 @@ void BackendConn::fail(std::string_view reason) {
   data_left_ = 0;
   data_dest_ = nullptr;
   if (!was_connected) server_.on_connect_failed();
+  server_.on_failure();
 
   // Completing an operation may make its client send more requests, which
   // may come back to this (now fresh) connection: fail from a private list.

@@ -43,8 +43,10 @@ struct BackendOp {
 };
 
 struct ServerSettings {
+  std::string pool;
   int timeout_ms = -1;  // -1: none
   uint32_t connections = 1;
+  uint32_t failure_limit = 0;  // auto_eject_hosts: report after this many failures in a row; 0 = never
 };
 
 class BackendConn;
@@ -69,6 +71,8 @@ class BackendServer {
   // Called by connections.
   void on_connect_failed();
   void on_connected();
+  void on_failure();  // an operation or connection failed
+  void on_success() { failures_in_a_row_ = 0; }
   Worker& worker() { return worker_; }
   const SocketAddress& address() const { return address_; }
   bool idle() const;
@@ -81,6 +85,7 @@ class BackendServer {
   std::vector<std::unique_ptr<BackendConn>> conns_;
   uint64_t retry_after_usec_ = 0;
   uint64_t backoff_usec_ = 0;
+  uint32_t failures_in_a_row_ = 0;
 };
 
 class BackendConn {

@@ -27,6 +27,8 @@ void append_stats_reply(const Proxy& p, std::string& out) {
   stat(out, "config_reload_failures", p.reload_failures());
   for (const auto& [name, value] : p.counter_totals()) stat(out, name, value);
   stat(out, "rejected_connections", p.rejected_connections());
+  stat(out, "server_ejects", p.health().ejections());
+  stat(out, "server_readmissions", p.health().readmissions());
   out.append("END\r\n");
 }
 

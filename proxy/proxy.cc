@@ -31,6 +31,7 @@ Proxy::Proxy(ProxyOptions options) : options_(std::move(options)) {
 Proxy::~Proxy() {
   for (auto& l : listeners_) close_listener(*l);
   workers_.clear();
+  health_.reset();
   watch_.reset();
   if (drain_timer_ != nullptr) event_free(drain_timer_);
   for (event* e : signal_events_) event_free(e);
@@ -55,6 +56,8 @@ void Proxy::start() {
                                      : static_cast<int>(std::thread::hardware_concurrency());
   if (threads <= 0) threads = 1;
   for (int i = 0; i < threads; ++i) workers_.push_back(std::make_unique<Worker>(*this, i));
+  health_ = std::make_unique<ServerHealth>(base_, [this] { install_on_workers(); });
+  health_->set_topology(topology_);
   for (const Pool& pool : topology_->pools) {
     std::unique_ptr<Listener> l = open_listener(pool);
     if (!l) {
@@ -76,6 +79,11 @@ void Proxy::start() {
   }
   log_notice("memshard %s started: %zu pool(s), %d worker thread(s)", MEMSHARD_VERSION,
            topology_->pools.size(), threads);
+}
+
+void Proxy::install_on_workers() {
+  std::shared_ptr<const Topology> t = health_->with_ejections();
+  for (auto& w : workers_) w->install_topology(t);
 }
 
 std::unique_ptr<Proxy::Listener> Proxy::open_listener(const Pool& pool) {

@@ -18,6 +18,7 @@
 
 #include "conf/config.h"
 #include "proxy/config_watch.h"
+#include "proxy/health.h"
 #include "proxy/topology.h"
 #include "proxy/worker.h"
 
@@ -55,6 +56,9 @@ class Proxy {
     return rejected_connections_.load(std::memory_order_relaxed);
   }
 
+  ServerHealth& health() { return *health_; }
+  const ServerHealth& health() const { return *health_; }
+
   // Re-reads the config file and switches every worker to it; a config that
   // does not load, resolve or bind changes nothing. Main thread only.
   bool reload();
@@ -82,6 +86,8 @@ class Proxy {
   event_base* base_ = nullptr;
   std::vector<event*> signal_events_;
   std::unique_ptr<ConfigWatch> watch_;
+  std::unique_ptr<ServerHealth> health_;
+  void install_on_workers();
   event* drain_timer_ = nullptr;
   uint64_t drain_deadline_ms_ = 0;
   std::shared_ptr<const Topology> topology_;

@@ -36,8 +36,9 @@ bool Proxy::reload() {
     return false;
   }
   log_changes(*next);
-  for (auto& w : workers_) w->install_topology(next);
+  health_->set_topology(next);
   topology_ = next;
+  install_on_workers();
   generation_.store(next->generation, std::memory_order_relaxed);
   reloads_.fetch_add(1, std::memory_order_relaxed);
   log_notice("configuration generation %llu in force",

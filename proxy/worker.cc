@@ -131,7 +131,9 @@ void Worker::apply_topology(std::shared_ptr<const Topology> topology) {
   for (const Pool& pool : topology->pools) {
     PoolRoute& route = routes[pool.config.name];
     route.pool = &pool;
-    ServerSettings settings{pool.config.timeout_ms.value_or(-1), pool.config.server_connections};
+    ServerSettings settings{pool.config.name, pool.config.timeout_ms.value_or(-1),
+                            pool.config.server_connections,
+                            pool.config.auto_eject_hosts ? pool.config.server_failure_limit : 0};
     for (const ServerInfo& server : pool.servers) {
       std::string key = pool.config.name + '\0' + server.identity;
       auto it = backends_.find(key);

@@ -1,0 +1,207 @@
+#include "proxy/health.h"
+
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+
+#include "proxy/log.h"
+
+namespace memshard::proxy {
+
+// One probe in progress or scheduled for one ejected server.
+struct ServerHealth::Probe {
+  ServerHealth* owner = nullptr;
+  Key key;
+  SocketAddress address;
+  int timeout_ms = 1000;
+  event* timer = nullptr;  // fires to start the probe, then as its deadline
+  bufferevent* bev = nullptr;
+
+  ~Probe() {
+    if (bev != nullptr) bufferevent_free(bev);
+    if (timer != nullptr) event_free(timer);
+  }
+
+  void arm(int ms) {
+    timeval tv{ms / 1000, (ms % 1000) * 1000};
+    evtimer_add(timer, &tv);
+  }
+
+  void finish(bool healthy) {
+    if (bev != nullptr) bufferevent_free(bev);
+    bev = nullptr;
+    evtimer_del(timer);
+    owner->probe_done(key, healthy);  // may destroy this probe
+  }
+
+  static void on_timer(evutil_socket_t, short, void* arg) {
+    auto* p = static_cast<Probe*>(arg);
+    if (p->bev != nullptr) {
+      p->finish(false);  // no answer in time
+      return;
+    }
+    p->bev = bufferevent_socket_new(p->owner->base_, -1, BEV_OPT_CLOSE_ON_FREE);
+    bufferevent_setcb(p->bev, &Probe::on_read, nullptr, &Probe::on_event, p);
+    bufferevent_enable(p->bev, EV_READ | EV_WRITE);
+    bufferevent_write(p->bev, "version\r\n", 9);
+    p->arm(p->timeout_ms);
+    if (bufferevent_socket_connect(p->bev, const_cast<sockaddr*>(p->address.get()),
+                                   static_cast<int>(p->address.length)) < 0) {
+      p->finish(false);
+    }
+  }
+
+  static void on_read(bufferevent* bev, void* arg) {
+    auto* p = static_cast<Probe*>(arg);
+    evbuffer* in = bufferevent_get_input(bev);
+    size_t n = 0;
+    char* line = evbuffer_readln(in, &n, EVBUFFER_EOL_CRLF);
+    if (line == nullptr) return;
+    bool ok = std::string_view(line, n).starts_with("VERSION ");
+    free(line);
+    p->finish(ok);
+  }
+
+  static void on_event(bufferevent*, short what, void* arg) {
+    if (what & BEV_EVENT_CONNECTED) return;
+    static_cast<Probe*>(arg)->finish(false);
+  }
+};
+
+ServerHealth::ServerHealth(event_base* base, std::function<void()> on_change)
+    : base_(base), on_change_(std::move(on_change)) {
+  mailbox_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  mailbox_event_ =
+      event_new(base_, mailbox_fd_, EV_READ | EV_PERSIST, &ServerHealth::on_mailbox, this);
+  event_add(mailbox_event_, nullptr);
+}
+
+ServerHealth::~ServerHealth() {
+  probes_.clear();
+  event_free(mailbox_event_);
+  close(mailbox_fd_);
+}
+
+void ServerHealth::report_failing(const std::string& pool, const std::string& identity) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    reports_.emplace_back(pool, identity);
+  }
+  uint64_t one = 1;
+  (void)!write(mailbox_fd_, &one, sizeof(one));
+}
+
+void ServerHealth::on_mailbox(evutil_socket_t fd, short, void* arg) {
+  auto* self = static_cast<ServerHealth*>(arg);
+  uint64_t n;
+  (void)!read(fd, &n, sizeof(n));
+  std::vector<Key> reports;
+  {
+    std::lock_guard<std::mutex> lock(self->mu_);
+    reports.swap(self->reports_);
+  }
+  bool changed = false;
+  for (const Key& k : reports) {
+    const Pool* pool = self->pool_of(k);
+    if (pool == nullptr || !pool->config.auto_eject_hosts || self->ejected_.contains(k)) continue;
+    self->eject(k);
+    changed = true;
+  }
+  if (changed) self->on_change_();
+}
+
+const Pool* ServerHealth::pool_of(const Key& key) const {
+  if (!base_topology_) return nullptr;
+  const Pool* pool = base_topology_->find_pool(key.first);
+  if (pool == nullptr) return nullptr;
+  for (const ServerInfo& s : pool->servers) {
+    if (s.identity == key.second) return pool;
+  }
+  return nullptr;
+}
+
+void ServerHealth::eject(const Key& key) {
+  ejected_.insert(key);
+  ++ejections_;
+  log_warn("pool '%s': server %s ejected after %u consecutive failures; probing it every %d ms",
+           key.first.c_str(), key.second.c_str(), pool_of(key)->config.server_failure_limit,
+           pool_of(key)->config.server_retry_timeout_ms);
+  schedule_probe(key);
+}
+
+void ServerHealth::schedule_probe(const Key& key) {
+  const Pool* pool = pool_of(key);
+  auto& probe = probes_[key];
+  if (!probe) {
+    probe = std::make_unique<Probe>();
+    probe->owner = this;
+    probe->key = key;
+    probe->timer = evtimer_new(base_, &Probe::on_timer, probe.get());
+  }
+  for (const ServerInfo& s : pool->servers) {
+    if (s.identity == key.second) probe->address = s.address;
+  }
+  probe->timeout_ms = pool->config.timeout_ms.value_or(1000);
+  probe->arm(std::max(1, pool->config.server_retry_timeout_ms));
+}
+
+void ServerHealth::probe_done(const Key& key, bool healthy) {
+  if (!healthy) {
+    if (pool_of(key) != nullptr) schedule_probe(key);
+    return;
+  }
+  ejected_.erase(key);
+  ++readmissions_;
+  log_notice("pool '%s': server %s answered a probe; back in the ring", key.first.c_str(),
+             key.second.c_str());
+  // Defer destroying the probe: we are inside one of its callbacks.
+  auto it = probes_.find(key);
+  if (it != probes_.end()) {
+    Probe* p = it->second.release();
+    probes_.erase(it);
+    event_base_once(
+        base_, -1, EV_TIMEOUT, [](evutil_socket_t, short, void* arg) { delete static_cast<Probe*>(arg); },
+        p, nullptr);
+  }
+  on_change_();
+}
+
+void ServerHealth::set_topology(std::shared_ptr<const Topology> base) {
+  base_topology_ = std::move(base);
+  for (auto it = ejected_.begin(); it != ejected_.end();) {
+    if (pool_of(*it) == nullptr || !pool_of(*it)->config.auto_eject_hosts) {
+      probes_.erase(*it);
+      it = ejected_.erase(it);
+    } else {
+      schedule_probe(*it);  // settings or address may have changed
+      ++it;
+    }
+  }
+}
+
+bool ServerHealth::is_ejected(const std::string& pool, const std::string& identity) const {
+  return ejected_.contains(Key{pool, identity});
+}
+
+std::shared_ptr<const Topology> ServerHealth::with_ejections() const {
+  if (ejected_.empty()) return base_topology_;
+  auto t = std::make_shared<Topology>(*base_topology_);
+  for (Pool& pool : t->pools) {
+    std::vector<bool> live(pool.servers.size(), true);
+    bool any = false;
+    for (size_t i = 0; i < pool.servers.size(); ++i) {
+      if (ejected_.contains(Key{pool.config.name, pool.servers[i].identity})) {
+        live[i] = false;
+        any = true;
+      }
+    }
+    if (!any) continue;
+    // The ring is rebuilt from the live servers only (W and N change), as
+    // twemproxy does, so keys of the ejected server spread over the rest.
+    pool.ring = ketama::Ring::build(pool.ring.servers(), pool.config.ring, std::move(live));
+  }
+  return t;
+}
+
+}  // namespace memshard::proxy

@@ -1,0 +1,131 @@
+// Reloads that change listeners: a pool whose listen address moves, and a
+// pool that goes away with clients still connected.
+#include <gtest/gtest.h>
+
+#include <csignal>
+#include <thread>
+
+#include "reload_util.h"
+
+namespace memshard::testing::reload {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Polls `stats` on an open connection until config_generation == want.
+bool wait_generation_on(Conn& c, uint64_t want, std::chrono::milliseconds limit = 10s) {
+  auto deadline = Clock::now() + limit;
+  std::map<std::string, std::string> s;
+  while (Clock::now() < deadline) {
+    if (!c.stats(s)) return false;
+    if (stat_of(s, "config_generation") == want) return true;
+    std::this_thread::sleep_for(10ms);
+  }
+  return false;
+}
+
+TEST(ReloadListeners, ListenAddressMoves) {
+  Memcached m0, m1;
+  std::vector<uint16_t> ports = {m0.port(), m1.port()};
+  uint16_t old_port = free_port(), new_port = free_port();
+  ASSERT_NE(old_port, new_port);
+  PoolDef p;
+  p.listen = listen_on(old_port);
+  p.servers = {{ports[0], 1}, {ports[1], 1}};
+  TempDir dir;
+  const std::string path = dir.write("memshard.yml", yaml(p));
+  Memshard ms(path, {"--threads", "2"}, old_port);
+  ASSERT_TRUE(wait_ready(old_port));
+
+  Conn before(old_port);
+  ASSERT_TRUE(before.set("early", "value-early")) << before.error();
+
+  p.listen = listen_on(new_port);
+  p.servers = {{ports[1], 1}, {ports[0], 4}};  // and a reweight, to see the new ring in force
+  const std::string moved = yaml(p);
+  dir.write("memshard.yml", moved);
+  ms.process().signal(SIGHUP);
+  ASSERT_TRUE(wait_generation_on(before, 2)) << before.error();
+
+  EXPECT_TRUE(accepts(new_port)) << "the new listen address does not accept";
+  EXPECT_FALSE(accepts(old_port)) << "the old listen address still accepts";
+  EXPECT_TRUE(keys_land_per_config(new_port, moved, ports, "new-port:"));
+
+  // The connection made on the old port keeps working, on the new config.
+  std::vector<Hit> hits;
+  for (int i = 0; i < 20; ++i) {
+    std::string key = "old-conn:" + std::to_string(i);
+    ASSERT_TRUE(before.set(key, value_for(key, 7))) << before.error();
+    ASSERT_TRUE(before.get({key, "early"}, hits)) << before.error();
+    ASSERT_GE(hits.size(), 1u);
+    EXPECT_EQ(hits[0].key, key);
+    EXPECT_EQ(hits[0].data, value_for(key, 7));
+    Placement where(moved);
+    ASSERT_EQ(direct_get(where.port_of(key), key), value_for(key, 7)) << key;
+  }
+  before.close();
+  std::this_thread::sleep_for(100ms);
+  EXPECT_FALSE(accepts(old_port));
+  EXPECT_TRUE(accepts(new_port));
+  EXPECT_TRUE(ms.process().running());
+}
+
+TEST(ReloadListeners, RemovedPoolAnswersPendingRequestsThenCloses) {
+  Memcached m0, m1;
+  uint16_t alpha_port = free_port(), beta_port = free_port();
+  PoolDef alpha, beta;
+  alpha.name = "alpha";
+  alpha.listen = listen_on(alpha_port);
+  alpha.servers = {{m0.port(), 1}};
+  beta.name = "beta";
+  beta.listen = listen_on(beta_port);
+  beta.servers = {{m1.port(), 1}};
+  TempDir dir;
+  const std::string path = dir.write("memshard.yml", yaml({alpha, beta}));
+  Memshard ms(path, {"--threads", "2"}, alpha_port);
+  ASSERT_TRUE(wait_ready(alpha_port));
+  ASSERT_TRUE(wait_ready(beta_port));
+
+  Conn a(alpha_port), idle(beta_port), busy(beta_port);
+  ASSERT_TRUE(a.set("ka", "value-a")) << a.error();
+  ASSERT_TRUE(busy.set("kb", "value-b")) << busy.error();
+  std::map<std::string, std::string> s;
+  ASSERT_TRUE(idle.stats(s)) << idle.error();
+
+  // Two requests in flight on beta's only server, stopped.
+  const uint64_t gets_before = stat_of(proxy_stats(alpha_port), "cmd_get");
+  m1.process().signal(SIGSTOP);
+  ASSERT_TRUE(busy.send("get kb\r\nget nothing-here kb\r\n"));
+  ASSERT_TRUE(wait_stat(alpha_port, "cmd_get", [&](uint64_t v) { return v >= gets_before + 3; })
+                  .has_value());
+
+  dir.write("memshard.yml", yaml(alpha));
+  ms.process().signal(SIGHUP);
+  ASSERT_TRUE(wait_stat(alpha_port, "config_generation", [](uint64_t g) { return g == 2; })
+                  .has_value());
+
+  EXPECT_TRUE(idle.closed_by_peer(3s)) << "a client of the removed pool with nothing owed stays open";
+  EXPECT_FALSE(accepts(beta_port)) << "the removed pool still accepts";
+  EXPECT_TRUE(busy.idle_for(200ms)) << "replies came while their server is stopped";
+
+  m1.process().signal(SIGCONT);
+  std::vector<Hit> hits;
+  ASSERT_TRUE(busy.read_values(hits)) << busy.error();
+  ASSERT_EQ(hits.size(), 1u);
+  EXPECT_EQ(hits[0].key, "kb");
+  EXPECT_EQ(hits[0].data, "value-b");
+  ASSERT_TRUE(busy.read_values(hits)) << busy.error();
+  ASSERT_EQ(hits.size(), 1u);
+  EXPECT_EQ(hits[0].key, "kb");
+  EXPECT_TRUE(busy.closed_by_peer(3s)) << "the client of the removed pool was not closed after its replies";
+
+  // The pool that stays is untouched.
+  ASSERT_TRUE(a.get({"ka"}, hits)) << a.error();
+  ASSERT_EQ(hits.size(), 1u);
+  EXPECT_EQ(hits[0].data, "value-a");
+  EXPECT_TRUE(keys_land_per_config(alpha_port, yaml(alpha), {m0.port(), m1.port()}, "alpha:", 20,
+                                   "alpha"));
+}
+
+}  // namespace
+}  // namespace memshard::testing::reload

@@ -1,0 +1,395 @@
+#include "reload_util.h"
+
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+namespace memshard::testing::reload {
+
+using Clock = std::chrono::steady_clock;
+
+// ------------------------------------------------------------ config text
+
+std::string listen_on(uint16_t port) { return "127.0.0.1:" + std::to_string(port); }
+
+std::string yaml(const std::vector<PoolDef>& pools) {
+  std::string out;
+  for (const PoolDef& p : pools) {
+    out += p.name + ":\n";
+    out += "  listen: " + p.listen + "\n";
+    out += "  hash: fnv1a_64\n";
+    out += "  distribution: ketama\n";
+    for (const std::string& d : p.directives) out += "  " + d + "\n";
+    out += "  servers:\n";
+    for (const ServerRef& s : p.servers) {
+      out += "   - 127.0.0.1:" + std::to_string(s.port) + ":" + std::to_string(s.weight) + "\n";
+    }
+  }
+  return out;
+}
+
+std::string yaml(const PoolDef& pool) { return yaml(std::vector<PoolDef>{pool}); }
+
+// --------------------------------------------------------------- client
+
+Conn::Conn(uint16_t port, std::chrono::milliseconds limit) : limit_(limit) {
+  fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd_ < 0) {
+    error_ = std::string("socket: ") + strerror(errno);
+    return;
+  }
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = htons(port);
+  if (::connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) {
+    error_ = "connect to port " + std::to_string(port) + ": " + strerror(errno);
+    ::close(fd_);
+    fd_ = -1;
+    return;
+  }
+  int one = 1;
+  setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+}
+
+Conn::~Conn() { close(); }
+
+void Conn::close() {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+}
+
+bool Conn::fail(std::string why) {
+  if (error_.empty()) error_ = std::move(why);
+  return false;
+}
+
+bool Conn::send(std::string_view bytes) {
+  if (!ok()) return fail("send on a broken connection");
+  while (!bytes.empty()) {
+    ssize_t n = ::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return fail(std::string("send: ") + strerror(errno));
+    bytes.remove_prefix(static_cast<size_t>(n));
+  }
+  return true;
+}
+
+bool Conn::fill() {
+  if (pos_ > 0 && pos_ == buf_.size()) {
+    buf_.clear();
+    pos_ = 0;
+  } else if (pos_ > (1u << 20)) {
+    buf_.erase(0, pos_);
+    pos_ = 0;
+  }
+  pollfd p{fd_, POLLIN, 0};
+  int r;
+  do {
+    r = poll(&p, 1, static_cast<int>(limit_.count()));
+  } while (r < 0 && errno == EINTR);
+  if (r == 0) return fail("no reply within " + std::to_string(limit_.count()) + " ms");
+  if (r < 0) return fail(std::string("poll: ") + strerror(errno));
+  char tmp[65536];
+  ssize_t n = recv(fd_, tmp, sizeof(tmp), 0);
+  if (n == 0) return fail("connection closed by the proxy");
+  if (n < 0) return fail(std::string("recv: ") + strerror(errno));
+  buf_.append(tmp, static_cast<size_t>(n));
+  return true;
+}
+
+bool Conn::read_line(std::string& line) {
+  if (!ok()) return fail("read on a broken connection");
+  while (true) {
+    size_t eol = buf_.find("\r\n", pos_);
+    if (eol != std::string::npos) {
+      line.assign(buf_, pos_, eol - pos_);
+      pos_ = eol + 2;
+      return true;
+    }
+    if (buf_.size() - pos_ > (4u << 20)) return fail("line longer than 4 MiB");
+    if (!fill()) return false;
+  }
+}
+
+bool Conn::set(std::string_view key, std::string_view value) {
+  std::string req = "set ";
+  req.append(key).append(" 0 0 ").append(std::to_string(value.size())).append("\r\n");
+  req.append(value).append("\r\n");
+  if (!send(req)) return false;
+  std::string line;
+  if (!read_line(line)) return false;
+  if (line != "STORED") return fail("set " + std::string(key) + ": got '" + line + "'");
+  return true;
+}
+
+bool Conn::get(const std::vector<std::string>& keys, std::vector<Hit>& hits) {
+  std::string req = "get";
+  for (const auto& k : keys) req.append(" ").append(k);
+  req.append("\r\n");
+  if (!send(req)) return false;
+  return read_values(hits);
+}
+
+bool Conn::read_values(std::vector<Hit>& hits) {
+  hits.clear();
+  std::string line;
+  while (true) {
+    if (!read_line(line)) return false;
+    if (line == "END") return true;
+    if (!line.starts_with("VALUE ")) return fail("retrieval: unexpected line '" + line + "'");
+    std::istringstream in(line.substr(6));
+    std::string key;
+    uint64_t flags = 0, bytes = 0;
+    if (!(in >> key >> flags >> bytes)) return fail("retrieval: bad VALUE line '" + line + "'");
+    while (buf_.size() - pos_ < bytes + 2) {
+      if (!fill()) return false;
+    }
+    if (buf_.compare(pos_ + bytes, 2, "\r\n") != 0) {
+      return fail("retrieval: data block of " + key + " not followed by CRLF");
+    }
+    hits.push_back(Hit{key, buf_.substr(pos_, bytes)});
+    pos_ += bytes + 2;
+  }
+}
+
+bool Conn::stats(std::map<std::string, std::string>& out) {
+  out.clear();
+  if (!send("stats\r\n")) return false;
+  std::string line;
+  while (true) {
+    if (!read_line(line)) return false;
+    if (line == "END") return true;
+    if (!line.starts_with("STAT ")) return fail("stats: unexpected line '" + line + "'");
+    size_t sp = line.find(' ', 5);
+    if (sp == std::string::npos) return fail("stats: bad line '" + line + "'");
+    out[line.substr(5, sp - 5)] = line.substr(sp + 1);
+  }
+}
+
+bool Conn::closed_by_peer(std::chrono::milliseconds limit) {
+  if (fd_ < 0) return false;
+  if (pos_ < buf_.size()) return false;  // something unread arrived
+  auto deadline = Clock::now() + limit;
+  while (true) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    if (left.count() <= 0) return false;
+    pollfd p{fd_, POLLIN, 0};
+    int r = poll(&p, 1, static_cast<int>(left.count()));
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return false;
+    char tmp[4096];
+    ssize_t n = recv(fd_, tmp, sizeof(tmp), 0);
+    if (n == 0) return true;
+    if (n < 0) return errno == ECONNRESET;
+    buf_.append(tmp, static_cast<size_t>(n));
+    return false;
+  }
+}
+
+bool Conn::idle_for(std::chrono::milliseconds limit) {
+  if (fd_ < 0) return false;
+  if (pos_ < buf_.size()) return false;
+  pollfd p{fd_, POLLIN, 0};
+  int r;
+  do {
+    r = poll(&p, 1, static_cast<int>(limit.count()));
+  } while (r < 0 && errno == EINTR);
+  if (r == 0) return true;
+  char tmp[65536];
+  ssize_t n = recv(fd_, tmp, sizeof(tmp), 0);
+  if (n > 0) buf_.append(tmp, static_cast<size_t>(n));
+  if (n == 0) fail("connection closed by the proxy");
+  return false;
+}
+
+bool accepts(uint16_t port) {
+  Conn c(port);
+  return c.ok();
+}
+
+std::string value_for(std::string_view key, uint64_t counter) {
+  std::string v(key);
+  v.append("|").append(std::to_string(counter)).append("|");
+  size_t h = std::hash<std::string_view>{}(key);
+  size_t fill = (h + counter * 131) % 1500;
+  for (size_t i = 0; i < fill; ++i) v.push_back(static_cast<char>('a' + (counter + i) % 26));
+  return v;
+}
+
+// ------------------------------------------------------------ the proxy
+
+std::map<std::string, std::string> proxy_stats(uint16_t port) {
+  Conn c(port, 3s);
+  std::map<std::string, std::string> out;
+  if (!c.stats(out)) out.clear();
+  return out;
+}
+
+uint64_t stat_of(const std::map<std::string, std::string>& stats, const std::string& name) {
+  auto it = stats.find(name);
+  if (it == stats.end()) throw std::runtime_error("no stat " + name);
+  return std::stoull(it->second);
+}
+
+bool wait_ready(uint16_t port, std::chrono::milliseconds limit) {
+  auto deadline = Clock::now() + limit;
+  while (Clock::now() < deadline) {
+    if (!proxy_stats(port).empty()) return true;
+    std::this_thread::sleep_for(20ms);
+  }
+  return false;
+}
+
+std::optional<uint64_t> wait_stat(uint16_t port, const std::string& name,
+                                  const std::function<bool(uint64_t)>& ok,
+                                  std::chrono::milliseconds limit) {
+  auto deadline = Clock::now() + limit;
+  while (Clock::now() < deadline) {
+    auto s = proxy_stats(port);
+    if (s.contains(name)) {
+      uint64_t v = stat_of(s, name);
+      if (ok(v)) return v;
+    }
+    std::this_thread::sleep_for(5ms);
+  }
+  return std::nullopt;
+}
+
+std::optional<uint64_t> wait_generation_settled(uint16_t port, std::chrono::milliseconds quiet,
+                                                std::chrono::milliseconds limit) {
+  auto deadline = Clock::now() + limit;
+  std::optional<uint64_t> last;
+  auto since = Clock::now();
+  while (Clock::now() < deadline) {
+    auto s = proxy_stats(port);
+    if (s.contains("config_generation")) {
+      uint64_t g = stat_of(s, "config_generation");
+      if (!last || *last != g) {
+        last = g;
+        since = Clock::now();
+      } else if (Clock::now() - since >= quiet) {
+        return last;
+      }
+    }
+    std::this_thread::sleep_for(20ms);
+  }
+  return std::nullopt;
+}
+
+int count_fds(pid_t pid) {
+  std::error_code ec;
+  int n = 0;
+  for (std::filesystem::directory_iterator it("/proc/" + std::to_string(pid) + "/fd", ec), end;
+       !ec && it != end; it.increment(ec)) {
+    ++n;
+  }
+  return ec ? -1 : n;
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::ostringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+// ----------------------------------------------------------------- rings
+
+namespace {
+ketama::Ring ring_of(const std::string& text, const std::string& pool,
+                     std::vector<uint16_t>& ports) {
+  conf::LoadResult r = conf::parse_config(text, "placement.yml");
+  if (!r.errors.empty()) {
+    throw std::runtime_error("placement: config does not load: " + r.errors[0].to_string());
+  }
+  const conf::PoolConfig* pc = r.config->find_pool(pool);
+  if (pc == nullptr) throw std::runtime_error("placement: no pool " + pool);
+  std::vector<ketama::ServerEntry> entries;
+  for (const conf::ServerConfig& s : pc->servers) {
+    entries.push_back(s.entry);
+    ports.push_back(s.entry.port);
+  }
+  return ketama::Ring::build(std::move(entries), pc->ring);
+}
+}  // namespace
+
+Placement::Placement(const std::string& config_text, const std::string& pool)
+    : ring_(ring_of(config_text, pool, ports_)) {}
+
+uint16_t Placement::port_of(std::string_view key) const {
+  size_t i = ring_.lookup(key);
+  if (i == ketama::Ring::npos) throw std::runtime_error("placement: no live server");
+  return ports_[i];
+}
+
+std::optional<std::string> direct_get(uint16_t port, const std::string& key) {
+  Conn c(port);
+  std::vector<Hit> hits;
+  if (!c.get({key}, hits)) throw std::runtime_error("direct get: " + c.error());
+  if (hits.empty()) return std::nullopt;
+  return hits[0].data;
+}
+
+::testing::AssertionResult keys_land_per_config(uint16_t proxy_port, const std::string& config_text,
+                                                const std::vector<uint16_t>& fleet,
+                                                const std::string& prefix, int n,
+                                                const std::string& pool) {
+  Placement where(config_text, pool);
+  std::vector<std::string> keys;
+  {
+    Conn c(proxy_port);
+    for (int i = 0; i < n; ++i) {
+      std::string key = prefix + std::to_string(i);
+      if (!c.set(key, value_for(key, static_cast<uint64_t>(i)))) {
+        return ::testing::AssertionFailure() << "set " << key << " through the proxy: " << c.error();
+      }
+      keys.push_back(key);
+    }
+  }
+  std::set<uint16_t> servers(fleet.begin(), fleet.end());
+  for (uint16_t p : where.ports()) servers.insert(p);
+  std::map<std::string, std::vector<uint16_t>> found;  // key -> servers holding it
+  std::map<std::string, std::string> data;
+  for (uint16_t port : servers) {
+    Conn c(port);
+    std::vector<Hit> hits;
+    if (!c.get(keys, hits)) {
+      return ::testing::AssertionFailure() << "get from memcached " << port << ": " << c.error();
+    }
+    for (const Hit& h : hits) {
+      found[h.key].push_back(port);
+      data[h.key] = h.data;
+    }
+  }
+  std::ostringstream bad;
+  int wrong = 0;
+  for (int i = 0; i < n; ++i) {
+    const std::string& key = keys[static_cast<size_t>(i)];
+    uint16_t want = where.port_of(key);
+    const auto& on = found[key];
+    bool good = on.size() == 1 && on[0] == want && data[key] == value_for(key, static_cast<uint64_t>(i));
+    if (good) continue;
+    if (++wrong <= 5) {
+      bad << "\n  " << key << ": config says port " << want << ", found on";
+      if (on.empty()) bad << " no server";
+      for (uint16_t p : on) bad << " " << p;
+    }
+  }
+  if (wrong == 0) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << wrong << " of " << n << " keys not where the config puts them:"
+                                       << bad.str();
+}
+
+}  // namespace memshard::testing::reload

@@ -1,0 +1,165 @@
+// Helpers shared by the reload tests: config text, a memcached text-protocol
+// client that reports every surprise instead of throwing, the proxy's own
+// `stats`, bounded waits on them, and the ring a config designates
+// (computed in-process with memshard_conf + memshard_ketama).
+#pragma once
+
+#include <sys/types.h>
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "conf/config.h"
+#include "harness.h"
+#include "ketama/ring.h"
+
+namespace memshard::testing::reload {
+
+using namespace std::chrono_literals;
+
+// ------------------------------------------------------------ config text
+
+struct ServerRef {
+  uint16_t port;
+  uint32_t weight = 1;
+};
+
+struct PoolDef {
+  std::string name = "main";
+  std::string listen;  // "127.0.0.1:port"
+  std::vector<ServerRef> servers;
+  // Extra directives, "key: value", written before servers.
+  std::vector<std::string> directives;
+};
+
+std::string listen_on(uint16_t port);
+// nutcracker.yml text for the pools, in order. Line 1 is the first pool's
+// name, line 2 its listen, then hash and distribution, then the directives,
+// then "servers:" and one line per server.
+std::string yaml(const std::vector<PoolDef>& pools);
+std::string yaml(const PoolDef& pool);
+
+// --------------------------------------------------------------- client
+
+// One reply to a retrieval command: the VALUE blocks in order.
+struct Hit {
+  std::string key;
+  std::string data;
+};
+
+// A blocking memcached text-protocol client with bounded waits. Every
+// failure (refused, closed, timed out, unexpected bytes) makes the call
+// return false and leaves a description in error(); the connection is then
+// no longer usable.
+class Conn {
+ public:
+  explicit Conn(uint16_t port, std::chrono::milliseconds limit = 5s);
+  ~Conn();
+  Conn(const Conn&) = delete;
+  Conn& operator=(const Conn&) = delete;
+
+  bool ok() const { return fd_ >= 0 && error_.empty(); }
+  const std::string& error() const { return error_; }
+  int fd() const { return fd_; }
+
+  bool send(std::string_view bytes);
+  // One line without its "\r\n".
+  bool read_line(std::string& line);
+  // "set key 0 0 n" + data; true only on STORED.
+  bool set(std::string_view key, std::string_view value);
+  // get/multi-get; the hits in the order the server sent them. Anything
+  // but VALUE blocks followed by END is an error.
+  bool get(const std::vector<std::string>& keys, std::vector<Hit>& hits);
+  // Reads a retrieval reply (after the request was sent).
+  bool read_values(std::vector<Hit>& hits);
+  // `stats` as a map.
+  bool stats(std::map<std::string, std::string>& out);
+  // True when the peer closed the connection within `limit` (EOF or
+  // reset), with nothing else received.
+  bool closed_by_peer(std::chrono::milliseconds limit);
+  // True when nothing arrives within `limit` (what does arrive is kept).
+  bool idle_for(std::chrono::milliseconds limit);
+  // Bytes received and not yet consumed.
+  size_t unread() const { return buf_.size() - pos_; }
+  void close();
+
+ private:
+  bool fill();
+  bool fail(std::string why);
+
+  int fd_ = -1;
+  std::chrono::milliseconds limit_;
+  std::string buf_;
+  size_t pos_ = 0;
+  std::string error_;
+};
+
+// True when a TCP connect to 127.0.0.1:port succeeds right now.
+bool accepts(uint16_t port);
+
+// A value that names its key and counter and has a length derived from
+// both, so a value given for the wrong key or cut short is recognized.
+std::string value_for(std::string_view key, uint64_t counter);
+
+// ------------------------------------------------------------ the proxy
+
+// The proxy's `stats` over a fresh connection; empty on failure.
+std::map<std::string, std::string> proxy_stats(uint16_t port);
+uint64_t stat_of(const std::map<std::string, std::string>& stats, const std::string& name);
+
+// Waits until `stats` answers through the proxy: its main loop runs, so its
+// signal handlers are installed (a SIGHUP before that would kill it).
+bool wait_ready(uint16_t port, std::chrono::milliseconds limit = 10s);
+
+// Waits until the stat `name` satisfies `ok`; returns the last value seen
+// (nullopt when `stats` never answered or time ran out before `ok`).
+std::optional<uint64_t> wait_stat(uint16_t port, const std::string& name,
+                                  const std::function<bool(uint64_t)>& ok,
+                                  std::chrono::milliseconds limit = 10s);
+
+// Waits until config_generation stays unchanged for `quiet`; the value.
+std::optional<uint64_t> wait_generation_settled(uint16_t port, std::chrono::milliseconds quiet,
+                                                std::chrono::milliseconds limit = 15s);
+
+// Entries in /proc/<pid>/fd; -1 when unreadable.
+int count_fds(pid_t pid);
+
+// Whole file, empty when missing.
+std::string read_file(const std::string& path);
+
+// ----------------------------------------------------------------- rings
+
+// Where a config (given as text) places keys: the memcached port of each.
+class Placement {
+ public:
+  explicit Placement(const std::string& config_text, const std::string& pool = "main");
+  uint16_t port_of(std::string_view key) const;
+  const ketama::Ring& ring() const { return ring_; }
+  const std::vector<uint16_t>& ports() const { return ports_; }
+
+ private:
+  ketama::Ring ring_;
+  std::vector<uint16_t> ports_;
+};
+
+// A GET straight to a memcached server: the value, or nullopt on a miss.
+// Throws on a protocol failure.
+std::optional<std::string> direct_get(uint16_t port, const std::string& key);
+
+// Sets `n` fresh keys named prefix+i through the proxy, then asks every
+// server of `fleet` directly: each key must be on exactly the server the
+// config designates, with its value, and on no other.
+::testing::AssertionResult keys_land_per_config(uint16_t proxy_port, const std::string& config_text,
+                                                const std::vector<uint16_t>& fleet,
+                                                const std::string& prefix, int n = 60,
+                                                const std::string& pool = "main");
+
+}  // namespace memshard::testing::reload

@@ -1,6 +1,8 @@
 // What a ring, or a change from one ring to another, means for the keyspace.
 // Exact: computed from the point lists (merge of two sorted continua), never
-// by sampling keys.
+// by sampling keys. modula is exact too (residue arithmetic, see
+// analysis.cc); `random` ignores the key, so for it the numbers are the
+// expected fractions of requests.
 #pragma once
 
 #include <cstdint>
@@ -21,7 +23,10 @@ struct ServerShare {
 
 struct RingReport {
   std::vector<ServerShare> servers;  // in config order
-  double share_cv;                   // coefficient of variation of the shares
+  // Coefficient of variation of the shares of the live servers (population
+  // standard deviation / mean); 0 when none is live. About 1/sqrt(points)
+  // for equal weights: 7.9% at 160 points per server.
+  double share_cv;
 };
 RingReport describe(const Ring& ring);
 

@@ -51,8 +51,14 @@ struct RingOptions {
   Distribution distribution = Distribution::ketama;
   // Key hash. Only twemproxy mode and plain libmemcached/libmemcached_spy
   // honour it; the other modes hash keys with MD5 as their originals do.
+  // The default is twemproxy's; libmemcached's own default is one_at_a_time,
+  // so a libmemcached/libmemcached_spy ring must be given that to match a
+  // client that did not set MEMCACHED_BEHAVIOR_HASH. Those two modes also
+  // hash the points with it (unless a weight > 1 makes them weighted: MD5).
   HashFunction hash = HashFunction::fnv1a_64;
-  std::string hash_tag;  // empty, or exactly two characters such as "{}"
+  // Empty, or exactly two characters such as "{}". Applied in every mode
+  // (only twemproxy has it; leave it empty to match a client library).
+  std::string hash_tag;
 };
 
 struct Point {
@@ -74,7 +80,12 @@ class Ring {
   // `live`: empty means every server takes part; otherwise live[i] == false
   // leaves server i out of the continuum (auto_eject_hosts), and the point
   // counts are computed from the live servers only, as twemproxy does.
-  // Throws std::invalid_argument for an empty server list or a bad hash_tag.
+  // Distribution modula/random: twemproxy's rules in every mode (each live
+  // server `weight` times for modula, in name order for twemproxy and list
+  // order otherwise); libmemcached's MODULA ignores weights, so it matches
+  // only with all weights 1. A weight of 0 gives a server no points/slots.
+  // Throws std::invalid_argument for an empty server list, a bad hash_tag or
+  // a `live` of the wrong size.
   static Ring build(std::vector<ServerEntry> servers, RingOptions options,
                     std::vector<bool> live = {});
 

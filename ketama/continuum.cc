@@ -52,7 +52,7 @@ class PointSink {
     }
   }
 
-  // Sorts; with `later_overwrites`, keeps only the first point of each run
+  // Sorts; with `keep_one_per_value`, keeps only the first point of each run
   // of equal values (Java's TreeMap.put replaces the earlier node).
   Continuum finish(bool keep_one_per_value) && {
     std::sort(raw_.begin(), raw_.end(), [](const RawPoint& a, const RawPoint& b) {

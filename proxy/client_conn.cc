@@ -342,7 +342,7 @@ void ClientConn::answer_locally(evbuffer* in) {
       break;
     case proto::Command::stats:
       scratch_.clear();
-      append_stats_reply(worker_.proxy(), scratch_);
+      append_stats_reply(worker_.proxy(), request_.args, scratch_);
       reply_now(s, scratch_);
       break;
     default:

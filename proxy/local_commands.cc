@@ -8,7 +8,14 @@
 
 namespace memshard::proxy {
 
-std::string_view version_reply() { return "VERSION " MEMSHARD_VERSION "\r\n"; }
+// Clients and test suites read the number after VERSION to decide which
+// protocol features the server has (memccapable, for one, expects 1.6's
+// rules only from a server that says 1.6). memshard speaks memcached
+// 1.6.18's text and meta protocol, so it says so first and names itself
+// after.
+std::string_view version_reply() {
+  return "VERSION " MEMSHARD_PROTOCOL_VERSION " memshard-" MEMSHARD_VERSION "\r\n";
+}
 
 namespace {
 void stat(std::string& out, std::string_view name, uint64_t value) {
@@ -16,7 +23,14 @@ void stat(std::string& out, std::string_view name, uint64_t value) {
 }
 }  // namespace
 
-void append_stats_reply(const Proxy& p, std::string& out) {
+void append_stats_reply(const Proxy& p, const std::vector<std::string_view>& args,
+                        std::string& out) {
+  if (!args.empty()) {
+    // memcached answers a subcommand it does not know with ERROR; the
+    // proxy's own stats have no subcommands yet.
+    out.append("ERROR\r\n");
+    return;
+  }
   stat(out, "pid", static_cast<uint64_t>(getpid()));
   stat(out, "uptime", p.uptime_seconds());
   stat(out, "time", static_cast<uint64_t>(time(nullptr)));

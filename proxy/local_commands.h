@@ -3,14 +3,17 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace memshard::proxy {
 
 class Proxy;
 
-// "VERSION <memshard version>\r\n"
+// "VERSION <memcached protocol version> memshard-<version>\r\n"
 std::string_view version_reply();
-// The proxy's own counters as memcached-style STAT lines, then END.
-void append_stats_reply(const Proxy& proxy, std::string& out);
+// `stats [args]`: the proxy's own counters as memcached-style STAT lines,
+// then END.
+void append_stats_reply(const Proxy& proxy, const std::vector<std::string_view>& args,
+                        std::string& out);
 
 }  // namespace memshard::proxy

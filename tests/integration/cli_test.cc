@@ -403,15 +403,35 @@ TEST_F(Cli, RingDiffSameRingMovesNothing) {
   EXPECT_EQ(parse_diff(r.out, rows), 0.0) << r.out;
 }
 
+// Fraction of `keys` whose server differs between two configs, by lookup.
+double moved_by_lookup(const std::string& before, const std::string& after, size_t n) {
+  std::vector<std::string> keys;
+  for (size_t i = 0; i < n; ++i) keys.push_back("k" + std::to_string(i));
+  std::vector<std::string> a = ring_lookup(before, keys), b = ring_lookup(after, keys);
+  if (a.size() != n || b.size() != n) {
+    ADD_FAILURE() << "ring lookup failed";
+    return std::nan("");
+  }
+  size_t changed = 0;
+  for (size_t i = 0; i < n; ++i) changed += a[i] != b[i];
+  return static_cast<double>(changed) / static_cast<double>(n);
+}
+
+// MEMSHARD BUG (fails until fixed): `ring diff` compares which server owns
+// each point of the 2^32 hash space, and ignores that the two configs hash
+// keys differently. Changing `hash:` moves ~3/4 of the keys (ring lookup
+// shows it) while ring diff prints "0.0000% of the keyspace changes server".
+// (ketama/analysis.cc diff(), called by proxy/ring_tools.cc ring_diff().)
 TEST_F(Cli, RingDiffHashChangeMovesMostKeys) {
   std::string before = write_pool("old.yml", servers(4));
   std::string after = write_pool("new.yml", servers(4), {{"hash", "md5"}});
+  double by_lookup = moved_by_lookup(before, after, 20000);
+  EXPECT_GT(by_lookup, 0.6);  // a new hash reassigns keys at random: ~3/4 move
   CommandResult r = memshard({"ring", "diff", before, after});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   std::vector<DiffRow> rows;
   double moved = parse_diff(r.out, rows);
-  EXPECT_GT(moved, 0.6) << r.out;  // random reassignment moves ~3/4
-  EXPECT_LT(moved, 0.9) << r.out;
+  EXPECT_NEAR(moved, by_lookup, 0.05) << r.out;
 }
 
 TEST_F(Cli, RingDiffAgreesWithLookups) {
@@ -422,6 +442,7 @@ TEST_F(Cli, RingDiffAgreesWithLookups) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   std::vector<DiffRow> rows;
   double moved = parse_diff(r.out, rows);
+  EXPECT_NEAR(moved_by_lookup(before, after, 20000), moved, 0.015);
   std::vector<std::string> keys;
   for (int i = 0; i < 20000; ++i) keys.push_back("k" + std::to_string(i));
   std::vector<std::string> a = ring_lookup(before, keys), b = ring_lookup(after, keys);
@@ -434,7 +455,7 @@ TEST_F(Cli, RingDiffAgreesWithLookups) {
     if (b[i] != "127.0.0.1:40005") ++between_old;
   }
   EXPECT_EQ(between_old, 0u) << "keys moved between servers present in both rings";
-  EXPECT_NEAR(static_cast<double>(changed) / static_cast<double>(keys.size()), moved, 0.015);
+  EXPECT_GT(changed, 0u);
 }
 
 }  // namespace

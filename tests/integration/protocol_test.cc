@@ -140,7 +140,8 @@ class Lib {
     char* v = memcached_get(m_, k.data(), k.size(), &len, &f, &rc);
     if (flags != nullptr) *flags = f;
     if (rc_out != nullptr) *rc_out = rc;
-    if (v == nullptr) return std::nullopt;
+    // An empty value comes back as NULL with MEMCACHED_SUCCESS.
+    if (v == nullptr) return rc == MEMCACHED_SUCCESS ? std::optional<std::string>("") : std::nullopt;
     std::string out(v, len);
     free(v);
     return out;
@@ -494,10 +495,22 @@ TEST_F(ProxyTest, LibmemcachedFlushVersionVerbosity) {
       EXPECT_EQ(direct_get(s, k), std::nullopt) << k << " survived flush_all on server " << s;
     }
   }
-  EXPECT_RC(MEMCACHED_SUCCESS, memcached_version(lib.get()));
   EXPECT_RC(MEMCACHED_SUCCESS, memcached_verbosity(lib.get(), 1));
   EXPECT_RC(MEMCACHED_SUCCESS, memcached_verbosity(lib.get(), 0));
 
+}
+
+// MEMSHARD BUG (fails until fixed): memshard answers "version" itself with
+// "VERSION 0.1.0" (proxy/local_commands.cc, version_reply()), and
+// libmemcached refuses a major version of 0: memcached_version() returns
+// MEMCACHED_SOME_ERRORS, "strtol() failed to parse major version"
+// (libmemcached response.cc). Clients built on libmemcached (PHP memcached,
+// pylibmc, ...) that check the version fail against memshard.
+TEST_F(ProxyTest, LibmemcachedVersion) {
+  Lib lib(port_);
+  memcached_return_t rc = memcached_version(lib.get());
+  EXPECT_EQ(rc, MEMCACHED_SUCCESS) << memcached_strerror(nullptr, rc) << ": "
+                                   << memcached_last_error_message(lib.get());
   auto c = client();
   std::string version = c->roundtrip("version\r\n");
   EXPECT_TRUE(std::regex_match(version, std::regex("VERSION [0-9][^\r\n ]*\r\n")))
@@ -547,6 +560,12 @@ TEST_F(ProxyTest, LargestValueMemcachedAcceptsPassesAndLargerIsRefusedTheSame) {
   }
 }
 
+// MEMSHARD BUG (fails until fixed) for values over item_size_max (1 MiB):
+// memshard refuses them itself and keeps swallowing the data, correctly,
+// but the old value stays on the server, where memcached would have dropped
+// it. Bytes: "set stale 0 0 3\r\nold\r\nset stale 0 0 1048577\r\n" + 1048577
+// bytes + "\r\nget stale\r\n": memcached answers END to the get, memshard
+// VALUE stale 0 3 / old.
 // memcached drops the old value when a set fails as too large ("avoid stale
 // data persisting in cache because we failed alloc", proto_text.c), so a
 // client reading after a failed set never sees the value it meant to replace.
@@ -864,10 +883,10 @@ TEST_F(ProxyTest, MetaBase64KeysRouteByDecodedKey) {
       std::string reply = d.roundtrip("mg " + b64 + " b v\r\n");
       if (s == own[i]) {
         EXPECT_TRUE(reply.starts_with("VA ")) << "key #" << i << " is not on its owner " << s;
-        if (reply.starts_with("VA ")) {
+        if (reply.starts_with("VA ") && !reply.ends_with(v + "\r\n")) {
           reply += d.read_until(v + "\r\n");
-          EXPECT_NE(reply.find(v), std::string::npos);
         }
+        EXPECT_NE(reply.find("\r\n" + v + "\r\n"), std::string::npos) << printable(reply);
       } else {
         EXPECT_EQ(reply, "EN\r\n") << "key #" << i << " is on server " << s << ", owner "
                                    << own[i];

@@ -32,6 +32,8 @@ struct Case {
   std::vector<std::string> names;  // per server, empty = unnamed
   bool with_port_11211 = false;    // one more server on 127.0.0.2:11211
   bool unix_servers = false;       // every server on a unix socket instead
+  // Whether every server must receive keys (so the case tests something).
+  bool every_server_used = true;
   std::vector<std::string> keys;
 };
 
@@ -219,7 +221,7 @@ class RingCompat : public ::testing::Test {
       }
     }
     EXPECT_EQ(wrong, 0u) << "of " << keys.size() << " keys";
-    for (size_t s = 0; s < servers.size(); ++s) {
+    for (size_t s = 0; s < servers.size() && c.every_server_used; ++s) {
       EXPECT_GT(per_server[s], 0u) << servers[s].address << " got no key: the case tests little";
     }
   }
@@ -235,6 +237,10 @@ TEST_P(RingCompatHash, KetamaPlacementMatchesNutcracker) {
   Case c;
   c.directives = {{"hash", GetParam()}, {"distribution", "ketama"}};
   c.keys = mixed_keys(2000);
+  // twemproxy's crc32 is libmemcached's: a 15-bit value ((~crc >> 16) &
+  // 0x7fff), so with ketama every key lands before the first point, on
+  // one server. memshard must reproduce that too.
+  c.every_server_used = GetParam() != "crc32";
   check(c);
 }
 
@@ -320,7 +326,7 @@ TEST_F(RingCompat, HashTagOtherCharacters) {
   c.directives = {{"hash_tag", "\"::\""}};
   std::vector<std::string> keys;
   for (int i = 0; i < 1500; ++i) {
-    keys.push_back("tenant:" + std::to_string(i / 5) + ":item#" + std::to_string(i));
+    keys.push_back("tenant:t-" + std::to_string((i / 5) * 7919) + "-x:item#" + std::to_string(i));
   }
   c.keys = keys;
   check(c);

@@ -2,6 +2,7 @@
 // directives in pool.cc, scalar values in values.cc.
 #include "conf/config.h"
 
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -12,6 +13,8 @@
 #include <fstream>
 #include <iterator>
 #include <map>
+#include <optional>
+#include <sstream>
 
 #include "conf/pool.h"
 
@@ -76,24 +79,69 @@ std::vector<ParsedPool> parse_pools(const YAML::Node& root, ErrorList& errors) {
   return pools;
 }
 
-void parse_documents(const std::string& text, Config& config, ErrorList& errors) {
-  std::vector<YAML::Node> docs;
+// Records where each YAML document starts, and nothing else.
+class DocumentStarts : public YAML::EventHandler {
+ public:
+  std::vector<YAML::Mark> marks;
+
+  void OnDocumentStart(const YAML::Mark& mark) override { marks.push_back(mark); }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                       YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                  YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+};
+
+int line_of(const YAML::Mark& mark) {
+  return mark.line >= 0 ? mark.line + 1 : 0;
+}
+
+// The file's only document, or nullopt after reporting why there is none.
+//
+// Not YAML::LoadAll: in yaml-cpp 0.7 it never returns on some malformed
+// input (a stray ',' at the top level), where the parser reports an empty
+// document again and again without moving on, until memory runs out. So at
+// most two documents are looked at, and a document starting exactly where
+// the previous one did is that stuck state.
+std::optional<YAML::Node> load_single_document(const std::string& text, ErrorList& errors) {
   try {
-    docs = YAML::LoadAll(text);
+    std::istringstream in(text);
+    YAML::Parser parser(in);
+    DocumentStarts starts;
+    while (starts.marks.size() < 2 && parser.HandleNextDocument(starts)) {
+    }
+    const std::vector<YAML::Mark>& m = starts.marks;
+    if (m.empty()) {
+      errors.add(0, "", "no pools; expected a map of pool names to their directives");
+      return std::nullopt;
+    }
+    if (m.size() == 2 && m[1].pos == m[0].pos) {
+      const size_t pos = static_cast<size_t>(std::max(m[0].pos, 0));
+      const std::string what = pos < text.size() ? "'" + text.substr(pos, 1) + "'" : "text";
+      errors.add(line_of(m[0]), "", "malformed YAML: unexpected " + what);
+      return std::nullopt;
+    }
+    if (m.size() > 1) {
+      errors.add(line_of(m[1]), "",
+                 "expected one YAML document, found more (nutcracker reads exactly one)");
+    }
+    return YAML::Load(text);
   } catch (const YAML::Exception& e) {
-    errors.add(e.mark.line >= 0 ? e.mark.line + 1 : 0, "", "malformed YAML: " + e.msg);
-    return;
+    errors.add(line_of(e.mark), "", "malformed YAML: " + e.msg);
+    return std::nullopt;
   }
-  if (docs.empty()) {
-    errors.add(0, "", "no pools; expected a map of pool names to their directives");
-    return;
-  }
-  if (docs.size() > 1) {
-    errors.add(line_of(docs[1]), "",
-               "expected one YAML document, found " + std::to_string(docs.size()) +
-                   " (nutcracker reads exactly one)");
-  }
-  const YAML::Node& root = docs.front();
+}
+
+void parse_documents(const std::string& text, Config& config, ErrorList& errors) {
+  const std::optional<YAML::Node> doc = load_single_document(text, errors);
+  if (!doc) return;
+  const YAML::Node& root = *doc;
   if (!root.IsMap()) {
     errors.add(line_of(root), "",
                "expected a map of pool names to their directives at the top level, found " +

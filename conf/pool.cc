@@ -1,11 +1,13 @@
 #include "conf/pool.h"
 
+#include <algorithm>
 #include <array>
 #include <climits>
 #include <cstdint>
-#include <functional>
 #include <map>
+#include <optional>
 #include <string_view>
+#include <vector>
 
 #include "conf/values.h"
 #include "ketama/hash.h"
@@ -52,8 +54,7 @@ std::string mode_names() {
   return join(names);
 }
 
-// Directive names, in the order nutcracker's README documents them, then
-// memshard's extensions.
+// Every directive nutcracker 0.5 accepts, then memshard's extensions.
 constexpr std::array<std::string_view, 19> kDirectives = {
     "listen",
     "hash",

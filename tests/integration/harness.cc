@@ -351,6 +351,8 @@ std::string RawClient::read_for(std::chrono::milliseconds limit) {
   return out;
 }
 
+void RawClient::shutdown_write() { ::shutdown(fd_, SHUT_WR); }
+
 bool RawClient::closed_by_peer(std::chrono::milliseconds limit) {
   auto deadline = Clock::now() + limit;
   while (Clock::now() < deadline) {

@@ -130,6 +130,8 @@ class RawClient {
   std::string read_for(std::chrono::milliseconds limit);
   // True when the peer has closed the connection (reads EOF within limit).
   bool closed_by_peer(std::chrono::milliseconds limit = std::chrono::seconds(2));
+  // Half-closes: the peer reads EOF, replies can still arrive.
+  void shutdown_write();
   int fd() const { return fd_; }
 
  private:

@@ -6,6 +6,7 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -71,6 +72,9 @@ Process::Process(std::vector<std::string> argv, const std::string& log_file) {
   pid_ = fork();
   if (pid_ < 0) throw std::runtime_error("fork failed");
   if (pid_ == 0) {
+    // A test that crashes or is killed by its time limit must not leave
+    // servers behind (they would hold ctest's output pipe open forever).
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (!log_file.empty()) {
       int fd = open(log_file.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
       if (fd >= 0) {

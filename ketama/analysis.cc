@@ -218,7 +218,15 @@ RingDiff diff(const Ring& before, const Ring& after) {
 
   std::vector<double> old_owned = owned_by_address(old_side, addresses);
   std::vector<double> new_owned = owned_by_address(new_side, addresses);
-  std::vector<double> same = same_by_address(old_side, new_side, addresses);
+  constexpr double kSpace = static_cast<double>(kHashSpace);
+  bool rehashed = before.key_hash_function() != after.key_hash_function() ||
+                  before.options().hash_tag != after.options().hash_tag;
+  std::vector<double> same(addresses, 0.0);
+  if (rehashed) {
+    for (size_t id = 0; id < addresses; ++id) same[id] = old_owned[id] * new_owned[id] / kSpace;
+  } else {
+    same = same_by_address(old_side, new_side, addresses);
+  }
 
   std::vector<bool> in_old(addresses, false);
   std::vector<bool> in_new(addresses, false);
@@ -229,8 +237,8 @@ RingDiff diff(const Ring& before, const Ring& after) {
     in_new[id] = true;
   }
 
-  constexpr double kSpace = static_cast<double>(kHashSpace);
   RingDiff result;
+  result.exact = !rehashed;
   double kept = 0;
   for (size_t id = 0; id < addresses; ++id) {
     kept += same[id];

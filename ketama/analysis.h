@@ -39,7 +39,13 @@ struct ServerMove {
 };
 
 struct RingDiff {
-  double moved;                     // fraction of the 2^32 keyspace whose owner changes
+  double moved;  // fraction of the 2^32 keyspace whose owner changes
+  // False when the two rings hash keys differently (hash function or
+  // hash_tag): every key then lands at a new point, no point-by-point
+  // comparison exists, and the figures are the expectation for keys whose
+  // two hashes are independent (a key stays with probability
+  // share_before(s) * share_after(s) summed over the servers s).
+  bool exact = true;
   std::vector<ServerMove> servers;  // union of both, old config order then new ones
 };
 RingDiff diff(const Ring& before, const Ring& after);

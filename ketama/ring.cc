@@ -167,12 +167,15 @@ Ring Ring::build(std::vector<ServerEntry> servers, RingOptions options, std::vec
 
 uint32_t Ring::hash_key(std::string_view key) const {
   key = apply_hash_tag(key, s_->options.hash_tag);
-  Mode mode = s_->options.mode;
   // twemproxy's server_pool_hash() returns 0 for an empty key unhashed.
-  if (mode == Mode::twemproxy && key.empty()) {
+  if (s_->options.mode == Mode::twemproxy && key.empty()) {
     return 0;
   }
-  return hash(hashes_with_pool_hash(mode) ? s_->options.hash : HashFunction::md5, key);
+  return hash(key_hash_function(), key);
+}
+
+HashFunction Ring::key_hash_function() const {
+  return hashes_with_pool_hash(s_->options.mode) ? s_->options.hash : HashFunction::md5;
 }
 
 size_t Ring::server_for_hash(uint32_t h) const {

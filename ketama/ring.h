@@ -91,6 +91,9 @@ class Ring {
 
   // The value a key is placed by, after hash_tag, with the mode's key hash.
   uint32_t hash_key(std::string_view key) const;
+  // The function hash_key() applies (the pool's hash, or MD5 for the modes
+  // whose originals always hash keys with MD5).
+  HashFunction key_hash_function() const;
   // Owner of a hash value; npos when no server is live.
   size_t server_for_hash(uint32_t hash) const;
   // Owner of a key; npos when no server is live.

@@ -102,7 +102,9 @@ int ring_diff(const std::string& old_file, const std::string& new_file,
   const conf::PoolConfig* b = pick_pool(*after, pool_name.empty() && a ? a->name : pool_name, err);
   if (a == nullptr || b == nullptr) return 1;
   ketama::RingDiff d = ketama::diff(ring_of(*a), ring_of(*b));
-  out << "pool " << a->name << ": " << percent(d.moved) << " of the keyspace changes server\n";
+  out << "pool " << a->name << ": " << percent(d.moved) << " of the keyspace changes server";
+  if (!d.exact) out << " (expected: the key hash changed, so every key is hashed anew)";
+  out << "\n";
   out << "server\tgains\tloses\tnote\n";
   for (const auto& s : d.servers) {
     out << s.address << '\t' << percent(s.gained) << '\t' << percent(s.lost) << '\t'

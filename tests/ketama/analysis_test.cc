@@ -225,5 +225,32 @@ TEST(Diff, FromOrToNothingLive) {
   EXPECT_EQ(diff(all, none).servers[0].gained, 0.0);
 }
 
+
+// A new key hash moves keys to new points, so comparing the continua point
+// by point would say nothing moved. The diff must instead report what
+// happens to real keys, which we sample here.
+TEST(Diff, ChangingTheKeyHashIsMeasuredOnKeysNotPoints) {
+  Random random(203);
+  std::vector<ServerEntry> servers = random.servers(8, false);
+  RingOptions fnv;
+  RingOptions murmur;
+  murmur.hash = HashFunction::murmur;
+  Ring before = Ring::build(servers, fnv);
+  Ring after = Ring::build(servers, murmur);
+  RingDiff d = diff(before, after);
+  EXPECT_FALSE(d.exact);
+  constexpr size_t kSamples = 200000;
+  size_t moved = 0;
+  for (size_t i = 0; i < kSamples; ++i) {
+    std::string key = "user:" + std::to_string(random.below(uint64_t{1} << 40));
+    moved += before.lookup(key) == after.lookup(key) ? 0 : 1;
+  }
+  double sampled = static_cast<double>(moved) / kSamples;
+  EXPECT_NEAR(d.moved, sampled, tolerance(d.moved, kSamples) + 0.01);
+  EXPECT_GT(d.moved, 0.8);  // about 7/8 of the keys with 8 even servers
+  // The same hash and ring: nothing moves, and the figure is exact.
+  EXPECT_TRUE(diff(before, Ring::build(servers, fnv)).exact);
+}
+
 }  // namespace
 }  // namespace memshard::ketama

@@ -144,6 +144,7 @@ class PoolReader {
   bool redis_ = false;
   int redis_auth_line_ = 0;
   bool listen_given_ = false;      // even if its value was refused
+  bool hash_given_ = false;
   bool servers_reported_ = false;  // entries or their container already reported
 };
 
@@ -157,6 +158,7 @@ void PoolReader::scalar_directive(const std::string& text) {
     out_.has_listen = true;
     out_.listen_line = line_;
   } else if (key == "hash") {
+    hash_given_ = true;
     if (auto h = ketama::parse_hash_name(text)) return void(p.ring.hash = *h);
     error("expected one of " + hash_names() + found(text));
   } else if (key == "hash_tag") {
@@ -275,6 +277,12 @@ void PoolReader::check_servers() {
 }
 
 ParsedPool PoolReader::finish(int servers_line) {
+  // The key hash a client library uses when its user set none: for the
+  // plain libmemcached modes that is libmemcached's default, not twemproxy's.
+  if (!hash_given_ && (out_.pool.ring.mode == ketama::Mode::libmemcached ||
+                       out_.pool.ring.mode == ketama::Mode::libmemcached_spy)) {
+    out_.pool.ring.hash = ketama::HashFunction::one_at_a_time;
+  }
   const PoolConfig& p = out_.pool;
   if (!listen_given_) {
     errors_.add(p.line, "listen",

@@ -81,6 +81,20 @@ TEST(ConfDirectives, EveryKetamaCompatMode) {
   }
 }
 
+TEST(ConfDirectives, PlainLibmemcachedModesDefaultToLibmemcachedsHash) {
+  // libmemcached hashes with one_at_a_time unless told otherwise; an
+  // explicit hash still wins, and twemproxy mode keeps fnv1a_64.
+  for (const char* name : {"libmemcached", "libmemcached_spy"}) {
+    const PoolConfig p = only_pool(pool(std::string("  ketama_compat: ") + name + "\n"));
+    EXPECT_EQ(p.ring.hash, ketama::HashFunction::one_at_a_time) << name;
+    const PoolConfig q =
+        only_pool(pool(std::string("  ketama_compat: ") + name + "\n  hash: murmur\n"));
+    EXPECT_EQ(q.ring.hash, ketama::HashFunction::murmur) << name;
+  }
+  EXPECT_EQ(only_pool(pool("  ketama_compat: twemproxy\n")).ring.hash,
+            ketama::HashFunction::fnv1a_64);
+}
+
 TEST(ConfDirectives, BooleansBothWays) {
   const PoolConfig on = only_pool(pool("  preconnect: true\n  auto_eject_hosts: true\n"));
   EXPECT_TRUE(on.preconnect);

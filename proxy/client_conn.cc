@@ -161,9 +161,13 @@ void ClientConn::dispatch(evbuffer* in) {
       return;
     case proto::Action::error:
       worker_.stats().client_errors.add();
-      reply_now(new_slot(), request_.error_reply);
       evbuffer_drain(in, header_bytes_);
       swallow_left_ = request_.swallow;
+      if (request_.invalidate_key && route != nullptr) {
+        invalidate(*route);
+      } else {
+        reply_now(new_slot(), request_.error_reply);
+      }
       return;
     case proto::Action::close: {
       ReplySlot* s = new_slot();
@@ -225,6 +229,28 @@ void ClientConn::forward(const PoolRoute& route, evbuffer* in) {
   s->add_fragment();
   st.fragments.add();
   conn->enqueue(BackendOp{s, 0, mode, worker_.now_usec()});
+}
+
+// A set refused as too large also deletes the key's current value, as
+// memcached does; the client sees only the refusal, after the delete.
+void ClientConn::invalidate(const PoolRoute& route) {
+  ReplySlot* s = new_slot();
+  evbuffer_add(s->reply, request_.error_reply.data(), request_.error_reply.size());
+  size_t server = route.pool->ring.lookup(request_.keys[0]);
+  BackendConn* conn =
+      server == ketama::Ring::npos ? nullptr : route.backends[server]->connection_for(id_);
+  if (conn == nullptr) {
+    s->complete = true;
+    return;
+  }
+  scratch_.assign("md ").append(request_.raw_key);
+  if (request_.key_base64) scratch_.append(" b");
+  scratch_.append(" q\r\nmn\r\n");
+  evbuffer_add(conn->output(), scratch_.data(), scratch_.size());
+  s->outstanding = 1;
+  s->add_fragment();
+  worker_.stats().fragments.add();
+  conn->enqueue(BackendOp{s, 0, ReplyMode::quiet_drop, worker_.now_usec()});
 }
 
 void ClientConn::multi_get(const PoolRoute& route, evbuffer* in) {

@@ -52,6 +52,7 @@ class ClientConn {
   void dispatch(evbuffer* in);
   void forward(const PoolRoute& route, evbuffer* in);
   void multi_get(const PoolRoute& route, evbuffer* in);
+  void invalidate(const PoolRoute& route);
   void broadcast(const PoolRoute& route, evbuffer* in);
   void answer_locally(evbuffer* in);
   ReplySlot* new_slot();

@@ -14,7 +14,7 @@ namespace memshard::proxy {
 // 1.6.18's text and meta protocol, so it says so first and names itself
 // after.
 std::string_view version_reply() {
-  return "VERSION " MEMSHARD_PROTOCOL_VERSION " memshard-" MEMSHARD_VERSION "\r\n";
+  return "VERSION " MEMSHARD_PROTOCOL_VERSION "-memshard-" MEMSHARD_VERSION "\r\n";
 }
 
 namespace {

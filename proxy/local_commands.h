@@ -9,7 +9,8 @@ namespace memshard::proxy {
 
 class Proxy;
 
-// "VERSION <memcached protocol version> memshard-<version>\r\n"
+// "VERSION <memcached protocol version>-memshard-<version>\r\n", one token
+// as clients that parse it expect
 std::string_view version_reply();
 // `stats [args]`: the proxy's own counters as memcached-style STAT lines,
 // then END.

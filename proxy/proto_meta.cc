@@ -166,7 +166,15 @@ void parse_meta_request(const LineTokens& t, const Limits& limits, Request& out)
     // Flag errors come before memcached tries to allocate the item.
     std::string_view error = preparse_error(flags, true);
     if (error.empty()) error = ms_checks_before_alloc(flags);
-    if (error.empty()) error = reply::kTooLarge;
+    if (error.empty()) {
+      // memcached unlinks the old item of an ms refused as too large, in
+      // every mode.
+      error = reply::kTooLarge;
+      out.invalidate_key = true;
+      out.keys.push_back(routed_key);
+      out.raw_key = key;
+      out.key_base64 = binary_key;
+    }
     return reply::answer(out, error, data_bytes);
   }
   out.action = Action::forward;

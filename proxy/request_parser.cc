@@ -20,6 +20,9 @@ void Request::clear() {
   quiet = false;
   error_reply = {};
   swallow = 0;
+  invalidate_key = false;
+  key_base64 = false;
+  raw_key = {};
 }
 
 namespace {
@@ -125,7 +128,14 @@ void parse_storage(const LineTokens& t, const Limits& limits, Request& out) {
   // limit (-I); the proxy bounds the value alone, so a value a little
   // under the limit may still be refused, by the server, the same way.
   if (static_cast<uint64_t>(value_length) > limits.item_size_max) {
-    return answer_classic(out, reply::kTooLarge, data_bytes);
+    answer_classic(out, reply::kTooLarge, data_bytes);
+    // memcached unlinks the old item of a refused `set` (only set).
+    if (out.command == Command::set) {
+      out.invalidate_key = true;
+      out.keys.push_back(t.token[1]);
+      out.raw_key = t.token[1];
+    }
+    return;
   }
   out.action = Action::forward;
   out.keys.push_back(t.token[1]);

@@ -110,6 +110,13 @@ struct Request {
   // For action == error: input bytes after the line to discard unread
   // (the value of a too-large set, as memcached swallows it).
   uint64_t swallow = 0;
+  // For action == error: memcached also drops the key's current value (a
+  // `set` or `ms` refused as too large must not leave stale data behind),
+  // so the proxy deletes `keys[0]` on its server. `key_base64`: the key as
+  // written in the line is base64 (`raw_key`), keys[0] is decoded.
+  bool invalidate_key = false;
+  bool key_base64 = false;
+  std::string_view raw_key;
 
   void clear();
 };

@@ -31,6 +31,36 @@ bool is_error_line(std::string_view line) {
          line.starts_with("SERVER_ERROR");
 }
 
+// Counts a reply line by what it says, for the per-server reply metrics.
+void count_reply(ServerStats& st, proto::ReplyKind kind, std::string_view line) {
+  switch (kind) {
+    case proto::ReplyKind::value:
+    case proto::ReplyKind::meta_value:
+      st.replies_hit.add();
+      return;
+    case proto::ReplyKind::line:
+      break;
+    default:
+      return;  // END (misses are counted per key) and our own MN markers
+  }
+  auto word = line.substr(0, line.find(' '));
+  if (word == "STORED" || word == "HD") {
+    st.replies_stored.add();
+  } else if (word == "NOT_STORED" || word == "NS") {
+    st.replies_not_stored.add();
+  } else if (word == "EXISTS" || word == "EX") {
+    st.replies_exists.add();
+  } else if (word == "NOT_FOUND" || word == "NF") {
+    st.replies_not_found.add();
+  } else if (word == "EN") {
+    st.replies_miss.add();
+  } else if (is_error_line(line)) {
+    st.replies_error.add();
+  } else {
+    st.replies_other.add();
+  }
+}
+
 void set_error(std::string& slot_error, std::string_view text) {
   if (!slot_error.empty()) return;
   slot_error.assign(text);
@@ -42,18 +72,23 @@ void set_error(std::string& slot_error, std::string_view text) {
 // ---------------------------------------------------------------- server
 
 BackendServer::BackendServer(Worker& worker, std::string identity, SocketAddress address,
-                             ServerSettings settings)
+                             ServerSettings settings, std::shared_ptr<ServerStats> stats,
+                             std::shared_ptr<PoolStats> pool_stats)
     : worker_(worker),
       identity_(std::move(identity)),
       address_(address),
-      settings_(settings) {}
+      settings_(std::move(settings)),
+      stats_(std::move(stats)),
+      pool_stats_(std::move(pool_stats)) {}
 
 BackendServer::~BackendServer() = default;
 
-void BackendServer::update_settings(ServerSettings s) {
-  settings_ = s;
+void BackendServer::update_settings(ServerSettings s, std::shared_ptr<PoolStats> pool_stats) {
+  settings_ = std::move(s);
+  pool_stats_ = std::move(pool_stats);
   // Extra connections beyond the new count are dropped only once idle.
-  while (conns_.size() > std::max<uint32_t>(1, s.connections) && conns_.back()->in_flight() == 0) {
+  while (conns_.size() > std::max<uint32_t>(1, settings_.connections) &&
+         conns_.back()->in_flight() == 0) {
     conns_.pop_back();
   }
 }
@@ -95,12 +130,15 @@ BackendConn::BackendConn(BackendServer& server) : server_(server) {
 
 BackendConn::~BackendConn() {
   if (bev_ != nullptr) bufferevent_free(bev_);
+  if (counted_) server_.stats().server_connections.sub();
   event_free(timer_);
 }
 
 evbuffer* BackendConn::output() {
   if (bev_ == nullptr) connect();
-  return bufferevent_get_output(bev_);
+  evbuffer* out = bufferevent_get_output(bev_);
+  output_mark_ = evbuffer_get_length(out);
+  return out;
 }
 
 void BackendConn::connect() {
@@ -122,6 +160,13 @@ void BackendConn::connect() {
 }
 
 void BackendConn::enqueue(BackendOp op) {
+  op.request_bytes =
+      static_cast<uint32_t>(evbuffer_get_length(bufferevent_get_output(bev_)) - output_mark_);
+  ServerStats& st = server_.stats();
+  st.requests.add();
+  st.request_bytes.add(op.request_bytes);
+  st.out_queue.add();
+  st.out_queue_bytes.add(op.request_bytes);
   ops_.push_back(op);
   if (ops_.size() == 1) arm_timer();
 }
@@ -153,6 +198,7 @@ void BackendConn::on_timer(evutil_socket_t, short, void* self) {
                                  : c->connect_started_usec_;
   if (timeout_ms >= 0 && now - start >= static_cast<uint64_t>(timeout_ms) * 1000) {
     c->server_.worker().stats().server_timeouts.add();
+    c->server_.stats().server_timedout.add();
     c->fail(kTimeout);
   } else {
     c->arm_timer();
@@ -163,6 +209,8 @@ void BackendConn::on_event(bufferevent* bev, short what, void* self) {
   auto* c = static_cast<BackendConn*>(self);
   if (what & BEV_EVENT_CONNECTED) {
     c->connected_ = true;
+    c->counted_ = true;
+    c->server_.stats().server_connections.add();
     int fd = bufferevent_getfd(bev);
     sockaddr_storage ss{};
     socklen_t len = sizeof(ss);
@@ -174,10 +222,23 @@ void BackendConn::on_event(bufferevent* bev, short what, void* self) {
     c->arm_timer();
     return;
   }
+  if ((what & BEV_EVENT_EOF) && c->connected_) {
+    c->server_.stats().server_eof.add();
+  } else {
+    c->server_.stats().server_err.add();
+  }
   c->fail(c->connected_ ? kClosed : kUnreachable);
 }
 
-void BackendConn::on_read(bufferevent*, void* self) { static_cast<BackendConn*>(self)->read_replies(); }
+void BackendConn::on_read(bufferevent* bev, void* self) {
+  auto* c = static_cast<BackendConn*>(self);
+  ServerStats& st = c->server_.stats();
+  size_t before = evbuffer_get_length(bufferevent_get_input(bev));
+  st.response_bytes.add(before);
+  c->read_replies();
+  // What is left for the next read is counted then.
+  if (c->bev_ == bev) st.response_bytes.sub(evbuffer_get_length(bufferevent_get_input(bev)));
+}
 
 void BackendConn::read_replies() {
   evbuffer* in = bufferevent_get_input(bev_);
@@ -202,16 +263,21 @@ void BackendConn::read_replies() {
     size_t available = evbuffer_get_length(in);
     if (available == 0) return;
     if (ops_.empty()) {
+      server_.stats().server_err.add();
       fail(kGarbled);  // a reply to nothing we asked
       return;
     }
     size_t eol_len = 0;
     evbuffer_ptr eol = evbuffer_search_eol(in, nullptr, &eol_len, EVBUFFER_EOL_CRLF_STRICT);
     if (eol.pos < 0) {
-      if (available > proto::kMaxReplyLineLength) fail(kGarbled);
+      if (available > proto::kMaxReplyLineLength) {
+        server_.stats().server_err.add();
+        fail(kGarbled);
+      }
       return;
     }
     if (!take_line(in, static_cast<size_t>(eol.pos), eol_len)) {
+      server_.stats().server_err.add();
       fail(kGarbled);
       return;
     }
@@ -222,6 +288,7 @@ bool BackendConn::take_line(evbuffer* in, size_t line_len, size_t eol_len) {
   line_.resize(line_len);
   evbuffer_copyout(in, line_.data(), line_len);
   proto::ReplyLine r = proto::parse_reply_line(line_);
+  count_reply(server_.stats(), r.kind, line_);
   BackendOp& op = ops_.front();
   ReplySlot* slot = op.slot;
   size_t total = line_len + eol_len;
@@ -248,6 +315,9 @@ bool BackendConn::take_line(evbuffer* in, size_t line_len, size_t eol_len) {
         return true;
       }
       if (r.kind == proto::ReplyKind::end) {
+        size_t misses = 0;
+        for (uint32_t pos : frag.key_positions) misses += slot->key_refs[pos].block_bytes == 0;
+        server_.stats().replies_miss.add(misses);
         evbuffer_drain(in, total);
         finish_op();
         return true;
@@ -310,6 +380,10 @@ bool BackendConn::take_line(evbuffer* in, size_t line_len, size_t eol_len) {
 void BackendConn::finish_op() {
   server_.on_success();
   BackendOp op = ops_.pop_front();
+  ServerStats& st = server_.stats();
+  st.responses.add();
+  st.out_queue.sub();
+  st.out_queue_bytes.sub(op.request_bytes);
   arm_timer();
   server_.worker().fragment_done(op.slot);
 }
@@ -318,6 +392,8 @@ void BackendConn::fail(std::string_view reason) {
   bool was_connected = connected_;
   if (bev_ != nullptr) bufferevent_free(bev_);
   bev_ = nullptr;
+  if (counted_) server_.stats().server_connections.sub();
+  counted_ = false;
   connected_ = false;
   broken_ = false;
   evtimer_del(timer_);
@@ -331,8 +407,11 @@ void BackendConn::fail(std::string_view reason) {
   Fifo<BackendOp> owed;
   std::swap(owed, ops_);
   server_.worker().stats().forward_error.add(owed.size());
+  server_.pool_stats().forward_error.add(owed.size());
   while (!owed.empty()) {
     BackendOp op = owed.pop_front();
+    server_.stats().out_queue.sub();
+    server_.stats().out_queue_bytes.sub(op.request_bytes);
     ReplySlot* slot = op.slot;
     switch (op.mode) {
       case ReplyMode::retrieval: {

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "proxy/fifo.h"
+#include "proxy/stats.h"
 #include "proxy/topology.h"
 
 namespace memshard::proxy {
@@ -40,6 +41,7 @@ struct BackendOp {
   uint32_t fragment = 0;
   ReplyMode mode = ReplyMode::single;
   uint64_t sent_usec = 0;
+  uint32_t request_bytes = 0;
 };
 
 struct ServerSettings {
@@ -55,14 +57,15 @@ class BackendConn;
 class BackendServer {
  public:
   BackendServer(Worker& worker, std::string identity, SocketAddress address,
-                ServerSettings settings);
+                ServerSettings settings, std::shared_ptr<ServerStats> stats,
+                std::shared_ptr<PoolStats> pool_stats);
   ~BackendServer();
   BackendServer(const BackendServer&) = delete;
   BackendServer& operator=(const BackendServer&) = delete;
 
   const std::string& identity() const { return identity_; }
   const ServerSettings& settings() const { return settings_; }
-  void update_settings(ServerSettings s);
+  void update_settings(ServerSettings s, std::shared_ptr<PoolStats> pool_stats);
   // The connection a client with this affinity uses, so that one client's
   // requests to this server stay in order. Null while the server is in
   // its reconnect back-off: the caller fails the request at once.
@@ -74,6 +77,8 @@ class BackendServer {
   void on_failure();  // an operation or connection failed
   void on_success() { failures_in_a_row_ = 0; }
   Worker& worker() { return worker_; }
+  ServerStats& stats() { return *stats_; }
+  PoolStats& pool_stats() { return *pool_stats_; }
   const SocketAddress& address() const { return address_; }
   bool idle() const;
 
@@ -82,6 +87,8 @@ class BackendServer {
   std::string identity_;
   SocketAddress address_;
   ServerSettings settings_;
+  std::shared_ptr<ServerStats> stats_;
+  std::shared_ptr<PoolStats> pool_stats_;
   std::vector<std::unique_ptr<BackendConn>> conns_;
   uint64_t retry_after_usec_ = 0;
   uint64_t backoff_usec_ = 0;
@@ -96,7 +103,8 @@ class BackendConn {
   BackendConn& operator=(const BackendConn&) = delete;
 
   // The buffer to append one request's bytes to (connecting if needed);
-  // every request appended must be followed by exactly one enqueue().
+  // every request appended must be followed by exactly one enqueue(),
+  // which counts the bytes appended since output() was called.
   evbuffer* output();
   void enqueue(BackendOp op);
   size_t in_flight() const { return ops_.size(); }
@@ -118,6 +126,8 @@ class BackendConn {
   bufferevent* bev_ = nullptr;
   event* timer_ = nullptr;
   bool connected_ = false;
+  bool counted_ = false;  // counted in server_connections
+  size_t output_mark_ = 0;  // output length when output() was last called
   bool broken_ = false;  // connect() failed synchronously; the timer reports it
   uint64_t connect_started_usec_ = 0;
   Fifo<BackendOp> ops_;

@@ -54,7 +54,11 @@ ClientConn::ClientConn(Worker& worker, int fd, std::string pool_name, uint64_t i
       pool_clients_(std::move(pool_clients)) {
   if (const PoolRoute* r = worker_.route(pool_name_)) {
     limits_.item_size_max = r->pool->config.item_size_max;
+    pool_stats_ = r->stats;
+  } else {
+    pool_stats_ = std::make_shared<PoolStats>();  // the pool just went away
   }
+  pool_stats_->client_connections.add();
   bev_ = bufferevent_socket_new(worker_.base(), fd, BEV_OPT_CLOSE_ON_FREE);
   bufferevent_setcb(bev_, &ClientConn::on_read, &ClientConn::on_write, &ClientConn::on_event,
                     this);
@@ -84,10 +88,12 @@ void ClientConn::on_event(bufferevent*, short what, void* self) {
   if (what & BEV_EVENT_EOF) {
     // A client may half-close after its last request (`printf ... | nc`):
     // answer what it sent, then close.
+    c->pool_stats_->client_eof.add();
     c->process_input();
     c->closing_ = true;
     c->flush_ready();
   } else {
+    c->pool_stats_->client_err.add();
     c->shut();
   }
 }
@@ -210,7 +216,7 @@ void ClientConn::forward(const PoolRoute& route, evbuffer* in) {
   bool meta = is_meta(request_.command);
   if (conn == nullptr) {
     evbuffer_drain(in, header_bytes_ + request_.data_bytes);
-    st.forward_error.add();
+    count_forward_error();
     // noreply asked for silence even about failures; quiet meta did not.
     reply_now(s, request_.quiet && !meta ? std::string_view() : kUnavailable);
     return;
@@ -227,7 +233,7 @@ void ClientConn::forward(const PoolRoute& route, evbuffer* in) {
   }
   s->outstanding = 1;
   s->add_fragment();
-  st.fragments.add();
+  count_fragment();
   conn->enqueue(BackendOp{s, 0, mode, worker_.now_usec()});
 }
 
@@ -249,7 +255,7 @@ void ClientConn::invalidate(const PoolRoute& route) {
   evbuffer_add(conn->output(), scratch_.data(), scratch_.size());
   s->outstanding = 1;
   s->add_fragment();
-  worker_.stats().fragments.add();
+  count_fragment();
   conn->enqueue(BackendOp{s, 0, ReplyMode::quiet_drop, worker_.now_usec()});
 }
 
@@ -290,7 +296,7 @@ void ClientConn::multi_get(const PoolRoute& route, evbuffer* in) {
     if (conn == nullptr) {
       s->fragments[f].failed = true;
       if (s->error.empty()) s->error = kUnavailable;
-      st.forward_error.add();
+      count_forward_error();
       continue;
     }
     evbuffer* out = conn->output();
@@ -305,7 +311,7 @@ void ClientConn::multi_get(const PoolRoute& route, evbuffer* in) {
       evbuffer_add(out, scratch_.data(), scratch_.size());
     }
     ++s->outstanding;
-    st.fragments.add();
+    count_fragment();
     conn->enqueue(BackendOp{s, f, ReplyMode::retrieval, now});
   }
   if (whole_line && s->outstanding == 0) evbuffer_drain(in, header_bytes_);
@@ -316,8 +322,7 @@ void ClientConn::multi_get(const PoolRoute& route, evbuffer* in) {
 }
 
 void ClientConn::broadcast(const PoolRoute& route, evbuffer* in) {
-  WorkerStats& st = worker_.stats();
-  ReplySlot* s = new_slot();
+    ReplySlot* s = new_slot();
   s->kind = SlotKind::broadcast;
   s->drop_reply = request_.quiet;
   s->add_fragment();
@@ -326,7 +331,7 @@ void ClientConn::broadcast(const PoolRoute& route, evbuffer* in) {
     BackendConn* conn = b->connection_for(id_);
     if (conn == nullptr) {
       if (s->error.empty()) s->error = kUnavailable;
-      st.forward_error.add();
+      count_forward_error();
       continue;
     }
     evbuffer* out = conn->output();
@@ -338,7 +343,7 @@ void ClientConn::broadcast(const PoolRoute& route, evbuffer* in) {
       mode = ReplyMode::quiet_drop;
     }
     ++s->outstanding;
-    st.fragments.add();
+    count_fragment();
     conn->enqueue(BackendOp{s, 0, mode, now});
   }
   evbuffer_drain(in, header_bytes_);
@@ -377,6 +382,16 @@ void ClientConn::answer_locally(evbuffer* in) {
   }
 }
 
+void ClientConn::count_fragment() {
+  worker_.stats().fragments.add();
+  pool_stats_->fragments.add();
+}
+
+void ClientConn::count_forward_error() {
+  worker_.stats().forward_error.add();
+  pool_stats_->forward_error.add();
+}
+
 ReplySlot* ClientConn::new_slot() {
   ReplySlot* s = worker_.acquire_slot(this);
   s->started_usec = worker_.now_usec();
@@ -395,8 +410,11 @@ void ClientConn::on_slot_complete() {
 
 void ClientConn::flush_ready() {
   evbuffer* out = closed_ ? nullptr : bufferevent_get_output(bev_);
+  uint64_t now = slots_.empty() ? 0 : worker_.now_usec();
   while (!slots_.empty() && slots_.front()->complete) {
     ReplySlot* s = slots_.pop_front();
+    pool_stats_->requests.add();
+    pool_stats_->record_latency(now - s->started_usec);
     if (out != nullptr && !s->drop_reply) evbuffer_add_buffer(out, s->reply);
     if (s->close_after) closing_ = true;
     worker_.release_slot(s);
@@ -430,6 +448,7 @@ void ClientConn::shut() {
   bufferevent_free(bev_);
   bev_ = nullptr;
   worker_.stats().curr_connections.sub();
+  pool_stats_->client_connections.sub();
   pool_clients_->fetch_sub(1, std::memory_order_relaxed);
   if (slots_.empty()) worker_.retire(this);
 }

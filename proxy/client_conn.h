@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "proxy/fifo.h"
+#include "proxy/stats.h"
 #include "proxy/request_parser.h"
 
 namespace memshard::proxy {
@@ -56,6 +57,8 @@ class ClientConn {
   void broadcast(const PoolRoute& route, evbuffer* in);
   void answer_locally(evbuffer* in);
   ReplySlot* new_slot();
+  void count_fragment();
+  void count_forward_error();
   void reply_now(ReplySlot* slot, std::string_view text);
   void flush_ready();
   void shut();
@@ -65,6 +68,7 @@ class ClientConn {
   std::string pool_name_;
   uint64_t id_;
   std::shared_ptr<std::atomic<uint32_t>> pool_clients_;
+  std::shared_ptr<PoolStats> pool_stats_;  // counters of the pool it connected to
   proto::Limits limits_;
   Fifo<ReplySlot*> slots_;
   proto::Request request_;

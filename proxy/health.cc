@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <ctime>
 
 #include "proxy/log.h"
 
@@ -104,7 +105,11 @@ void ServerHealth::on_mailbox(evutil_socket_t fd, short, void* arg) {
   bool changed = false;
   for (const Key& k : reports) {
     const Pool* pool = self->pool_of(k);
-    if (pool == nullptr || !pool->config.auto_eject_hosts || self->ejected_.contains(k)) continue;
+    if (pool == nullptr || !pool->config.auto_eject_hosts) continue;
+    {
+      std::lock_guard<std::mutex> lock(self->state_mu_);
+      if (self->ejected_.contains(k)) continue;
+    }
     self->eject(k);
     changed = true;
   }
@@ -122,7 +127,11 @@ const Pool* ServerHealth::pool_of(const Key& key) const {
 }
 
 void ServerHealth::eject(const Key& key) {
-  ejected_.insert(key);
+  {
+    std::lock_guard<std::mutex> lock(state_mu_);
+    ejected_[key] = static_cast<uint64_t>(time(nullptr));
+    ++pool_ejections_[key.first];
+  }
   ++ejections_;
   log_warn("pool '%s': server %s ejected after %u consecutive failures; probing it every %d ms",
            key.first.c_str(), key.second.c_str(), pool_of(key)->config.server_failure_limit,
@@ -151,7 +160,10 @@ void ServerHealth::probe_done(const Key& key, bool healthy) {
     if (pool_of(key) != nullptr) schedule_probe(key);
     return;
   }
-  ejected_.erase(key);
+  {
+    std::lock_guard<std::mutex> lock(state_mu_);
+    ejected_.erase(key);
+  }
   ++readmissions_;
   log_notice("pool '%s': server %s answered a probe; back in the ring", key.first.c_str(),
              key.second.c_str());
@@ -169,22 +181,33 @@ void ServerHealth::probe_done(const Key& key, bool healthy) {
 
 void ServerHealth::set_topology(std::shared_ptr<const Topology> base) {
   base_topology_ = std::move(base);
+  std::lock_guard<std::mutex> lock(state_mu_);
   for (auto it = ejected_.begin(); it != ejected_.end();) {
-    if (pool_of(*it) == nullptr || !pool_of(*it)->config.auto_eject_hosts) {
-      probes_.erase(*it);
+    const Key& key = it->first;
+    if (pool_of(key) == nullptr || !pool_of(key)->config.auto_eject_hosts) {
+      probes_.erase(key);
       it = ejected_.erase(it);
     } else {
-      schedule_probe(*it);  // settings or address may have changed
+      schedule_probe(key);  // settings or address may have changed
       ++it;
     }
   }
 }
 
-bool ServerHealth::is_ejected(const std::string& pool, const std::string& identity) const {
-  return ejected_.contains(Key{pool, identity});
+uint64_t ServerHealth::ejected_at(const std::string& pool, const std::string& identity) const {
+  std::lock_guard<std::mutex> lock(state_mu_);
+  auto it = ejected_.find(Key{pool, identity});
+  return it == ejected_.end() ? 0 : it->second;
+}
+
+uint64_t ServerHealth::pool_ejections(const std::string& pool) const {
+  std::lock_guard<std::mutex> lock(state_mu_);
+  auto it = pool_ejections_.find(pool);
+  return it == pool_ejections_.end() ? 0 : it->second;
 }
 
 std::shared_ptr<const Topology> ServerHealth::with_ejections() const {
+  std::lock_guard<std::mutex> lock(state_mu_);
   if (ejected_.empty()) return base_topology_;
   auto t = std::make_shared<Topology>(*base_topology_);
   for (Pool& pool : t->pools) {

@@ -13,6 +13,7 @@
 #include <event2/bufferevent.h>
 #include <event2/event.h>
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -45,9 +46,12 @@ class ServerHealth {
   // `base` with every ejected server out of its pool's ring.
   std::shared_ptr<const Topology> with_ejections() const;
 
-  uint64_t ejections() const { return ejections_; }
-  uint64_t readmissions() const { return readmissions_; }
-  bool is_ejected(const std::string& pool, const std::string& identity) const;
+  // Thread-safe readers.
+  uint64_t ejections() const { return ejections_.load(std::memory_order_relaxed); }
+  uint64_t readmissions() const { return readmissions_.load(std::memory_order_relaxed); }
+  // Unix time the server was ejected, 0 when it is in the ring.
+  uint64_t ejected_at(const std::string& pool, const std::string& identity) const;
+  uint64_t pool_ejections(const std::string& pool) const;
 
  private:
   using Key = std::pair<std::string, std::string>;  // pool, server identity
@@ -66,10 +70,13 @@ class ServerHealth {
   std::vector<Key> reports_;
 
   std::shared_ptr<const Topology> base_topology_;
-  std::set<Key> ejected_;
+  // Written on the main thread; read by stats from any thread.
+  mutable std::mutex state_mu_;
+  std::map<Key, uint64_t> ejected_;  // -> unix time of the ejection
+  std::map<std::string, uint64_t> pool_ejections_;
   std::map<Key, std::unique_ptr<Probe>> probes_;
-  uint64_t ejections_ = 0;
-  uint64_t readmissions_ = 0;
+  std::atomic<uint64_t> ejections_{0};
+  std::atomic<uint64_t> readmissions_{0};
 };
 
 }  // namespace memshard::proxy

@@ -5,6 +5,7 @@
 #include <ctime>
 
 #include "proxy/proxy.h"
+#include "proxy/stats_render.h"
 
 namespace memshard::proxy {
 
@@ -25,9 +26,12 @@ void stat(std::string& out, std::string_view name, uint64_t value) {
 
 void append_stats_reply(const Proxy& p, const std::vector<std::string_view>& args,
                         std::string& out) {
+  if (args.size() == 1 && args[0] == "servers") {
+    render_stat_servers(p, out);
+    return;
+  }
   if (!args.empty()) {
-    // memcached answers a subcommand it does not know with ERROR; the
-    // proxy's own stats have no subcommands yet.
+    // memcached answers a subcommand it does not know with ERROR.
     out.append("ERROR\r\n");
     return;
   }
@@ -43,6 +47,7 @@ void append_stats_reply(const Proxy& p, const std::vector<std::string_view>& arg
   stat(out, "rejected_connections", p.rejected_connections());
   stat(out, "server_ejects", p.health().ejections());
   stat(out, "server_readmissions", p.health().readmissions());
+  render_stat_pools(p, out);
   out.append("END\r\n");
 }
 

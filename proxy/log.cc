@@ -19,11 +19,12 @@ std::mutex g_mu;
 int g_fd = STDERR_FILENO;
 std::string g_path;
 
-const char* level_name(LogLevel l) {
+}  // namespace
+
+const char* log_level_name(LogLevel l) {
   static const char* names[] = {"ERROR", "WARN", "NOTICE", "INFO", "DEBUG"};
   return names[static_cast<int>(l)];
 }
-}  // namespace
 
 void log_set_level(LogLevel level) { g_level = static_cast<int>(level); }
 LogLevel log_level() { return static_cast<LogLevel>(g_level.load()); }
@@ -56,7 +57,7 @@ void log_write(LogLevel level, const char* fmt, ...) {
   localtime_r(&tv.tv_sec, &t);
   size_t n = strftime(buf, sizeof(buf), "[%Y-%m-%d %H:%M:%S", &t);
   n += static_cast<size_t>(snprintf(buf + n, sizeof(buf) - n, ".%03d] %-6s ",
-                                    static_cast<int>(tv.tv_usec / 1000), level_name(level)));
+                                    static_cast<int>(tv.tv_usec / 1000), log_level_name(level)));
   va_list ap;
   va_start(ap, fmt);
   int w = vsnprintf(buf + n, sizeof(buf) - n - 1, fmt, ap);

@@ -11,6 +11,7 @@ enum class LogLevel { error = 0, warn = 1, notice = 2, info = 3, debug = 4 };
 
 void log_set_level(LogLevel level);
 LogLevel log_level();
+const char* log_level_name(LogLevel level);
 // Returns false (and leaves stderr in use) when the file cannot be opened.
 bool log_open(const std::string& path);
 void log_reopen();

@@ -76,7 +76,7 @@ int main(int argc, char** argv) {
   app.add_option("-o,--output", log_file, "log to this file instead of stderr");
   app.add_option("-v,--verbose", verbosity, "log level, nutcracker's scale 0..11")
       ->capture_default_str();
-  app.add_option("-s,--stats-port", stats_port, "stats port")->capture_default_str();
+  app.add_option("-s,--stats-port", stats_port, "stats port (JSON; HTTP /metrics); 0 turns it off")->capture_default_str();
   app.add_option("-a,--stats-addr", stats_addr, "stats address")->capture_default_str();
   app.add_option("-i,--stats-interval", stats_interval, "stats aggregation interval (ms)")
       ->capture_default_str();
@@ -117,8 +117,11 @@ int main(int argc, char** argv) {
     std::cerr << "memshard: cannot open log file '" << log_file << "'\n";
     return 1;
   }
-  (void)stats_port;
-  (void)stats_interval;
+  (void)stats_interval;  // counters are summed when read: there is nothing to aggregate
+  if (stats_port < 0 || stats_port > 65535) {
+    std::cerr << "memshard: --stats-port must be 0 (off) to 65535\n";
+    return 1;
+  }
   // Threads and event bases do not survive fork(): daemonize first, after
   // a check of the config so its errors still reach the terminal.
   if (daemon) {
@@ -129,7 +132,8 @@ int main(int argc, char** argv) {
     }
   }
   try {
-    memshard::proxy::Proxy proxy(memshard::proxy::ProxyOptions{conf_file, threads, watch, drain_timeout_ms});
+    memshard::proxy::Proxy proxy(memshard::proxy::ProxyOptions{conf_file, threads, watch, drain_timeout_ms, stats_addr,
+                                                              static_cast<uint16_t>(stats_port)});
     proxy.start();
     if (!pid_file.empty()) {
       std::ofstream(pid_file) << getpid() << "\n";

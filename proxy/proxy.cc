@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <csignal>
 #include <cstring>
 #include <ctime>
@@ -30,6 +31,7 @@ Proxy::Proxy(ProxyOptions options) : options_(std::move(options)) {
 
 Proxy::~Proxy() {
   for (auto& l : listeners_) close_listener(*l);
+  stats_server_.reset();
   workers_.clear();
   health_.reset();
   watch_.reset();
@@ -68,8 +70,20 @@ void Proxy::start() {
   }
   for (auto& w : workers_) w->start(topology_);
 
+  if (options_.stats_port != 0) {
+    try {
+      stats_server_ = std::make_unique<StatsServer>(base_, *this, options_.stats_address,
+                                                    options_.stats_port);
+      log_notice("stats on %s:%u (JSON; HTTP GET /metrics for Prometheus)",
+                 options_.stats_address.c_str(), options_.stats_port);
+    } catch (const std::exception& e) {
+      // Serving traffic matters more than the stats port: run without it.
+      log_warn("no stats port: %s", e.what());
+    }
+  }
+
   std::signal(SIGPIPE, SIG_IGN);
-  for (int sig : {SIGINT, SIGTERM, SIGHUP}) {
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGTTIN, SIGTTOU}) {
     event* e = evsignal_new(base_, sig, &Proxy::on_signal, this);
     event_add(e, nullptr);
     signal_events_.push_back(e);
@@ -136,6 +150,14 @@ void Proxy::close_listener(Listener& l) {
 
 void Proxy::on_signal(evutil_socket_t sig, short, void* arg) {
   auto* self = static_cast<Proxy*>(arg);
+  if (sig == SIGTTIN || sig == SIGTTOU) {
+    // As nutcracker: TTIN raises the log level, TTOU lowers it.
+    int level = static_cast<int>(log_level()) + (sig == SIGTTIN ? 1 : -1);
+    level = std::clamp(level, static_cast<int>(LogLevel::error), static_cast<int>(LogLevel::debug));
+    log_set_level(static_cast<LogLevel>(level));
+    log_write(LogLevel::error, "log level is now %s", log_level_name(log_level()));
+    return;
+  }
   if (sig == SIGHUP) {
     // Signals that arrive while a reload runs are delivered again after
     // it, so a burst of SIGHUPs always ends with the file's last content.
@@ -175,6 +197,12 @@ void Proxy::on_drain_tick(evutil_socket_t, short, void* arg) {
              static_cast<unsigned long long>(open));
     event_base_loopexit(self->base_, nullptr);
   }
+}
+
+StatsSnapshot Proxy::snapshot() const {
+  StatsSnapshot snap;
+  for (const auto& w : workers_) w->collect(snap);
+  return snap;
 }
 
 std::vector<std::pair<std::string_view, uint64_t>> Proxy::counter_totals() const {

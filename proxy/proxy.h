@@ -19,6 +19,7 @@
 #include "conf/config.h"
 #include "proxy/config_watch.h"
 #include "proxy/health.h"
+#include "proxy/stats_server.h"
 #include "proxy/topology.h"
 #include "proxy/worker.h"
 
@@ -29,6 +30,8 @@ struct ProxyOptions {
   int threads = 0;  // 0: one per core
   bool watch = false;  // reload when the config file changes
   int drain_timeout_ms = 10000;  // SIGTERM: how long in-flight requests may take
+  std::string stats_address = "127.0.0.1";
+  uint16_t stats_port = 22222;  // 0: no stats port
 };
 
 class Proxy {
@@ -47,6 +50,8 @@ class Proxy {
   // Safe from any thread.
   uint64_t uptime_seconds() const;
   int thread_count() const { return static_cast<int>(workers_.size()); }
+  // Per-pool and per-server counters summed over the workers.
+  StatsSnapshot snapshot() const;
   // Every worker counter, summed over the workers, in declaration order.
   std::vector<std::pair<std::string_view, uint64_t>> counter_totals() const;
   uint64_t generation() const { return generation_.load(std::memory_order_relaxed); }
@@ -87,6 +92,7 @@ class Proxy {
   std::vector<event*> signal_events_;
   std::unique_ptr<ConfigWatch> watch_;
   std::unique_ptr<ServerHealth> health_;
+  std::unique_ptr<StatsServer> stats_server_;
   void install_on_workers();
   event* drain_timer_ = nullptr;
   uint64_t drain_deadline_ms_ = 0;

@@ -5,7 +5,10 @@
 #pragma once
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
+#include <iterator>
+#include <string_view>
 
 namespace memshard::proxy {
 
@@ -32,18 +35,93 @@ class Counter {
   X(server_timeouts) /* backend operations that ran out of time */                    \
   X(client_errors)   /* ERROR / CLIENT_ERROR / SERVER_ERROR given by the proxy */
 
-struct WorkerStats {
 #define MEMSHARD_DECLARE_COUNTER(name) Counter name;
+#define MEMSHARD_VISIT_COUNTER(name) f(#name, name);
+
+struct WorkerStats {
   MEMSHARD_WORKER_COUNTERS(MEMSHARD_DECLARE_COUNTER)
-#undef MEMSHARD_DECLARE_COUNTER
 
   // Calls f(name, counter) for every counter.
   template <typename F>
   void for_each(F&& f) const {
-#define MEMSHARD_VISIT_COUNTER(name) f(#name, name);
     MEMSHARD_WORKER_COUNTERS(MEMSHARD_VISIT_COUNTER)
-#undef MEMSHARD_VISIT_COUNTER
   }
 };
+
+// Per pool, per worker. Names are twemproxy's where it has them.
+#define MEMSHARD_POOL_COUNTERS(X)                                        \
+  X(client_eof)         /* clients that closed their connection */    \
+  X(client_err)         /* client connections closed on an error */   \
+  X(client_connections) /* gauge: open client connections */          \
+  X(forward_error)      /* backend operations failed */               \
+  X(fragments)          /* backend operations sent */                 \
+  X(requests)           /* client requests answered */
+
+// Per pool and server, per worker.
+#define MEMSHARD_SERVER_COUNTERS(X)                                                \
+  X(server_eof)         /* the server closed the connection */                  \
+  X(server_err)         /* connect errors, resets, invalid replies */           \
+  X(server_timedout)    /* operations that ran out of `timeout` */              \
+  X(server_connections) /* gauge: open connections */                           \
+  X(requests)           /* operations sent */                                   \
+  X(request_bytes)                                                              \
+  X(responses)          /* operations answered */                               \
+  X(response_bytes)                                                             \
+  X(out_queue)          /* gauge: operations sent and not yet answered */       \
+  X(out_queue_bytes)    /* gauge: their request bytes */                        \
+  X(replies_hit)        /* VALUE / VA */                                        \
+  X(replies_miss)       /* a key asked and not returned; EN */                  \
+  X(replies_stored)     /* STORED / HD after a set */                           \
+  X(replies_not_stored) /* NOT_STORED / NS */                                   \
+  X(replies_exists)     /* EXISTS / EX */                                       \
+  X(replies_not_found)  /* NOT_FOUND / NF */                                    \
+  X(replies_error)      /* ERROR / CLIENT_ERROR / SERVER_ERROR from the server */ \
+  X(replies_other)      /* everything else: DELETED, TOUCHED, numbers, OK, MN */
+
+// Request latency buckets (upper bounds, microseconds), for the
+// Prometheus histogram: from a fast loopback hit to a slow timeout.
+inline constexpr uint64_t kLatencyBucketsUsec[] = {50,    100,    250,    500,     1000,
+                                                   2500,  5000,   10000,  25000,   50000,
+                                                   100000, 250000, 500000, 1000000, 2500000};
+inline constexpr size_t kLatencyBuckets = std::size(kLatencyBucketsUsec) + 1;  // + Inf
+
+struct PoolStats {
+  MEMSHARD_POOL_COUNTERS(MEMSHARD_DECLARE_COUNTER)
+  // Non-cumulative per-bucket counts; the renderer accumulates them.
+  Counter latency_bucket[kLatencyBuckets];
+  Counter latency_sum_usec;
+
+  template <typename F>
+  void for_each(F&& f) const {
+    MEMSHARD_POOL_COUNTERS(MEMSHARD_VISIT_COUNTER)
+  }
+  void record_latency(uint64_t usec) {
+    size_t b = 0;
+    while (b < std::size(kLatencyBucketsUsec) && usec > kLatencyBucketsUsec[b]) ++b;
+    latency_bucket[b].add();
+    latency_sum_usec.add(usec);
+  }
+};
+
+struct ServerStats {
+  MEMSHARD_SERVER_COUNTERS(MEMSHARD_DECLARE_COUNTER)
+
+  template <typename F>
+  void for_each(F&& f) const {
+    MEMSHARD_SERVER_COUNTERS(MEMSHARD_VISIT_COUNTER)
+  }
+};
+
+#undef MEMSHARD_DECLARE_COUNTER
+#undef MEMSHARD_VISIT_COUNTER
+
+// The counters' names, in declaration order (the order of StatsSnapshot's
+// vectors).
+#define MEMSHARD_COUNTER_NAME(name) #name,
+inline constexpr std::string_view kPoolCounterNames[] = {
+    MEMSHARD_POOL_COUNTERS(MEMSHARD_COUNTER_NAME)};
+inline constexpr std::string_view kServerCounterNames[] = {
+    MEMSHARD_SERVER_COUNTERS(MEMSHARD_COUNTER_NAME)};
+#undef MEMSHARD_COUNTER_NAME
 
 }  // namespace memshard::proxy

@@ -49,16 +49,20 @@ std::shared_ptr<const Topology> build_topology(const conf::Config& config, uint6
   topo->generation = generation;
   for (const conf::PoolConfig& pc : config.pools) {
     std::vector<ketama::ServerEntry> entries;
+    for (const conf::ServerConfig& sc : pc.servers) entries.push_back(sc.entry);
+    ketama::Ring ring = ketama::Ring::build(std::move(entries), pc.ring);
     std::vector<ServerInfo> servers;
-    for (const conf::ServerConfig& sc : pc.servers) {
-      entries.push_back(sc.entry);
-      servers.push_back(ServerInfo{sc.entry.address(),
-                                   resolve_address(sc.entry.host, sc.entry.port, sc.entry.is_unix)});
+    for (size_t i = 0; i < pc.servers.size(); ++i) {
+      const ketama::ServerEntry& e = pc.servers[i].entry;
+      std::string stats_name = pc.ring.mode == ketama::Mode::twemproxy ? ring.ring_name(i)
+                               : e.name.empty()                        ? e.address()
+                                                                       : e.name;
+      servers.push_back(ServerInfo{e.address(), std::move(stats_name),
+                                   resolve_address(e.host, e.port, e.is_unix)});
     }
     const conf::ListenAddress& l = pc.listen;
     SocketAddress listen = resolve_address(l.is_unix ? l.path : l.host, l.port, l.is_unix);
-    topo->pools.push_back(Pool{pc, ketama::Ring::build(std::move(entries), pc.ring),
-                               std::move(servers), listen});
+    topo->pools.push_back(Pool{pc, std::move(ring), std::move(servers), listen});
   }
   return topo;
 }

@@ -28,6 +28,9 @@ struct ServerInfo {
   // Backend identity: "host:port" or the socket path. Two configs naming
   // the same identity share backend connections across a reload.
   std::string identity;
+  // How stats name the server: twemproxy's server name (its ring name in
+  // twemproxy mode), else the explicit name or the address.
+  std::string stats_name;
   SocketAddress address;
 };
 

@@ -128,9 +128,15 @@ void Worker::apply_topology(std::shared_ptr<const Topology> topology) {
   // parsed from now on see the new routes.
   std::unordered_map<std::string, PoolRoute> routes;
   std::unordered_map<std::string, std::unique_ptr<BackendServer>> backends;
+  std::lock_guard<std::mutex> stats_lock(stats_mu_);
   for (const Pool& pool : topology->pools) {
     PoolRoute& route = routes[pool.config.name];
     route.pool = &pool;
+    route.stats = pool_stats_[pool.config.name].lock();
+    if (!route.stats) {
+      route.stats = std::make_shared<PoolStats>();
+      pool_stats_[pool.config.name] = route.stats;
+    }
     ServerSettings settings{pool.config.name, pool.config.timeout_ms.value_or(-1),
                             pool.config.server_connections,
                             pool.config.auto_eject_hosts ? pool.config.server_failure_limit : 0};
@@ -141,12 +147,15 @@ void Worker::apply_topology(std::shared_ptr<const Topology> topology) {
       if (it != backends_.end()) {
         backend = std::move(it->second);
         backends_.erase(it);
-        backend->update_settings(settings);
+        backend->update_settings(settings, route.stats);
       } else if (auto again = backends.find(key); again != backends.end()) {
         route.backends.push_back(again->second.get());
         continue;
       } else {
-        backend = std::make_unique<BackendServer>(*this, server.identity, server.address, settings);
+        auto stats = std::make_shared<ServerStats>();
+        server_stats_[ServerKey{pool.config.name, server.stats_name, server.identity}] = stats;
+        backend = std::make_unique<BackendServer>(*this, server.identity, server.address, settings,
+                                                  std::move(stats), route.stats);
       }
       route.backends.push_back(backend.get());
       backends.emplace(key, std::move(backend));
@@ -163,6 +172,34 @@ void Worker::apply_topology(std::shared_ptr<const Topology> topology) {
   // Clients of a pool that is gone get the replies they are owed, then close.
   for (ClientConn* c : clients_) {
     if (route(c->pool_name()) == nullptr) c->close_when_idle();
+  }
+}
+
+void Worker::collect(StatsSnapshot& out) const {
+  std::lock_guard<std::mutex> lock(stats_mu_);
+  for (const auto& [name, weak] : pool_stats_) {
+    std::shared_ptr<PoolStats> ps = weak.lock();
+    if (!ps) continue;
+    StatsSnapshot::PoolTotals& t = out.pools[name];
+    size_t i = 0;
+    ps->for_each([&](std::string_view, const Counter& c) {
+      if (t.counters.size() <= i) t.counters.resize(i + 1, 0);
+      t.counters[i++] += c.get();
+    });
+    t.latency.resize(kLatencyBuckets, 0);
+    for (size_t b = 0; b < kLatencyBuckets; ++b) t.latency[b] += ps->latency_bucket[b].get();
+    t.latency_sum_usec += ps->latency_sum_usec.get();
+  }
+  for (const auto& [key, weak] : server_stats_) {
+    std::shared_ptr<ServerStats> ss = weak.lock();
+    if (!ss) continue;
+    StatsSnapshot::Server& t = out.pools[key.pool].servers[key.stats_name];
+    t.identity = key.identity;
+    size_t i = 0;
+    ss->for_each([&](std::string_view, const Counter& c) {
+      if (t.counters.size() <= i) t.counters.resize(i + 1, 0);
+      t.counters[i++] += c.get();
+    });
   }
 }
 
@@ -217,6 +254,9 @@ void Worker::on_reap(evutil_socket_t, short, void* self) {
   }
   // Backends of departed servers go once they owe no replies.
   std::erase_if(w->draining_, [](const auto& b) { return b->idle(); });
+  std::lock_guard<std::mutex> lock(w->stats_mu_);
+  std::erase_if(w->pool_stats_, [](const auto& e) { return e.second.expired(); });
+  std::erase_if(w->server_stats_, [](const auto& e) { return e.second.expired(); });
 }
 
 }  // namespace memshard::proxy

@@ -11,6 +11,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <map>
 #include <unordered_map>
 #include <vector>
 
@@ -29,6 +30,22 @@ class Proxy;
 struct PoolRoute {
   const Pool* pool = nullptr;
   std::vector<BackendServer*> backends;
+  std::shared_ptr<PoolStats> stats;
+};
+
+// Per-pool and per-server counters of every worker, summed by name.
+struct StatsSnapshot {
+  struct Server {
+    std::string identity;
+    std::vector<uint64_t> counters;  // MEMSHARD_SERVER_COUNTERS order
+  };
+  struct PoolTotals {
+    std::vector<uint64_t> counters;  // MEMSHARD_POOL_COUNTERS order
+    std::vector<uint64_t> latency;   // per bucket (not cumulative)
+    uint64_t latency_sum_usec = 0;
+    std::map<std::string, Server> servers;  // by stats name
+  };
+  std::map<std::string, PoolTotals> pools;
 };
 
 class Worker {
@@ -62,6 +79,8 @@ class Worker {
   void fragment_done(ReplySlot* slot);
   // Frees a closed client once the current callback has returned.
   void retire(ClientConn* client);
+  // Thread-safe: adds this worker's pool and server counters to `out`.
+  void collect(StatsSnapshot& out) const;
   WorkerStats& stats() { return stats_; }
   const WorkerStats& stats() const { return stats_; }
   Proxy& proxy() { return proxy_; }
@@ -105,6 +124,15 @@ class Worker {
   std::vector<ClientConn*> retired_;
   std::vector<ReplySlot*> free_slots_;
   WorkerStats stats_;
+  // Counters readable from other threads; the mutex guards the maps only
+  // (taken on reload and by readers), never the counting itself.
+  mutable std::mutex stats_mu_;
+  std::map<std::string, std::weak_ptr<PoolStats>> pool_stats_;
+  struct ServerKey {
+    std::string pool, stats_name, identity;
+    auto operator<=>(const ServerKey&) const = default;
+  };
+  std::map<ServerKey, std::weak_ptr<ServerStats>> server_stats_;
 };
 
 }  // namespace memshard::proxy

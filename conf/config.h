@@ -60,6 +60,9 @@ struct PoolConfig {
   bool tcpkeepalive = false;
   // memshard extension: largest value accepted from a client (memcached's -I).
   uint32_t item_size_max = 1024 * 1024;
+  // memshard extension: close a client connection that has sent nothing
+  // for this many ms and is owed no reply (0 = never, as nutcracker).
+  int client_idle_timeout_ms = 0;
   std::vector<ServerConfig> servers;
 };
 

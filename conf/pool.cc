@@ -55,7 +55,7 @@ std::string mode_names() {
 }
 
 // Every directive nutcracker 0.5 accepts, then memshard's extensions.
-constexpr std::array<std::string_view, 19> kDirectives = {
+constexpr std::array<std::string_view, 20> kDirectives = {
     "listen",
     "hash",
     "hash_tag",
@@ -75,6 +75,7 @@ constexpr std::array<std::string_view, 19> kDirectives = {
     "servers",
     "ketama_compat",
     "item_size_max",
+    "client_idle_timeout",
 };
 
 // Reads one pool's directives into a PoolConfig, reporting into `errors`.
@@ -204,6 +205,8 @@ void PoolReader::scalar_directive(const std::string& text) {
     set_bool(p.tcpkeepalive, text);
   } else if (key == "item_size_max") {
     set_number(p.item_size_max, text, kMinItemSizeMax, kMaxItemSizeMax);
+  } else if (key == "client_idle_timeout") {
+    set_number(p.client_idle_timeout_ms, text);
   }
 }
 

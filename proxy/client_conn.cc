@@ -52,8 +52,10 @@ ClientConn::ClientConn(Worker& worker, int fd, std::string pool_name, uint64_t i
       pool_name_(std::move(pool_name)),
       id_(id),
       pool_clients_(std::move(pool_clients)) {
+  int idle_timeout_ms = 0;
   if (const PoolRoute* r = worker_.route(pool_name_)) {
     limits_.item_size_max = r->pool->config.item_size_max;
+    idle_timeout_ms = r->pool->config.client_idle_timeout_ms;
     pool_stats_ = r->stats;
   } else {
     pool_stats_ = std::make_shared<PoolStats>();  // the pool just went away
@@ -67,6 +69,10 @@ ClientConn::ClientConn(Worker& worker, int fd, std::string pool_name, uint64_t i
   size_t max_request = proto::kMaxRetrievalLineLength + limits_.item_size_max + 4096;
   bufferevent_setwatermark(bev_, EV_READ, 0, max_request);
   bufferevent_setwatermark(bev_, EV_WRITE, kMaxBufferedOutput / 2, 0);
+  if (idle_timeout_ms > 0) {
+    timeval idle{idle_timeout_ms / 1000, (idle_timeout_ms % 1000) * 1000};
+    bufferevent_set_timeouts(bev_, &idle, nullptr);
+  }
   bufferevent_enable(bev_, EV_READ | EV_WRITE);
   worker_.stats().curr_connections.add();
   worker_.stats().total_connections.add();
@@ -83,8 +89,19 @@ void ClientConn::on_write(bufferevent*, void* self) {
   c->flush_ready();
 }
 
-void ClientConn::on_event(bufferevent*, short what, void* self) {
+void ClientConn::on_event(bufferevent* bev, short what, void* self) {
   auto* c = static_cast<ClientConn*>(self);
+  if (what & BEV_EVENT_TIMEOUT) {
+    // client_idle_timeout: silent for that long. A client still waiting
+    // for replies is not idle; half a request is (it holds memory for
+    // nothing).
+    if (c->slots_.empty()) {
+      c->shut();
+    } else {
+      bufferevent_enable(bev, EV_READ);  // libevent disabled reading on the timeout
+    }
+    return;
+  }
   if (what & BEV_EVENT_EOF) {
     // A client may half-close after its last request (`printf ... | nc`):
     // answer what it sent, then close.

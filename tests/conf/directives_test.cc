@@ -95,6 +95,11 @@ TEST(ConfDirectives, PlainLibmemcachedModesDefaultToLibmemcachedsHash) {
             ketama::HashFunction::fnv1a_64);
 }
 
+TEST(ConfDirectives, ClientIdleTimeoutExtension) {
+  EXPECT_EQ(only_pool(pool("")).client_idle_timeout_ms, 0);
+  EXPECT_EQ(only_pool(pool("  client_idle_timeout: 30000\n")).client_idle_timeout_ms, 30000);
+}
+
 TEST(ConfDirectives, BooleansBothWays) {
   const PoolConfig on = only_pool(pool("  preconnect: true\n  auto_eject_hosts: true\n"));
   EXPECT_TRUE(on.preconnect);

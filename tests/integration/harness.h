@@ -169,6 +169,7 @@ class Fleet {
   size_t index_of(const std::string& address) const;
   // "127.0.0.1:port:1" for each server.
   std::vector<std::string> server_lines(uint32_t weight = 1) const;
+  // flush_all on every server still running.
   void flush_all();
 
  private:

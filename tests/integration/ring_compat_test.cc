@@ -9,6 +9,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "harness.h"
@@ -347,6 +348,134 @@ TEST_F(RingCompat, ManyServersWithWeightsAndNames) {
   c.names = {"", "n1", "", "", "n4", "", "", "n7"};
   c.keys = mixed_keys(2000, 9);
   check(c);
+}
+
+}  // namespace
+}  // namespace memshard::testing
+
+namespace memshard::testing {
+namespace {
+
+// Stores keys through a proxy on `port`; returns false (with a failure) when
+// a reply is not STORED.
+bool store_through(uint16_t port, const std::vector<std::string>& keys) {
+  RawClient client(port);
+  for (size_t i = 0; i < keys.size(); i += 100) {
+    size_t end = std::min(keys.size(), i + 100);
+    std::string req, want;
+    for (size_t j = i; j < end; ++j) {
+      req += set_command(keys[j], "value-" + std::to_string(j));
+      want += "STORED\r\n";
+    }
+    client.send(req);
+    std::string got = client.read_count("\r\n", end - i);
+    if (got != want) {
+      ADD_FAILURE() << "keys " << i << ".." << end - 1 << " not stored: " << got.substr(0, 200);
+      return false;
+    }
+  }
+  return true;
+}
+
+// Asks `get key` through the proxy until the reply is not an error.
+bool wait_until_served(uint16_t port, const std::string& key, std::chrono::milliseconds limit) {
+  auto deadline = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < deadline) {
+    try {
+      RawClient c(port);
+      std::string r = c.roundtrip("get " + key + "\r\n", "\r\n");
+      if (r == "END\r\n" || r.starts_with("VALUE")) return true;
+    } catch (const std::exception&) {
+    }
+    std::this_thread::sleep_for(100ms);
+  }
+  return false;
+}
+
+// For each key, the index of the server of `fleet` holding it (npos when
+// none, or several).
+std::vector<size_t> where_stored(Fleet& fleet, const std::vector<size_t>& alive,
+                                 const std::vector<std::string>& keys) {
+  std::vector<size_t> out(keys.size(), std::string::npos);
+  std::map<std::string, size_t> index;
+  for (size_t i = 0; i < keys.size(); ++i) index[keys[i]] = i;
+  for (size_t s : alive) {
+    RawClient c(fleet[s].port());
+    for (size_t i = 0; i < keys.size(); i += 400) {
+      std::string req = "get";
+      for (size_t j = i; j < std::min(keys.size(), i + 400); ++j) req += " " + keys[j];
+      std::vector<Value> values;
+      if (!parse_values(c.roundtrip(req + "\r\n", "END\r\n"), values)) {
+        ADD_FAILURE() << "bad reply from server " << s;
+        return out;
+      }
+      for (const Value& v : values) {
+        size_t k = index.at(v.key);
+        out[k] = out[k] == std::string::npos ? s : std::string::npos - 1;
+      }
+    }
+  }
+  return out;
+}
+
+// With auto_eject_hosts, a dead server leaves the ring: nutcracker rebuilds
+// its continuum from the live servers, and memshard must place keys the
+// same way (which is also the ring of the config without that server).
+TEST_F(RingCompat, AutoEjectedServerPlacementMatchesNutcracker) {
+  Fleet fleet(4);
+  const size_t dead = 2;
+  std::vector<std::string> lines = {fleet[0].address() + ":1", fleet[1].address() + ":2 two",
+                                    fleet[2].address() + ":1", fleet[3].address() + ":1"};
+  std::vector<std::pair<std::string, std::string>> directives = {
+      {"auto_eject_hosts", "true"},
+      {"server_failure_limit", "1"},
+      {"server_retry_timeout", "600000"},
+      {"timeout", "2000"}};
+  uint16_t nc_port = free_port(), ms_port = free_port();
+  PoolSpec pool{"eject", "127.0.0.1:" + std::to_string(nc_port), directives, lines};
+  std::string nc_config = dir_.write("nc.yml", pool_yaml(pool));
+  pool.listen = "127.0.0.1:" + std::to_string(ms_port);
+  std::string ms_config = dir_.write("ms.yml", pool_yaml(pool));
+  PoolSpec reduced = pool;
+  reduced.servers.erase(reduced.servers.begin() + dead);
+  std::string reduced_config = dir_.write("reduced.yml", pool_yaml(reduced));
+
+  std::vector<std::string> keys = mixed_keys(1500, 12);
+  std::string error;
+  std::vector<std::string> full = ring_lookup(ms_config, keys, "", &error);
+  std::vector<std::string> expected = ring_lookup(reduced_config, keys, "", &error);
+  ASSERT_EQ(expected.size(), keys.size()) << error;
+  ASSERT_EQ(full.size(), keys.size()) << error;
+  std::string dead_key;
+  for (size_t i = 0; i < keys.size() && dead_key.empty(); ++i) {
+    if (full[i] == fleet[dead].address()) dead_key = keys[i];
+  }
+  ASSERT_FALSE(dead_key.empty());
+
+  Nutcracker nc(nc_config, nc_port, dir_.path() + "/nutcracker.log");
+  Memshard ms(ms_config, {"--threads", "2"}, ms_port, dir_.path() + "/memshard.log");
+  fleet[dead].process().stop();
+  std::vector<size_t> alive = {0, 1, 3};
+
+  for (auto [name, port] : {std::pair<std::string, uint16_t>{"nutcracker", nc_port},
+                            std::pair<std::string, uint16_t>{"memshard", ms_port}}) {
+    SCOPED_TRACE(name);
+    fleet.flush_all();
+    ASSERT_TRUE(wait_until_served(port, dead_key, 15s))
+        << name << " kept failing the dead server's keys";
+    ASSERT_TRUE(store_through(port, keys));
+    std::vector<size_t> at = where_stored(fleet, alive, keys);
+    size_t wrong = 0;
+    for (size_t i = 0; i < keys.size(); ++i) {
+      size_t want = fleet.index_of(expected[i]);
+      if (at[i] == want) continue;
+      if (wrong++ < 5) {
+        ADD_FAILURE() << name << ": key '" << keys[i] << "' on server " << at[i]
+                      << ", the ring without the dead server says " << want;
+      }
+    }
+    EXPECT_EQ(wrong, 0u) << name;
+  }
 }
 
 }  // namespace

@@ -177,7 +177,11 @@ bool ClientConn::next_request() {
 }
 
 void ClientConn::dispatch(evbuffer* in) {
-  const PoolRoute* route = worker_.route(pool_name_);
+  if (route_epoch_ != worker_.routes_epoch()) {
+    route_ = worker_.route(pool_name_);
+    route_epoch_ = worker_.routes_epoch();
+  }
+  const PoolRoute* route = route_;
   switch (request_.action) {
     case proto::Action::local:
       answer_locally(in);

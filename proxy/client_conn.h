@@ -69,6 +69,9 @@ class ClientConn {
   uint64_t id_;
   std::shared_ptr<std::atomic<uint32_t>> pool_clients_;
   std::shared_ptr<PoolStats> pool_stats_;  // counters of the pool it connected to
+  // The pool's routes, looked up again only when the worker's routes change.
+  const PoolRoute* route_ = nullptr;
+  uint64_t route_epoch_ = ~uint64_t{0};
   proto::Limits limits_;
   Fifo<ReplySlot*> slots_;
   proto::Request request_;

@@ -168,6 +168,7 @@ void Worker::apply_topology(std::shared_ptr<const Topology> topology) {
   }
   backends_ = std::move(backends);
   routes_ = std::move(routes);
+  ++routes_epoch_;
   topology_ = std::move(topology);
   // Clients of a pool that is gone get the replies they are owed, then close.
   for (ClientConn* c : clients_) {

@@ -73,6 +73,9 @@ class Worker {
   uint64_t now_usec();
   const PoolRoute* route(const std::string& pool_name) const;
   uint64_t generation() const { return topology_ ? topology_->generation : 0; }
+  // Bumped whenever routes change (reload or ejection): a client may keep
+  // a PoolRoute pointer for as long as this stays the same.
+  uint64_t routes_epoch() const { return routes_epoch_; }
   ReplySlot* acquire_slot(ClientConn* client);
   void release_slot(ReplySlot* slot);
   // A backend operation of `slot` finished (answered or failed).
@@ -114,6 +117,7 @@ class Worker {
 
   std::shared_ptr<const Topology> topology_;
   std::unordered_map<std::string, PoolRoute> routes_;
+  uint64_t routes_epoch_ = 0;
   // Keyed by pool name + '\0' + server identity: a reload that keeps a
   // server keeps its connections.
   std::unordered_map<std::string, std::unique_ptr<BackendServer>> backends_;

@@ -7,7 +7,9 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/file.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -17,6 +19,8 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
+#include <random>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
@@ -27,20 +31,47 @@ namespace memshard::testing {
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 
-uint16_t free_port() {
+namespace {
+bool bindable(uint16_t port) {
   int fd = socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in a{};
   a.sin_family = AF_INET;
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = 0;
-  if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) {
-    close(fd);
-    throw std::runtime_error("free_port: bind failed");
-  }
-  socklen_t len = sizeof(a);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  a.sin_port = htons(port);
+  bool ok = bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0;
   close(fd);
-  return ntohs(a.sin_port);
+  return ok;
+}
+}  // namespace
+
+// Test processes run in parallel (ctest -j), and a port that is free when
+// chosen may be taken by another test before its server binds it. So ports
+// come from below the kernel's ephemeral range (which outgoing connections
+// draw from) and each is claimed with an flock on a file named after it,
+// held until this process exits: two harness users never get the same port.
+uint16_t free_port() {
+  static std::mutex mu;
+  static std::vector<int> claims;  // lock files kept open: the claims last
+  static std::mt19937 rng(static_cast<uint32_t>(
+      std::random_device{}() ^ static_cast<uint32_t>(getpid()) ^
+      static_cast<uint32_t>(Clock::now().time_since_epoch().count())));
+  std::lock_guard<std::mutex> lock(mu);
+  const std::string dir = "/tmp/memshard-test-ports";
+  mkdir(dir.c_str(), 0777);
+  chmod(dir.c_str(), 01777);
+  for (int attempt = 0; attempt < 2000; ++attempt) {
+    auto port = static_cast<uint16_t>(20000 + rng() % 12000);
+    std::string file = dir + "/" + std::to_string(port);
+    int fd = open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+    if (fd < 0) continue;
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0 || !bindable(port)) {
+      close(fd);
+      continue;
+    }
+    claims.push_back(fd);
+    return port;
+  }
+  throw std::runtime_error("free_port: no free port found");
 }
 
 TempDir::TempDir() {
@@ -215,6 +246,10 @@ void Memcached::launch() {
   process_ = Process(argv);
   if (!wait_listening_at(host_, port_)) {
     throw std::runtime_error("memcached did not start on " + address());
+  }
+  // What answers must be our memcached, not another one on the same port.
+  if (stat("pid") != static_cast<uint64_t>(process_.pid())) {
+    throw std::runtime_error("another process listens on " + address());
   }
 }
 

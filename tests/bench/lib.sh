@@ -1,0 +1,52 @@
+# Shell helpers shared by tests/bench/smoke.sh and scripts/bench (sourced).
+
+# A TCP port on 127.0.0.1 that nothing listened on a moment ago.
+free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# wait_port PORT [SECONDS]: until something accepts on 127.0.0.1:PORT.
+wait_port() {
+  local port=$1 limit=${2:-10} i
+  for ((i = 0; i < limit * 20; i++)); do
+    if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then return 0; fi
+    sleep 0.05
+  done
+  echo "nothing listens on 127.0.0.1:$port after ${limit}s" >&2
+  return 1
+}
+
+# memcached as root needs -u.
+memcached_user_args() { [ "$(id -u)" -eq 0 ] && echo "-u root" || true; }
+
+# write_pool_config FILE NAME LISTEN_PORT BACKEND_PORT...: a nutcracker.yml
+# that both nutcracker and memshard read (same hash, same distribution).
+write_pool_config() {
+  local file=$1 name=$2 listen=$3
+  shift 3
+  {
+    echo "$name:"
+    echo "  listen: 127.0.0.1:$listen"
+    echo "  hash: fnv1a_64"
+    echo "  distribution: ketama"
+    echo "  timeout: 5000"
+    echo "  backlog: 4096"
+    echo "  auto_eject_hosts: false"
+    echo "  preconnect: true"
+    echo "  servers:"
+    local p
+    for p in "$@"; do echo "   - 127.0.0.1:$p:1"; done
+  } >"$file"
+}
+
+# CPU seconds (utime + stime) of a process, from /proc/PID/stat.
+cpu_seconds() {
+  local stat rest hz
+  stat=$(cat "/proc/$1/stat") || return 1
+  rest=${stat##*) }
+  hz=$(getconf CLK_TCK)
+  awk -v hz="$hz" '{ printf "%.2f\n", ($12 + $13) / hz }' <<<"$rest"
+}
+
+# Resident set size of a process in KiB.
+rss_kb() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status"; }

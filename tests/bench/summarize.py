@@ -1,0 +1,160 @@
+#!/usr/bin/env python3
+"""Summarizes a scripts/bench run: medians over rounds per workload and target,
+memshard's ratios to nutcracker, memory per idle connection, syscalls per
+request.
+
+    summarize.py OUT_DIR
+
+reads OUT_DIR/results.jsonl (one line per loadgen run), OUT_DIR/memory.jsonl
+and OUT_DIR/syscalls.jsonl (both optional), OUT_DIR/meta.json; prints the
+tables and writes OUT_DIR/summary.json.
+"""
+import json
+import os
+import statistics
+import sys
+
+TARGETS = ["direct", "nutcracker", "memshard"]
+
+
+def load_lines(path):
+    if not os.path.exists(path):
+        return []
+    with open(path) as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def median(values):
+    values = [v for v in values if v is not None and v >= 0]
+    return statistics.median(values) if values else None
+
+
+def fmt(v, spec="{:.1f}", none="-"):
+    return none if v is None else spec.format(v)
+
+
+def ratio(a, b):
+    if a is None or b is None or b <= 0:
+        return None
+    return a / b
+
+
+def main():
+    out = sys.argv[1]
+    meta = json.load(open(os.path.join(out, "meta.json")))
+    runs = load_lines(os.path.join(out, "results.jsonl"))
+    memory = load_lines(os.path.join(out, "memory.jsonl"))
+    syscalls = load_lines(os.path.join(out, "syscalls.jsonl"))
+    workloads = meta["workloads"]  # [[id, description], ...]
+
+    med = {}
+    for wid, _ in workloads:
+        for t in TARGETS:
+            rs = [r["r"] for r in runs if r["workload"] == wid and r["target"] == t and r.get("r")]
+            if not rs:
+                continue
+            med[(wid, t)] = {
+                "rps": median([r["rps"] for r in rs]),
+                "keys_per_s": median([r["keys_per_s"] for r in rs]),
+                "p50_us": median([r["p50_us"] for r in rs]),
+                "p99_us": median([r["p99_us"] for r in rs]),
+                "cpu_us_per_req": median([r["cpu_us_per_req"] for r in rs]),
+                "runs": len(rs),
+            }
+
+    print()
+    print("memshard bench: {rounds} round(s) x {duration} s (+{warmup} s warmup) per run; memshard --threads {threads}; "
+          "loadgen {lg_threads} threads; medians over rounds".format(**meta))
+    print("cpu us/req = the target process's utime+stime over the measured window / requests "
+          "(for direct: memcached's own)")
+    print()
+    w_desc = max(len(d) for _, d in workloads) + 4
+    head = "{:<{w}} {:<11} {:>10} {:>10} {:>9} {:>9} {:>11}".format(
+        "workload", "target", "req/s", "keys/s", "p50 us", "p99 us", "cpu us/req", w=w_desc)
+    print(head)
+    print("-" * len(head))
+    for wid, desc in workloads:
+        first = True
+        for t in TARGETS:
+            m = med.get((wid, t))
+            if not m:
+                continue
+            label = f"({wid}) {desc}" if first else ""
+            first = False
+            print("{:<{w}} {:<11} {:>10} {:>10} {:>9} {:>9} {:>11}".format(
+                label, t, fmt(m["rps"], "{:.0f}"), fmt(m["keys_per_s"], "{:.0f}"), fmt(m["p50_us"]),
+                fmt(m["p99_us"]), fmt(m["cpu_us_per_req"], "{:.2f}"), w=w_desc))
+    print()
+
+    ratios = {}
+    head = "{:<{w}} {:>12} {:>14} {:>22}".format(
+        "memshard / nutcracker", "throughput", "cpu/request", "added p50 over direct", w=w_desc)
+    print(head)
+    print("-" * len(head))
+    for wid, desc in workloads:
+        m, n, d = med.get((wid, "memshard")), med.get((wid, "nutcracker")), med.get((wid, "direct"))
+        if not m or not n:
+            continue
+        tput = ratio(m["rps"], n["rps"])
+        cpu = ratio(m["cpu_us_per_req"], n["cpu_us_per_req"])
+        added = None
+        if d and d["p50_us"] is not None and m["p50_us"] is not None and n["p50_us"] is not None:
+            am, an = m["p50_us"] - d["p50_us"], n["p50_us"] - d["p50_us"]
+            added = am / an if an > 0 else None
+        ratios[wid] = {"throughput": tput, "cpu_per_request": cpu, "added_p50_over_direct": added}
+        print("{:<{w}} {:>12} {:>14} {:>22}".format(
+            f"({wid}) {desc}", fmt(tput, "{:.2f}x"), fmt(cpu, "{:.2f}x"), fmt(added, "{:.2f}x"), w=w_desc))
+    print("(throughput > 1: memshard faster; cpu/request < 1: memshard cheaper; "
+          "added p50 < 1: memshard adds less latency than nutcracker; '-' when nutcracker's p50 is not above direct's)")
+
+    if syscalls:
+        print()
+        print("syscalls per request made by the target process (perf stat raw_syscalls:sys_enter, separate run)")
+        head = "{:<{w}} {:>12} {:>12} {:>12}".format("workload", *TARGETS, w=w_desc)
+        print(head)
+        print("-" * len(head))
+        for wid, desc in workloads:
+            row = {s["target"]: s for s in syscalls if s["workload"] == wid}
+            if not row:
+                continue
+            cells = []
+            for t in TARGETS:
+                s = row.get(t)
+                cells.append(fmt(s["syscalls"] / s["requests"] if s and s["requests"] else None, "{:.2f}"))
+            print("{:<{w}} {:>12} {:>12} {:>12}".format(f"({wid}) {desc}", *cells, w=w_desc))
+
+    if memory:
+        print()
+        head = "{:<28} {:>12} {:>14} {:>10} {:>16}".format(
+            f"memory, {memory[0]['conns']} idle conns", "base RSS KB", "loaded RSS KB", "KB/conn",
+            "after close KB")
+        print(head)
+        print("-" * len(head))
+        per = {}
+        for mrow in memory:
+            kb = (mrow["loaded_kb"] - mrow["base_kb"]) / mrow["conns"] if mrow["conns"] else None
+            per[mrow["target"]] = kb
+            print("{:<28} {:>12} {:>14} {:>10} {:>16}".format(
+                mrow["target"], mrow["base_kb"], mrow["loaded_kb"], fmt(kb, "{:.2f}"), mrow.get("after_kb", "-")))
+        r = ratio(per.get("memshard"), per.get("nutcracker"))
+        if r is not None:
+            print(f"memshard / nutcracker KB per connection: {r:.2f}x")
+
+    failures = [r for r in runs if r["rc"] != 0] + [m for m in memory if m.get("rc", 0) != 0]
+    print()
+    if failures:
+        print(f"{len(failures)} loadgen run(s) FAILED (errors, wrong values or connection failures):")
+        for f in failures:
+            print(f"  workload {f.get('workload', 'memory')} target {f['target']} round {f.get('round', '-')}"
+                  f" exit {f['rc']}: see {f.get('log', '')}")
+    else:
+        print(f"all {len(runs) + len(memory)} loadgen runs verified every value: no errors")
+
+    with open(os.path.join(out, "summary.json"), "w") as f:
+        json.dump({"meta": meta, "medians": {f"{w}/{t}": v for (w, t), v in med.items()},
+                   "ratios_memshard_to_nutcracker": ratios, "memory": memory, "syscalls": syscalls,
+                   "failures": len(failures)}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

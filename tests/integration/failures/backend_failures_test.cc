@@ -1,0 +1,544 @@
+// Backends that die, stop or all go away, with real memcached processes and
+// real signals: which requests fail, how fast, and how memshard recovers.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "failure_util.h"
+
+namespace memshard::testing::failures {
+namespace {
+
+using namespace std::chrono_literals;
+
+// One request made by the load generator.
+struct Op {
+  int64_t start_ms = 0;  // since the load started
+  int64_t end_ms = 0;
+  size_t server = 0;  // owner of the key in the full ring
+  bool is_set = false;
+  bool error = false;  // SERVER_ERROR, garbage, or no reply in time
+  bool miss = false;
+  bool stale = false;  // a hit with another value than the set just before
+  std::string reply;   // kept for errors only
+};
+
+// Client threads doing set-then-get on every key, each request waited for
+// before the next (so one slow server cannot delay another's replies on
+// the same connection). Bounded in requests and time.
+class Load {
+ public:
+  Load(uint16_t port, std::vector<std::string> keys, std::vector<size_t> owners, size_t threads)
+      : port_(port), keys_(std::move(keys)), owners_(std::move(owners)), t0_(Clock::now()) {
+    for (size_t t = 0; t < threads; ++t) threads_.emplace_back([this, t, threads] { run(t, threads); });
+  }
+  ~Load() { stop(); }
+
+  void stop() {
+    stop_ = true;
+    for (auto& t : threads_) {
+      if (t.joinable()) t.join();
+    }
+  }
+  // Milliseconds since the load started.
+  int64_t now_ms() const { return ms_between(t0_, Clock::now()); }
+  std::vector<Op> ops() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return ops_;
+  }
+
+ private:
+  static constexpr size_t kMaxOpsPerThread = 400'000;
+  static constexpr auto kMaxRun = 90s;
+
+  // Thread t owns the keys t, t + nthreads, ...: nobody else writes them,
+  // so a get must see the value of the set just before it (unless the key
+  // moved to another server in between).
+  void run(size_t t, size_t nthreads) {
+    std::vector<Op> mine;
+    std::unique_ptr<RawClient> c;
+    size_t i = 0;
+    uint64_t seq = 0;
+    while (!stop_ && mine.size() < kMaxOpsPerThread && Clock::now() - t0_ < kMaxRun) {
+      if (!c) {
+        try {
+          c = std::make_unique<RawClient>(port_);
+        } catch (const std::exception&) {
+          std::this_thread::sleep_for(10ms);
+          continue;
+        }
+      }
+      size_t per_thread = std::max<size_t>(1, keys_.size() / nthreads);
+      size_t k = (t + nthreads * (i++ % per_thread)) % keys_.size();
+      std::string value = "v" + std::to_string(t) + "_" + std::to_string(seq++);
+      bool broken = false;
+      for (bool is_set : {true, false}) {
+        Op op;
+        op.server = owners_[k];
+        op.is_set = is_set;
+        op.start_ms = now_ms();
+        std::string reply;
+        try {
+          c->send(is_set ? set_command(keys_[k], value) : "get " + keys_[k] + "\r\n");
+          reply = read_reply(*c, 5s);
+        } catch (const std::exception&) {
+          reply = "";
+        }
+        op.end_ms = now_ms();
+        if (is_set) {
+          op.error = reply != "STORED\r\n";
+        } else if (reply == "END\r\n") {
+          op.miss = true;
+        } else {
+          std::vector<Value> values;
+          op.error = !parse_values(reply, values) || values.size() != 1 ||
+                     values[0].key != keys_[k];
+          op.stale = !op.error && values[0].data != value;
+        }
+        if (op.error) op.reply = reply.empty() ? "<no reply>" : reply.substr(0, 200);
+        mine.push_back(std::move(op));
+        if (reply.empty()) broken = true;
+      }
+      if (broken) c.reset();  // a lost reply would shift every later one: reconnect
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    ops_.insert(ops_.end(), mine.begin(), mine.end());
+  }
+
+  uint16_t port_;
+  std::vector<std::string> keys_;
+  std::vector<size_t> owners_;
+  Clock::time_point t0_;
+  std::atomic<bool> stop_{false};
+  std::mutex mu_;
+  std::vector<Op> ops_;
+  std::vector<std::thread> threads_;
+};
+
+struct Summary {
+  size_t ops = 0, errors = 0, misses = 0, stale = 0;
+  int64_t max_latency_ms = 0;
+  std::string first_error;
+};
+
+template <typename Pred>
+Summary summarize(const std::vector<Op>& ops, Pred pred) {
+  Summary s;
+  for (const Op& op : ops) {
+    if (!pred(op)) continue;
+    ++s.ops;
+    s.misses += op.miss;
+    s.stale += op.stale;
+    s.max_latency_ms = std::max(s.max_latency_ms, op.end_ms - op.start_ms);
+    if (op.error) {
+      if (s.errors++ == 0) s.first_error = printable(op.reply) + " at " + std::to_string(op.start_ms) + " ms";
+    }
+  }
+  return s;
+}
+
+std::ostream& operator<<(std::ostream& o, const Summary& s) {
+  return o << s.ops << " ops, " << s.errors << " errors, " << s.misses << " misses, " << s.stale
+           << " stale, max latency " << s.max_latency_ms << " ms"
+           << (s.errors ? ", first error: " + s.first_error : "");
+}
+
+class BackendFailures : public ::testing::Test {
+ protected:
+  void SetUp() override { fleet_ = std::make_unique<Fleet>(3); }
+
+  void start(Directives d) {
+    proxy_ = std::make_unique<Proxy>(dir_, fleet_->server_lines(), std::move(d));
+  }
+
+  // `per_server` keys of each server, flattened, with their owners.
+  void pick_keys(size_t per_server, const std::string& prefix) {
+    by_server_ = keys_by_server(proxy_->config(), *fleet_, per_server, prefix);
+    keys_.clear();
+    owners_.clear();
+    for (size_t s = 0; s < by_server_.size(); ++s) {
+      for (const auto& k : by_server_[s]) {
+        keys_.push_back(k);
+        owners_.push_back(s);
+      }
+    }
+  }
+
+  void preload(const std::string& value = "v") {
+    RawClient c(proxy_->port());
+    for (const auto& k : keys_) ASSERT_EQ(c.roundtrip(set_command(k, value)), "STORED\r\n") << k;
+  }
+
+  TempDir dir_;
+  std::unique_ptr<Fleet> fleet_;
+  std::unique_ptr<Proxy> proxy_;
+  std::vector<std::vector<std::string>> by_server_;
+  std::vector<std::string> keys_;
+  std::vector<size_t> owners_;
+};
+
+// ===================================================== 1. kill -9 under load
+
+TEST_F(BackendFailures, KilledServerIsEjectedKeysRerouteThenReadmittedAfterRestart) {
+  start({{"timeout", "300"},
+         {"auto_eject_hosts", "true"},
+         {"server_failure_limit", "2"},
+         {"server_retry_timeout", "500"}});
+  pick_keys(20, "ej");
+  Memcached& victim = (*fleet_)[0];
+
+  Load load(proxy_->port(), keys_, owners_, 4);
+  std::this_thread::sleep_for(500ms);
+  int64_t t_kill = load.now_ms();
+  victim.process().signal(SIGKILL);
+  ASSERT_TRUE(eventually([&] { return proxy_stat(proxy_->port(), "server_ejects") >= 1; }, 5s))
+      << "the killed server was not ejected within 5 s";
+  int64_t t_eject = load.now_ms();
+  std::this_thread::sleep_for(1000ms);
+
+  int64_t t_restart = load.now_ms();
+  victim.restart();  // same port
+  int64_t t_restarted = load.now_ms();
+  ASSERT_TRUE(eventually([&] { return proxy_stat(proxy_->port(), "server_readmissions") >= 1; }, 5s))
+      << "the restarted server was not re-admitted within 5 s (probe every 500 ms)";
+  int64_t t_readmit = load.now_ms();
+  std::this_thread::sleep_for(1000ms);
+  uint64_t sets_on_victim = victim.stat("cmd_set");
+  uint64_t gets_on_victim = victim.stat("cmd_get");
+  load.stop();
+  std::vector<Op> ops = load.ops();
+  auto stats = proxy_stats(proxy_->port());
+
+  std::cout << "kill at " << t_kill << " ms, ejection seen at " << t_eject << " ms, restart at "
+            << t_restart << "-" << t_restarted << " ms, readmission seen at " << t_readmit
+            << " ms\n";
+  Summary before = summarize(ops, [&](const Op& o) { return o.end_ms < t_kill; });
+  Summary others = summarize(ops, [&](const Op& o) { return o.server != 0; });
+  Summary victim_until_eject =
+      summarize(ops, [&](const Op& o) { return o.server == 0 && o.start_ms >= t_kill && o.start_ms < t_eject; });
+  // Workers install the new ring a moment after the main thread counts the
+  // ejection: 200 ms of grace.
+  Summary after_eject = summarize(ops, [&](const Op& o) { return o.start_ms > t_eject + 200; });
+  Summary victim_ejected = summarize(
+      ops, [&](const Op& o) { return o.server == 0 && o.start_ms > t_eject + 200 && o.end_ms < t_restart; });
+  Summary after_readmit = summarize(ops, [&](const Op& o) { return o.start_ms > t_readmit + 200; });
+  Summary all = summarize(ops, [](const Op&) { return true; });
+  std::cout << "before kill:                " << before << "\n"
+            << "other servers' keys:        " << others << "\n"
+            << "victim's keys, kill→eject:  " << victim_until_eject << "\n"
+            << "all keys after ejection:    " << after_eject << "\n"
+            << "victim's keys while out:    " << victim_ejected << "\n"
+            << "all keys after readmission: " << after_readmit << "\n"
+            << "whole run:                  " << all << "\n"
+            << "restarted server: cmd_set " << sets_on_victim << ", cmd_get " << gets_on_victim
+            << "; proxy server_ejects " << stats["server_ejects"] << ", server_readmissions "
+            << stats["server_readmissions"] << ", forward_error " << stats["forward_error"] << "\n";
+
+  EXPECT_GT(before.ops, 100u);
+  EXPECT_EQ(before.errors, 0u) << before;
+  EXPECT_EQ(before.stale + before.misses, 0u) << before;
+  // Only the dead server's keys ever fail.
+  EXPECT_EQ(others.errors, 0u) << others;
+  EXPECT_LT(t_eject - t_kill, 3000) << "ejection took too long";
+  // Once it is out of the ring its keys live elsewhere: no error at all,
+  // through the restart and the re-admission.
+  EXPECT_GT(victim_ejected.ops, 20u);
+  EXPECT_EQ(victim_ejected.errors, 0u) << victim_ejected;
+  EXPECT_EQ(after_eject.errors, 0u) << after_eject;
+  EXPECT_GT(after_readmit.ops, 50u);
+  EXPECT_EQ(after_readmit.errors, 0u) << after_readmit;
+  EXPECT_LT(all.max_latency_ms, 2000) << "a request took longer than timeout (300 ms) + 1.7 s";
+  EXPECT_EQ(stats["server_ejects"], 1u);
+  EXPECT_EQ(stats["server_readmissions"], 1u);
+  // The restarted (empty) server gets its keys back: the load's sets and gets.
+  EXPECT_GT(sets_on_victim, 0u) << "no set reached the re-admitted server";
+  EXPECT_GT(gets_on_victim, 0u) << "no get reached the re-admitted server";
+  RawClient direct(victim.port());
+  size_t found = 0;
+  for (const auto& k : by_server_[0]) {
+    std::string r = direct.roundtrip("get " + k + "\r\n", "END\r\n");
+    found += r.starts_with("VALUE ");
+  }
+  EXPECT_GT(found, 0u) << "none of its keys were stored on the re-admitted server";
+}
+
+TEST_F(BackendFailures, KilledServerWithoutEjectionFailsFastAndRecoversWhenRestarted) {
+  start({{"timeout", "300"}});
+  pick_keys(20, "ne");
+  Memcached& victim = (*fleet_)[0];
+
+  Load load(proxy_->port(), keys_, owners_, 4);
+  std::this_thread::sleep_for(500ms);
+  int64_t t_kill = load.now_ms();
+  victim.process().signal(SIGKILL);
+  std::this_thread::sleep_for(1500ms);
+  int64_t t_restart = load.now_ms();
+  victim.restart();
+  int64_t t_restarted = load.now_ms();
+  // Back-off is at most 1 s: after that the next request reconnects.
+  std::this_thread::sleep_for(2500ms);
+  uint64_t sets_on_victim = victim.stat("cmd_set");
+  load.stop();
+  std::vector<Op> ops = load.ops();
+  auto stats = proxy_stats(proxy_->port());
+
+  Summary before = summarize(ops, [&](const Op& o) { return o.end_ms < t_kill; });
+  Summary others = summarize(ops, [&](const Op& o) { return o.server != 0; });
+  Summary victim_down = summarize(ops, [&](const Op& o) {
+    return o.server == 0 && o.start_ms > t_kill + 100 && o.end_ms < t_restart;
+  });
+  Summary victim_back =
+      summarize(ops, [&](const Op& o) { return o.server == 0 && o.start_ms > t_restarted + 1500; });
+  std::cout << "before kill:              " << before << "\n"
+            << "other servers' keys:      " << others << "\n"
+            << "victim's keys while dead: " << victim_down << "\n"
+            << "victim's keys, restarted: " << victim_back << "\n"
+            << "restarted server cmd_set " << sets_on_victim << "; proxy server_ejects "
+            << stats["server_ejects"] << ", forward_error " << stats["forward_error"] << "\n";
+
+  EXPECT_EQ(before.errors, 0u) << before;
+  EXPECT_EQ(before.stale + before.misses, 0u) << before;
+  EXPECT_EQ(others.errors, 0u) << others;
+  // Nothing takes its place: every request for its keys fails, and fast.
+  EXPECT_GT(victim_down.ops, 20u);
+  EXPECT_EQ(victim_down.errors, victim_down.ops) << victim_down;
+  EXPECT_LT(victim_down.max_latency_ms, 1000) << "failing requests are not failing fast";
+  EXPECT_EQ(stats["server_ejects"], 0u);
+  // Restarted: it serves its keys again without anyone's help.
+  EXPECT_GT(victim_back.ops, 20u);
+  EXPECT_EQ(victim_back.errors, 0u) << victim_back;
+  EXPECT_GT(sets_on_victim, 0u);
+}
+
+// ========================================================= 2. SIGSTOP
+
+TEST_F(BackendFailures, StoppedServerTimesOutOthersStayPromptAndItRecoversOnSigcont) {
+  constexpr int kTimeoutMs = 800;
+  start({{"timeout", std::to_string(kTimeoutMs)}});
+  pick_keys(6, "st");
+  preload("v");
+  Memcached& stopped = (*fleet_)[0];
+  stopped.process().signal(SIGSTOP);
+
+  // Requests for the stopped server, one after the other on one client.
+  std::vector<int64_t> stopped_latency;
+  std::vector<std::string> stopped_replies;
+  std::thread slow([&] {
+    RawClient c(proxy_->port());
+    for (size_t i = 0; i < 3; ++i) {
+      auto t0 = Clock::now();
+      stopped_replies.push_back(c.roundtrip("get " + by_server_[0][i] + "\r\n", "\r\n"));
+      stopped_latency.push_back(ms_between(t0, Clock::now()));
+    }
+  });
+  // Meanwhile, other servers' keys on other clients: answered at once.
+  std::vector<std::unique_ptr<RawClient>> fast;
+  for (int i = 0; i < 4; ++i) fast.push_back(std::make_unique<RawClient>(proxy_->port()));
+  int64_t fast_max = 0;
+  size_t fast_ops = 0, fast_bad = 0;
+  std::string fast_first_bad;
+  auto until = Clock::now() + std::chrono::milliseconds(3 * kTimeoutMs);
+  for (size_t i = 0; Clock::now() < until && i < 100'000; ++i) {
+    size_t server = 1 + i % 2;
+    const std::string& k = by_server_[server][i % by_server_[server].size()];
+    auto t0 = Clock::now();
+    std::string r = fast[i % fast.size()]->roundtrip("get " + k + "\r\n", "END\r\n");
+    fast_max = std::max(fast_max, ms_between(t0, Clock::now()));
+    ++fast_ops;
+    if (r != "VALUE " + k + " 0 1\r\nv\r\nEND\r\n" && fast_bad++ == 0) fast_first_bad = r;
+  }
+  // A multi-get that touches it: the other servers' keys, after the timeout.
+  RawClient multi(proxy_->port());
+  auto tm = Clock::now();
+  std::string mg = multi.roundtrip("get " + by_server_[0][3] + " " + by_server_[1][3] + " " +
+                                       by_server_[2][3] + "\r\n",
+                                   "END\r\n");
+  int64_t multi_ms = ms_between(tm, Clock::now());
+  slow.join();
+
+  std::cout << "stopped server's gets: ";
+  for (size_t i = 0; i < stopped_latency.size(); ++i) {
+    std::cout << stopped_latency[i] << " ms (" << printable(stopped_replies[i]) << ") ";
+  }
+  std::cout << "\nother servers: " << fast_ops << " gets while it was stopped, max " << fast_max
+            << " ms; multi-get touching it: " << multi_ms << " ms\n";
+  ASSERT_EQ(stopped_replies.size(), 3u);
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(stopped_replies[i], "SERVER_ERROR backend timeout\r\n");
+    EXPECT_LT(stopped_latency[i], kTimeoutMs + 2000) << "timeout " << kTimeoutMs << " ms";
+  }
+  EXPECT_GT(fast_ops, 50u);
+  EXPECT_EQ(fast_bad, 0u) << "first bad reply: " << printable(fast_first_bad);
+  // Well under the timeout: they did not wait behind the stopped server.
+  EXPECT_LT(fast_max, kTimeoutMs / 2);
+  EXPECT_EQ(mg, "VALUE " + by_server_[1][3] + " 0 1\r\nv\r\nVALUE " + by_server_[2][3] +
+                    " 0 1\r\nv\r\nEND\r\n");
+  EXPECT_LT(multi_ms, kTimeoutMs + 2000);
+  EXPECT_GE(proxy_stat(proxy_->port(), "server_timeouts"), 4u);
+
+  stopped.process().signal(SIGCONT);
+  RawClient c(proxy_->port());
+  const std::string& k0 = by_server_[0][0];
+  std::string r;
+  auto deadline = Clock::now() + 5s;
+  while (Clock::now() < deadline) {
+    c.send("get " + k0 + "\r\n");
+    r = read_reply(c, 3s);
+    if (r == "VALUE " + k0 + " 0 1\r\nv\r\nEND\r\n") break;
+    std::this_thread::sleep_for(50ms);
+  }
+  EXPECT_EQ(r, "VALUE " + k0 + " 0 1\r\nv\r\nEND\r\n") << "no recovery within 5 s of SIGCONT";
+  // Every key of every server, on a fresh client and on the one that timed out.
+  RawClient fresh(proxy_->port());
+  for (RawClient* client : {&c, &fresh}) {
+    for (const auto& k : keys_) {
+      EXPECT_EQ(client->roundtrip("get " + k + "\r\n", "END\r\n"), "VALUE " + k + " 0 1\r\nv\r\nEND\r\n");
+    }
+  }
+}
+
+// ============================================== 3. every server of the pool down
+
+void hammer_all_down(Proxy& proxy, Fleet& fleet,
+                     const std::vector<std::vector<std::string>>& by_server, bool ejecting) {
+  for (size_t i = 0; i < fleet.size(); ++i) fleet[i].process().signal(SIGKILL);
+  std::this_thread::sleep_for(100ms);
+  pid_t pid = proxy.pid();
+  uint64_t rss_start = rss_kib(pid);
+
+  std::atomic<bool> stop{false};
+  std::mutex mu;
+  std::vector<int64_t> latencies;
+  size_t bad = 0, pipelined = 0;
+  std::string first_bad;
+  auto note_bad = [&](const std::string& what) {
+    std::lock_guard<std::mutex> lock(mu);
+    if (bad++ == 0) first_bad = what;
+  };
+  std::string multi = "get";
+  for (const auto& keys : by_server) multi += " " + keys[0];
+  multi += "\r\n";
+  std::vector<std::thread> threads;
+  // Two clients measure each request; two pipeline batches of 64.
+  for (int t = 0; t < 2; ++t) {
+    threads.emplace_back([&, t] {
+      RawClient c(proxy.port());
+      std::vector<int64_t> mine;
+      for (size_t i = 0; !stop && i < 200'000; ++i) {
+        const std::string& k = by_server[i % by_server.size()][(i / 3) % by_server[0].size()];
+        std::string req = i % 3 == 0 ? set_command(k, "x") : i % 3 == 1 ? "get " + k + "\r\n" : multi;
+        auto t0 = Clock::now();
+        std::string r = c.roundtrip(req, "\r\n");
+        mine.push_back(ms_between(t0, Clock::now()));
+        if (!r.starts_with("SERVER_ERROR ") || !r.ends_with("\r\n") ||
+            r.find("\r\n") != r.size() - 2) {
+          note_bad("thread " + std::to_string(t) + ": " + printable(req, 80) + " → " + printable(r));
+          return;
+        }
+      }
+      std::lock_guard<std::mutex> lock(mu);
+      latencies.insert(latencies.end(), mine.begin(), mine.end());
+    });
+  }
+  for (int t = 0; t < 2; ++t) {
+    threads.emplace_back([&] {
+      RawClient c(proxy.port());
+      std::string batch;
+      for (int i = 0; i < 64; ++i) {
+        const std::string& k = by_server[i % by_server.size()][0];
+        batch += i % 2 ? "get " + k + "\r\n" : set_command(k, "y");
+      }
+      for (size_t round = 0; !stop && round < 20'000; ++round) {
+        c.send(batch);
+        std::string r = c.read_count("SERVER_ERROR", 64, 5s);
+        if (r.size() < 64 * 14 || !r.ends_with("\r\n")) {
+          note_bad("pipeline: " + printable(r));
+          return;
+        }
+        std::lock_guard<std::mutex> lock(mu);
+        pipelined += 64;
+      }
+    });
+  }
+  std::this_thread::sleep_for(1000ms);
+  uint64_t rss_warm = rss_kib(pid), rss_max = rss_warm;
+  for (int i = 0; i < 30; ++i) {  // 3 s more
+    std::this_thread::sleep_for(100ms);
+    rss_max = std::max(rss_max, rss_kib(pid));
+  }
+  uint64_t rss_end = rss_kib(pid);
+  stop = true;
+  for (auto& th : threads) th.join();
+
+  std::sort(latencies.begin(), latencies.end());
+  int64_t p50 = latencies.empty() ? -1 : latencies[latencies.size() / 2];
+  int64_t p99 = latencies.empty() ? -1 : latencies[latencies.size() * 99 / 100];
+  int64_t worst = latencies.empty() ? -1 : latencies.back();
+  std::cout << (ejecting ? "[auto_eject] " : "") << "all servers down: " << latencies.size()
+            << " timed requests (p50 " << p50 << " ms, p99 " << p99 << " ms, max " << worst
+            << " ms), " << pipelined << " pipelined; memshard RSS " << rss_start
+            << " KiB at start, " << rss_warm << " after 1 s, " << rss_end << " after 4 s (max "
+            << rss_max << "); growth 1 s→4 s: " << static_cast<int64_t>(rss_max - rss_warm)
+            << " KiB\n";
+  EXPECT_EQ(bad, 0u) << first_bad;
+  EXPECT_GT(latencies.size(), 200u);
+  EXPECT_GT(pipelined, 640u);
+  EXPECT_LT(worst, 500) << "a request to a pool with no server took half a second or more";
+  // Steady failure must not cost memory: < 8 MiB over 3 s of hammering.
+  EXPECT_LT(rss_max, rss_warm + 8 * 1024) << "RSS grew while every request failed";
+  if (ejecting) {
+    EXPECT_EQ(proxy_stat(proxy.port(), "server_ejects"), 3u);
+  }
+
+  // The servers come back: service resumes by itself, on every server.
+  for (size_t i = 0; i < fleet.size(); ++i) fleet[i].restart();
+  RawClient c(proxy.port());
+  for (size_t s = 0; s < by_server.size(); ++s) {
+    const std::string& k = by_server[s][1];
+    std::string r;
+    bool ok = eventually(
+        [&] {
+          r = c.roundtrip(set_command(k, "back"), "\r\n");
+          return r == "STORED\r\n";
+        },
+        5s);
+    EXPECT_TRUE(ok) << "server " << s << " not used again within 5 s: " << printable(r);
+    EXPECT_EQ(c.roundtrip("get " + k + "\r\n", "END\r\n"), "VALUE " + k + " 0 4\r\nback\r\nEND\r\n");
+    RawClient direct(fleet[s].port());
+    EXPECT_EQ(direct.roundtrip("get " + k + "\r\n", "END\r\n"), "VALUE " + k + " 0 4\r\nback\r\nEND\r\n")
+        << "the key is not on its own server";
+  }
+  if (ejecting) {
+    EXPECT_EQ(proxy_stat(proxy.port(), "server_readmissions"), 3u);
+  }
+}
+
+TEST_F(BackendFailures, AllServersDownFailFastWithoutGrowingAndServiceResumes) {
+  start({{"timeout", "300"}});
+  pick_keys(4, "ad");
+  preload();
+  hammer_all_down(*proxy_, *fleet_, by_server_, false);
+}
+
+TEST_F(BackendFailures, AllServersEjectedFailFastWithoutGrowingAndAreReadmitted) {
+  start({{"timeout", "300"},
+         {"auto_eject_hosts", "true"},
+         {"server_failure_limit", "2"},
+         {"server_retry_timeout", "300"}});
+  pick_keys(4, "ae");
+  preload();
+  hammer_all_down(*proxy_, *fleet_, by_server_, true);
+}
+
+}  // namespace
+}  // namespace memshard::testing::failures

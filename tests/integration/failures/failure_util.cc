@@ -1,0 +1,258 @@
+#include "failure_util.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <stdexcept>
+
+namespace memshard::testing::failures {
+
+using namespace std::chrono_literals;
+
+std::string printable(std::string_view s, size_t max) {
+  std::string out;
+  auto emit = [&](std::string_view part) {
+    for (unsigned char ch : part) {
+      if (ch == '\r') {
+        out += "\\r";
+      } else if (ch == '\n') {
+        out += "\\n";
+      } else if (ch < 0x20 || ch >= 0x7f) {
+        char buf[8];
+        snprintf(buf, sizeof(buf), "\\x%02x", ch);
+        out += buf;
+      } else {
+        out.push_back(static_cast<char>(ch));
+      }
+    }
+  };
+  if (s.size() <= max) {
+    emit(s);
+  } else {
+    emit(s.substr(0, max / 2));
+    out += "[... " + std::to_string(s.size() - max) + " bytes ...]";
+    emit(s.substr(s.size() - max / 2));
+  }
+  return out;
+}
+
+uint64_t rss_kib(pid_t pid) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(f, line)) {
+    if (line.starts_with("VmRSS:")) return std::stoull(line.substr(6));
+  }
+  return 0;
+}
+
+std::map<std::string, uint64_t> proxy_stats(uint16_t port) {
+  std::map<std::string, uint64_t> out;
+  try {
+    RawClient c(port);
+    std::string all = c.roundtrip("stats\r\n", "END\r\n");
+    std::istringstream lines(all);
+    std::string line;
+    while (std::getline(lines, line)) {
+      if (!line.empty() && line.back() == '\r') line.pop_back();
+      std::istringstream f(line);
+      std::string stat, name, value;
+      if (!(f >> stat >> name >> value) || stat != "STAT") continue;
+      try {
+        out[name] = std::stoull(value);
+      } catch (const std::exception&) {
+        // non-numeric (version)
+      }
+    }
+  } catch (const std::exception&) {
+  }
+  return out;
+}
+
+uint64_t proxy_stat(uint16_t port, const std::string& name) {
+  auto all = proxy_stats(port);
+  auto it = all.find(name);
+  return it == all.end() ? 0 : it->second;
+}
+
+bool eventually(const std::function<bool()>& pred, std::chrono::milliseconds limit) {
+  auto deadline = Clock::now() + limit;
+  while (true) {
+    if (pred()) return true;
+    if (Clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(20ms);
+  }
+}
+
+Proxy::Proxy(const TempDir& dir, const std::vector<std::string>& servers, Directives directives,
+             std::vector<std::string> extra_args) {
+  port_ = free_port();
+  PoolSpec pool;
+  pool.name = "main";
+  pool.listen = "127.0.0.1:" + std::to_string(port_);
+  pool.directives = std::move(directives);
+  pool.servers = servers;
+  std::string tag = std::to_string(port_);
+  config_ = dir.write("memshard-" + tag + ".yml", pool_yaml(pool));
+  log_ = dir.path() + "/memshard-" + tag + ".log";
+  memshard_ = std::make_unique<Memshard>(config_, std::move(extra_args), port_, log_);
+}
+
+Proxy::~Proxy() { dump_log_on_failure(); }
+
+std::string Proxy::log_tail(size_t bytes) const {
+  std::ifstream log(log_);
+  std::stringstream all;
+  all << log.rdbuf();
+  std::string text = all.str();
+  if (text.size() > bytes) text = text.substr(text.size() - bytes);
+  return text;
+}
+
+void Proxy::dump_log_on_failure() const {
+  if (!::testing::Test::HasFailure()) return;
+  std::cerr << "---- memshard log (tail) ----\n" << log_tail() << "\n----\n";
+}
+
+std::vector<std::vector<std::string>> keys_by_address(const std::string& config,
+                                                      const std::vector<std::string>& addresses,
+                                                      size_t per_server, const std::string& prefix) {
+  std::vector<std::vector<std::string>> out(addresses.size());
+  for (size_t round = 0; round < 10; ++round) {
+    std::vector<std::string> candidates;
+    for (size_t i = 0; i < per_server * addresses.size() * 4 + 16; ++i) {
+      candidates.push_back(prefix + std::to_string(round) + "_" + std::to_string(i));
+    }
+    std::string error;
+    std::vector<std::string> owners = ring_lookup(config, candidates, "", &error);
+    if (owners.size() != candidates.size()) {
+      ADD_FAILURE() << "ring lookup failed: " << error;
+      return out;
+    }
+    for (size_t i = 0; i < owners.size(); ++i) {
+      for (size_t s = 0; s < addresses.size(); ++s) {
+        if (owners[i] == addresses[s] && out[s].size() < per_server) out[s].push_back(candidates[i]);
+      }
+    }
+    bool done = true;
+    for (const auto& v : out) done = done && v.size() == per_server;
+    if (done) return out;
+  }
+  ADD_FAILURE() << "could not find " << per_server << " keys for every server";
+  return out;
+}
+
+std::vector<std::vector<std::string>> keys_by_server(const std::string& config, Fleet& fleet,
+                                                     size_t per_server, const std::string& prefix) {
+  std::vector<std::string> addresses;
+  for (size_t i = 0; i < fleet.size(); ++i) addresses.push_back(fleet[i].address());
+  return keys_by_address(config, addresses, per_server, prefix);
+}
+
+std::string read_reply(RawClient& c, std::chrono::milliseconds limit) {
+  auto deadline = Clock::now() + limit;
+  std::string out;
+  auto left = [&] {
+    return std::max<std::chrono::milliseconds>(
+        1ms, std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()));
+  };
+  out = c.read_until("\r\n", left());
+  if (!out.ends_with("\r\n")) return "";
+  if (!out.starts_with("VALUE ")) return out;
+  // VALUE blocks: keep reading until the buffer is exactly blocks + END.
+  while (Clock::now() < deadline) {
+    std::vector<Value> values;
+    if (out.ends_with("END\r\n") && parse_values(out, values)) return out;
+    std::string more = c.read_until("\r\n", left());
+    if (more.empty()) break;
+    out += more;
+  }
+  return "";
+}
+
+// ------------------------------------------------------------ fake server
+
+FakeServer::FakeServer(Handler handler) : handler_(std::move(handler)) {
+  listen_fd_ = socket(AF_INET, SOCK_STREAM, 0);
+  int one = 1;
+  setsockopt(listen_fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = 0;
+  if (bind(listen_fd_, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0 ||
+      listen(listen_fd_, 64) != 0) {
+    close(listen_fd_);
+    throw std::runtime_error("fake server: bind/listen failed");
+  }
+  socklen_t len = sizeof(a);
+  getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&a), &len);
+  port_ = ntohs(a.sin_port);
+  acceptor_ = std::thread([this] { accept_loop(); });
+}
+
+FakeServer::~FakeServer() {
+  stop_ = true;
+  acceptor_.join();
+  close(listen_fd_);
+  std::vector<std::thread> conns;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    conns.swap(conns_);
+  }
+  for (auto& t : conns) t.join();
+}
+
+void FakeServer::accept_loop() {
+  while (!stop_) {
+    pollfd p{listen_fd_, POLLIN, 0};
+    if (poll(&p, 1, 50) <= 0) continue;
+    int fd = accept(listen_fd_, nullptr, nullptr);
+    if (fd < 0) continue;
+    ++accepted_;
+    std::lock_guard<std::mutex> lock(mu_);
+    conns_.emplace_back([this, fd] {
+      try {
+        handler_(fd, *this);
+      } catch (const std::exception&) {
+      }
+      close(fd);
+    });
+  }
+}
+
+bool FakeServer::read_line(int fd, std::string& buffered, std::string& line,
+                           std::chrono::milliseconds limit) {
+  auto deadline = Clock::now() + limit;
+  while (true) {
+    size_t eol = buffered.find('\n');
+    if (eol != std::string::npos) {
+      line = buffered.substr(0, eol + 1);
+      buffered.erase(0, eol + 1);
+      return true;
+    }
+    if (stop_ || Clock::now() >= deadline) return false;
+    pollfd p{fd, POLLIN, 0};
+    if (poll(&p, 1, 50) <= 0) continue;
+    char buf[8192];
+    ssize_t n = recv(fd, buf, sizeof(buf), 0);
+    if (n <= 0) return false;
+    buffered.append(buf, static_cast<size_t>(n));
+  }
+}
+
+void FakeServer::send_all(int fd, std::string_view bytes) {
+  while (!bytes.empty()) {
+    ssize_t n = ::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+    if (n <= 0) return;
+    bytes.remove_prefix(static_cast<size_t>(n));
+  }
+}
+
+}  // namespace memshard::testing::failures

@@ -1,0 +1,341 @@
+// Clients that cost memshard memory or connections: one that pipelines big
+// gets and never reads, hundreds that half-send a command, more than
+// client_connections; and the graceful drain on SIGTERM.
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <chrono>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "failure_util.h"
+
+namespace memshard::testing::failures {
+namespace {
+
+using namespace std::chrono_literals;
+
+constexpr uint64_t kMiB = 1024;  // in KiB, as VmRSS is
+
+// ======================================= 4. big pipelined gets, never read
+
+// The value stored under big key i: 512 KiB, distinct per key, with the
+// key's name at both ends so a reply swapped with another shows.
+constexpr size_t kBigValue = 512 * 1024;
+std::string big_value(size_t i) {
+  std::string v(kBigValue, static_cast<char>('a' + i));
+  std::string tag = "<big" + std::to_string(i) + ">";
+  v.replace(0, tag.size(), tag);
+  v.replace(v.size() - tag.size(), tag.size(), tag);
+  return v;
+}
+
+// Reads `count` replies to "get big<i % keys>" off fd and checks each one,
+// streaming (1 GiB of replies is not kept). Returns the number of correct
+// replies before the first wrong one or the deadline.
+size_t read_big_replies(int fd, size_t count, size_t keys, std::chrono::seconds limit,
+                        std::string& problem) {
+  std::vector<std::string> expected;
+  for (size_t i = 0; i < keys; ++i) {
+    expected.push_back("VALUE big" + std::to_string(i) + " 0 " + std::to_string(kBigValue) +
+                       "\r\n" + big_value(i) + "\r\nEND\r\n");
+  }
+  auto deadline = Clock::now() + limit;
+  std::string buf;
+  size_t done = 0, offset = 0;  // offset into the reply being checked
+  std::vector<char> chunk(1 << 20);
+  while (done < count) {
+    if (Clock::now() >= deadline) {
+      problem = "timed out after " + std::to_string(done) + " replies";
+      return done;
+    }
+    pollfd p{fd, POLLIN, 0};
+    if (poll(&p, 1, 200) <= 0) continue;
+    ssize_t n = recv(fd, chunk.data(), chunk.size(), 0);
+    if (n <= 0) {
+      problem = "connection closed after " + std::to_string(done) + " replies";
+      return done;
+    }
+    std::string_view got(chunk.data(), static_cast<size_t>(n));
+    while (!got.empty()) {
+      if (done == count) {
+        problem = "more bytes than " + std::to_string(count) + " replies";
+        return done;
+      }
+      const std::string& want = expected[done % keys];
+      size_t take = std::min(got.size(), want.size() - offset);
+      if (got.substr(0, take) != std::string_view(want).substr(offset, take)) {
+        problem = "reply " + std::to_string(done) + " differs at byte " + std::to_string(offset) +
+                  ": got " + printable(got.substr(0, std::min<size_t>(take, 80)));
+        return done;
+      }
+      offset += take;
+      got.remove_prefix(take);
+      if (offset == want.size()) {
+        ++done;
+        offset = 0;
+      }
+    }
+  }
+  return done;
+}
+
+class ClientLimits : public ::testing::Test {
+ protected:
+  TempDir dir_;
+};
+
+TEST_F(ClientLimits, ClientPipeliningBigGetsWithoutReadingKeepsMemshardBounded) {
+  Fleet fleet(3);
+  Proxy proxy(dir_, fleet.server_lines(), {{"timeout", "10000"}});
+  constexpr size_t kKeys = 4, kGets = 2048;
+  {
+    RawClient c(proxy.port());
+    for (size_t i = 0; i < kKeys; ++i) {
+      ASSERT_EQ(c.roundtrip(set_command("big" + std::to_string(i), big_value(i))), "STORED\r\n");
+    }
+    std::string r = c.roundtrip("get big0\r\n", "END\r\n");
+    ASSERT_EQ(r.size(), kBigValue + 28);  // "VALUE big0 0 524288\r\n" + data + "\r\nEND\r\n"
+  }
+  std::this_thread::sleep_for(200ms);
+  uint64_t base = rss_kib(proxy.pid());
+  auto backend_gets = [&] {
+    uint64_t n = 0;
+    for (size_t i = 0; i < fleet.size(); ++i) n += fleet[i].stat("cmd_get");
+    return n;
+  };
+  uint64_t gets_before = backend_gets();
+
+  std::string gets;
+  for (size_t i = 0; i < kGets; ++i) gets += "get big" + std::to_string(i % kKeys) + "\r\n";
+  // The replies add up to 1 GiB; the client reads none of them for a while.
+  auto hog = std::make_unique<RawClient>(proxy.port());
+  int small = 64 * 1024;
+  setsockopt(hog->fd(), SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
+  hog->send(gets);
+  uint64_t peak = base, last = base;
+  size_t stable = 0;
+  for (int i = 0; i < 50 && stable < 10; ++i) {  // until flat for 1 s, at most 5 s
+    std::this_thread::sleep_for(100ms);
+    uint64_t now = rss_kib(proxy.pid());
+    stable = now > last + 256 ? 0 : stable + 1;
+    last = now;
+    peak = std::max(peak, now);
+  }
+  // Other clients are still served while the hog is stuck.
+  {
+    RawClient other(proxy.port());
+    EXPECT_EQ(other.roundtrip(set_command("small", "s")), "STORED\r\n");
+    EXPECT_EQ(other.roundtrip("get small\r\n", "END\r\n"), "VALUE small 0 1\r\ns\r\nEND\r\n");
+  }
+  uint64_t growth = peak - base;
+  uint64_t forwarded = backend_gets() - gets_before;
+  std::cout << "gets forwarded to the servers while the client read nothing: " << forwarded
+            << " of " << kGets << "\n";
+  std::cout << "memshard RSS: " << base / kMiB << " MiB before, peak " << peak / kMiB
+            << " MiB while a client owed " << kGets << " x 512 KiB replies reads nothing: +"
+            << growth / kMiB << " MiB (bound asserted: +200 MiB; the README promises 1024 pending "
+            << "replies and 8 MiB of unsent output)\n";
+  EXPECT_LT(growth, 200 * kMiB) << "memshard buffered " << growth / kMiB
+                                << " MiB for one client that does not read";
+
+  // Now it reads: every reply, in order, intact.
+  auto t0 = Clock::now();
+  std::string problem;
+  size_t ok = read_big_replies(hog->fd(), kGets, kKeys, 120s, problem);
+  std::cout << "read " << ok << " replies (" << ok * (kBigValue + 28) / (1024 * 1024) << " MiB) in "
+            << ms_between(t0, Clock::now()) << " ms; RSS now " << rss_kib(proxy.pid()) / kMiB
+            << " MiB\n";
+  EXPECT_EQ(ok, kGets) << problem;
+  hog.reset();
+
+  // Same again, but the client closes instead of reading: memshard lets go.
+  {
+    RawClient quitter(proxy.port());
+    setsockopt(quitter.fd(), SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
+    quitter.send(gets);
+    std::this_thread::sleep_for(1500ms);
+  }
+  std::this_thread::sleep_for(1000ms);
+  std::cout << "after a second client sent the same gets and closed: RSS "
+            << rss_kib(proxy.pid()) / kMiB << " MiB (not asserted: the allocator may keep it)\n";
+  EXPECT_TRUE(proxy.process().running());
+  EXPECT_TRUE(eventually([&] { return proxy_stat(proxy.port(), "curr_connections") == 1; }, 5s))
+      << "the closed clients are still counted";
+  RawClient after(proxy.port());
+  EXPECT_EQ(after.roundtrip("get small\r\n", "END\r\n"), "VALUE small 0 1\r\ns\r\nEND\r\n");
+}
+
+// ============================================== 6a. client_connections
+
+TEST_F(ClientLimits, SixthConnectionIsRefusedAndAcceptedAgainOnceOneCloses) {
+  Fleet fleet(1);
+  Proxy proxy(dir_, fleet.server_lines(), {{"client_connections", "5"}});
+  std::vector<std::unique_ptr<RawClient>> clients;
+  for (int i = 0; i < 5; ++i) {
+    clients.push_back(std::make_unique<RawClient>(proxy.port()));
+    std::string r = clients.back()->roundtrip(set_command("c" + std::to_string(i), "v"));
+    ASSERT_EQ(r, "STORED\r\n") << "client " << i + 1 << " of 5";
+  }
+  {
+    RawClient sixth(proxy.port());  // the kernel accepts; memshard refuses
+    std::string r = sixth.read_until("\r\n", 2s);
+    EXPECT_EQ(r, "ERROR Too many open connections\r\n");
+    EXPECT_TRUE(sixth.closed_by_peer(2s)) << "the refused connection was left open";
+  }
+  // The five are unaffected.
+  for (auto& c : clients) EXPECT_EQ(c->roundtrip("get c0\r\n", "END\r\n"), "VALUE c0 0 1\r\nv\r\nEND\r\n");
+  std::string stats = clients[0]->roundtrip("stats\r\n", "END\r\n");
+  EXPECT_NE(stats.find("STAT rejected_connections 1\r\n"), std::string::npos) << printable(stats);
+
+  clients.pop_back();  // one closes: room for a new one
+  std::string reply;
+  bool accepted = eventually(
+      [&] {
+        RawClient c(proxy.port());
+        reply = c.roundtrip("get c1\r\n", "END\r\n");
+        return reply == "VALUE c1 0 1\r\nv\r\nEND\r\n";
+      },
+      3s);
+  EXPECT_TRUE(accepted) << "no connection accepted after one of five closed; last reply: "
+                        << printable(reply);
+  // And the limit still holds with five open again.
+  clients.push_back(std::make_unique<RawClient>(proxy.port()));
+  EXPECT_EQ(clients.back()->roundtrip("get c2\r\n", "END\r\n"), "VALUE c2 0 1\r\nv\r\nEND\r\n");
+  RawClient again(proxy.port());
+  EXPECT_EQ(again.read_until("\r\n", 2s), "ERROR Too many open connections\r\n");
+}
+
+// ================================================== 6b. graceful drain
+
+// A get held by a stopped server when SIGTERM arrives is still answered
+// once the server runs again; then memshard exits 0.
+TEST_F(ClientLimits, SigtermDrainsRequestsInFlightThenExitsZero) {
+  Fleet fleet(2);
+  Proxy proxy(dir_, fleet.server_lines(), {});  // no timeout: the get waits
+  auto keys = keys_by_server(proxy.config(), fleet, 1, "dr");
+  const std::string& held = keys[0][0];
+  const std::string& other = keys[1][0];
+  {
+    RawClient c(proxy.port());
+    ASSERT_EQ(c.roundtrip(set_command(held, "h") + set_command(other, "o"), "STORED\r\nSTORED\r\n"),
+              "STORED\r\nSTORED\r\n");
+  }
+  RawClient idle(proxy.port());
+  ASSERT_EQ(idle.roundtrip("get " + other + "\r\n", "END\r\n"), "VALUE " + other + " 0 1\r\no\r\nEND\r\n");
+  fleet[0].process().signal(SIGSTOP);
+  RawClient waiting(proxy.port());
+  waiting.send("get " + held + "\r\nget " + other + "\r\n");
+  EXPECT_EQ(waiting.read_for(200ms), "") << "answered although its server is stopped";
+
+  auto t_term = Clock::now();
+  proxy.process().signal(SIGTERM);
+  // It stops accepting at once.
+  bool refused = eventually(
+      [&] {
+        try {
+          RawClient c(proxy.port());
+          return false;
+        } catch (const std::exception&) {
+          return true;
+        }
+      },
+      2s);
+  EXPECT_TRUE(refused) << "still accepting connections after SIGTERM";
+  // A client owed nothing is closed.
+  EXPECT_TRUE(idle.closed_by_peer(2s)) << "an idle client was not closed by the drain";
+  std::this_thread::sleep_for(300ms - std::min<std::chrono::nanoseconds>(300ms, Clock::now() - t_term));
+  EXPECT_TRUE(proxy.process().running()) << "memshard exited with a request in flight";
+  fleet[0].process().signal(SIGCONT);
+
+  std::string reply = waiting.read_until("VALUE " + other + " 0 1\r\no\r\nEND\r\n", 5s);
+  EXPECT_EQ(reply, "VALUE " + held + " 0 1\r\nh\r\nEND\r\nVALUE " + other + " 0 1\r\no\r\nEND\r\n");
+  EXPECT_TRUE(waiting.closed_by_peer(3s)) << "the drained client was not closed after its replies";
+  int status = proxy.process().wait_exit(5s);
+  ASSERT_NE(status, -1) << "memshard did not exit within 5 s of its last reply";
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+      << "exit status " << status << (WIFSIGNALED(status) ? " (signal)" : "");
+  std::cout << "SIGTERM to exit: " << ms_between(t_term, Clock::now()) << " ms\n";
+}
+
+// The drain is bounded: a server that never answers does not keep memshard.
+TEST_F(ClientLimits, DrainTimeoutBoundsTheWaitForAStuckServer) {
+  Fleet fleet(1);
+  Proxy proxy(dir_, fleet.server_lines(), {},
+              {"--threads", "2", "-s", "0", "--drain-timeout", "1000"});
+  RawClient c(proxy.port());
+  ASSERT_EQ(c.roundtrip(set_command("k", "v")), "STORED\r\n");
+  fleet[0].process().signal(SIGSTOP);
+  c.send("get k\r\n");
+  std::this_thread::sleep_for(100ms);
+  auto t0 = Clock::now();
+  proxy.process().signal(SIGTERM);
+  int status = proxy.process().wait_exit(6s);
+  int64_t took = ms_between(t0, Clock::now());
+  fleet[0].process().signal(SIGCONT);
+  ASSERT_NE(status, -1) << "memshard still running 6 s after SIGTERM with --drain-timeout 1000";
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "exit status " << status;
+  EXPECT_GE(took, 800) << "exited before the drain timeout with a request in flight";
+  EXPECT_LT(took, 3000);
+  std::cout << "drain-timeout 1000: exited after " << took << " ms\n";
+}
+
+// ======================================== 6c. half-sent commands, many clients
+
+TEST_F(ClientLimits, HalfSentCommandsCostBoundedMemoryPerConnection) {
+  Fleet fleet(1);
+  Proxy proxy(dir_, fleet.server_lines(), {});
+  constexpr size_t kConns = 500;
+  {
+    // Warm up: the workers' first connections and buffers.
+    std::vector<std::unique_ptr<RawClient>> warm;
+    for (int i = 0; i < 20; ++i) {
+      warm.push_back(std::make_unique<RawClient>(proxy.port()));
+      warm.back()->roundtrip(set_command("w", "w"));
+    }
+  }
+  ASSERT_TRUE(eventually([&] { return proxy_stat(proxy.port(), "curr_connections") <= 1; }, 5s));
+  std::this_thread::sleep_for(200ms);
+  uint64_t base = rss_kib(proxy.pid());
+
+  std::vector<std::unique_ptr<RawClient>> halves;
+  for (size_t i = 0; i < kConns; ++i) {
+    halves.push_back(std::make_unique<RawClient>(proxy.port()));
+    halves.back()->send("set half" + std::to_string(i) + " 0 0 10\r\nab");
+  }
+  EXPECT_TRUE(eventually(
+      [&] { return proxy_stat(proxy.port(), "curr_connections") >= kConns; }, 10s));
+  std::this_thread::sleep_for(300ms);
+  uint64_t with = rss_kib(proxy.pid());
+  double per_conn = (static_cast<double>(with) - static_cast<double>(base)) / kConns;
+  std::cout << "memshard RSS: " << base << " KiB, " << with << " KiB with " << kConns
+            << " half-sent sets: " << per_conn << " KiB per connection (bound asserted: 16 KiB)\n";
+  EXPECT_LT(per_conn, 16.0);
+
+  // Others are served; the half-sent values never reach the server.
+  RawClient c(proxy.port());
+  EXPECT_EQ(c.roundtrip(set_command("whole", "w")), "STORED\r\n");
+  EXPECT_EQ(c.roundtrip("get half0 half499\r\n", "END\r\n"), "END\r\n");
+  // The rest of the value arrives on one of them: it completes normally.
+  halves[7]->send("cdefghij\r\n");
+  EXPECT_EQ(halves[7]->read_until("\r\n"), "STORED\r\n");
+  EXPECT_EQ(c.roundtrip("get half7\r\n", "END\r\n"), "VALUE half7 0 10\r\nabcdefghij\r\nEND\r\n");
+
+  halves.clear();
+  EXPECT_TRUE(eventually([&] { return proxy_stat(proxy.port(), "curr_connections") <= 2; }, 5s))
+      << "closed half-sent connections are still counted: "
+      << proxy_stat(proxy.port(), "curr_connections");
+  std::this_thread::sleep_for(300ms);
+  std::cout << "after they closed: " << rss_kib(proxy.pid()) << " KiB\n";
+  EXPECT_TRUE(proxy.process().running());
+}
+
+}  // namespace
+}  // namespace memshard::testing::failures

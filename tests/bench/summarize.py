@@ -67,6 +67,13 @@ def main():
           "loadgen {lg_threads} threads; medians over rounds".format(**meta))
     print("cpu us/req = the target process's utime+stime over the measured window / requests "
           "(for direct: memcached's own)")
+    la = [meta.get("loadavg_start"), meta.get("loadavg_end")]
+    if all(v is not None for v in la):
+        note = ""
+        if max(la) > meta.get("cores", 2):
+            note = ("  WARNING: the machine was busy with other work (load above its cores): "
+                    "throughput and latency are noisy, cpu/request less so")
+        print(f"load average at start {la[0]:.2f}, at end {la[1]:.2f} on {meta.get('cores')} cores{note}")
     print()
     w_desc = max(len(d) for _, d in workloads) + 4
     head = "{:<{w}} {:<11} {:>10} {:>10} {:>9} {:>9} {:>11}".format(
@@ -122,6 +129,19 @@ def main():
                 s = row.get(t)
                 cells.append(fmt(s["syscalls"] / s["requests"] if s and s["requests"] else None, "{:.2f}"))
             print("{:<{w}} {:>12} {:>12} {:>12}".format(f"({wid}) {desc}", *cells, w=w_desc))
+        if any(s.get("by") for s in syscalls):
+            print()
+            print("per request, by syscall (cs = context switches of the target process)")
+            for wid, desc in workloads:
+                for t in TARGETS:
+                    s = next((s for s in syscalls if s["workload"] == wid and s["target"] == t), None)
+                    if not s or not s["requests"]:
+                        continue
+                    n = s["requests"]
+                    parts = [f"{k} {v / n:.2f}" for k, v in s.get("by", {}).items() if v / n >= 0.005]
+                    if s.get("context_switches") is not None:
+                        parts.append(f"cs {s['context_switches'] / n:.2f}")
+                    print("  ({}) {:<11} {}".format(wid, t, "  ".join(parts)))
 
     if memory:
         print()

@@ -725,6 +725,71 @@ TEST_F(ProxyTest, BigRepliesWithSlowReaderAreNotLost) {
   EXPECT_EQ(bad, 0u);
 }
 
+TEST_F(ProxyTest, BigMultiServerRepliesWithSlowReader) {
+  auto keys = keys_by_server(2, "bigm");
+  auto c = client();
+  std::string line = "get";
+  std::string one;
+  for (size_t i = 0; i < 2; ++i) {
+    for (size_t s = 0; s < kServers; ++s) {
+      const std::string& k = keys[s][i];
+      std::string v(60000 + s * 1000 + i, static_cast<char>('a' + s * 2 + i));
+      ASSERT_EQ(c->roundtrip(set_command(k, v)), "STORED\r\n");
+      line += " " + k;
+      one += "VALUE " + k + " 0 " + std::to_string(v.size()) + "\r\n" + v + "\r\n";
+    }
+  }
+  one += "END\r\n";
+  const size_t n = 60;  // ~22 MB of replies
+  std::string req;
+  for (size_t i = 0; i < n; ++i) req += line + "\r\n";
+  std::thread sender([&] { c->send(req); });
+  std::this_thread::sleep_for(300ms);
+  std::string got = c->read_count("END\r\n", n, 60s);
+  sender.join();
+  EXPECT_EQ(got.size(), n * one.size());
+  size_t bad = 0;
+  for (size_t i = 0; i + one.size() <= got.size(); i += one.size()) {
+    bad += got.compare(i, one.size(), one) != 0;
+  }
+  EXPECT_EQ(bad, 0u);
+}
+
+// A client that leaves while a server still owes it replies: those replies
+// must be read and dropped, not handed to the next requests on that server.
+TEST_F(ProxyTest, ClientGoneWhileServerSlowDoesNotShiftReplies) {
+  auto keys = keys_by_server(4, "gone");
+  {
+    auto c = client();
+    for (const auto& g : keys) {
+      for (const auto& k : g) ASSERT_EQ(c->roundtrip(set_command(k, "v" + k)), "STORED\r\n");
+    }
+  }
+  Memcached& slow = (*fleet_)[0];
+  slow.process().signal(SIGSTOP);
+  {
+    auto leaver = client();
+    std::string req;
+    for (int i = 0; i < 50; ++i) {
+      req += "get " + keys[0][i % 4] + "\r\n" + "get " + keys[0][0] + " " + keys[1][0] + "\r\n" +
+             set_command(keys[0][1], "v" + keys[0][1]) + "mg " + keys[0][2] + " v\r\n";
+    }
+    leaver->send(req);
+    std::this_thread::sleep_for(100ms);
+  }  // gone, with ~200 replies owed by the stopped server
+  std::this_thread::sleep_for(100ms);
+  slow.process().signal(SIGCONT);
+  auto c = client();
+  for (int round = 0; round < 3; ++round) {
+    for (size_t i = 0; i < 4; ++i) {
+      const std::string& k = keys[0][i];
+      EXPECT_EQ(c->roundtrip("get " + k + "\r\n", "END\r\n"),
+                "VALUE " + k + " 0 " + std::to_string(k.size() + 1) + "\r\nv" + k + "\r\nEND\r\n");
+    }
+  }
+  EXPECT_TRUE(memshard_->process().running());
+}
+
 TEST_F(ProxyTest, RepliesStayInOrderWhenOneServerIsSlow) {
   auto keys = keys_by_server(3, "slow");
   const auto& s0 = keys[0];
@@ -813,6 +878,20 @@ TEST_F(ProxyTest, MultiGetReassembledInClientOrder) {
       EXPECT_FALSE(got[i].cas.empty());
     }
   }
+}
+
+TEST_F(ProxyTest, HugeMultiGetMatchesMemcached) {
+  auto keys = keys_by_server(300, "huge");
+  std::string setup, line = "get";
+  for (size_t i = 0; i < 300; ++i) {
+    for (size_t s = 0; s < kServers; ++s) {
+      if (i % 3 != 0) setup += set_command(keys[s][i], std::to_string(i * s));  // 1/3 misses
+      line += " " + keys[s][i];
+    }
+  }
+  for (size_t i = 0; i < 299; i += 7) line += " " + keys[i % kServers][i];  // repeats
+  SCOPED_TRACE(std::to_string(line.size()) + "-byte get line");
+  expect_same_as_memcached(setup + line + "\r\n");
 }
 
 TEST_F(ProxyTest, DuplicateKeysInGet) {
@@ -996,6 +1075,11 @@ TEST_F(ProxyTest, ErrorRepliesMatchMemcached) {
       "ma k MX\r\n",
       "mn extra tokens\r\n",
       "mg !!!notbase64 b v\r\n",
+      "mg " + base64(std::string(200, 'b')) + " b v\r\n",  // 268 encoded, 200 decoded
+      "ms " + base64(std::string(186, 'c')) + " 1 b\r\nx\r\nmg " +
+          base64(std::string(186, 'c')) + " b k v\r\n",  // 248 encoded
+      "mg " + base64("abc") + " v\r\n",  // base64-looking key without b
+      "mg YQ b v\r\n",                    // unpadded
       "ms " + base64(std::string(251, 'b')) + " 1 b\r\nx\r\n",
       "me k\r\n",
       "quit\r\nget k\r\n",
@@ -1301,6 +1385,72 @@ TEST_F(ProxyTest, ConcurrentClients) {
   }
   for (auto& th : threads) th.join();
   EXPECT_EQ(failures.load(), 0);
+}
+
+TEST_F(ProxyTest, ConcurrentClientsOverSeveralServerConnections) {
+  fleet_->flush_all();
+  start_memshard({{"timeout", "5000"}, {"server_connections", "3"}});
+  auto keys = keys_by_server(30, "scn");
+  std::atomic<int> failures{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&, t] {
+      try {
+        RawClient c(port_);
+        for (int i = 0; i < 100 && failures < 10; ++i) {
+          // A pipeline over the three servers per round trip.
+          std::string req, want;
+          for (size_t s = 0; s < kServers; ++s) {
+            std::string k = keys[s][static_cast<size_t>(i) % 30] + "_" + std::to_string(t);
+            std::string v = std::to_string(t * 1000 + i) + std::string(static_cast<size_t>(i) * 7, 'x');
+            req += set_command(k, v) + "get " + k + "\r\n";
+            want += "STORED\r\nVALUE " + k + " 0 " + std::to_string(v.size()) + "\r\n" + v +
+                    "\r\nEND\r\n";
+          }
+          c.send(req);
+          if (c.read_exact(want.size()) != want) ++failures;
+        }
+      } catch (const std::exception&) {
+        ++failures;
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(failures.load(), 0);
+}
+
+// The proxy stores each key where `ring lookup` says, for classic and meta
+// (base64) writes, with a hash_tag and a non-default hash and weights.
+TEST_F(ProxyTest, ProxyPlacementMatchesRingLookup) {
+  std::vector<std::string> servers = {(*fleet_)[0].address() + ":1",
+                                      (*fleet_)[1].address() + ":3 heavy",
+                                      (*fleet_)[2].address() + ":1"};
+  start_memshard({{"hash", "murmur"}, {"hash_tag", "\"{}\""}}, servers);
+  std::vector<std::string> keys;
+  for (int i = 0; i < 300; ++i) {
+    keys.push_back(i % 2 ? "user{" + std::to_string(i / 4) + "}:" + std::to_string(i)
+                         : "plain:" + std::to_string(i * 7919));
+  }
+  std::vector<size_t> own = owners(keys);
+  auto c = client();
+  std::string req;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    req += i % 3 == 0 ? "ms " + base64(keys[i]) + " 1 b\r\nm\r\n" : set_command(keys[i], "c");
+  }
+  c->send(req);
+  std::string replies = c->read_count("\r\n", keys.size(), 20s);
+  ASSERT_EQ(std::count(replies.begin(), replies.end(), '\n'), static_cast<long>(keys.size()));
+  size_t wrong = 0;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    for (size_t s = 0; s < kServers; ++s) {
+      bool here = direct_get(s, keys[i]).has_value();
+      if (here != (s == own[i]) && wrong++ < 5) {
+        ADD_FAILURE() << keys[i] << (here ? " found on " : " missing from ") << s << ", owner "
+                      << own[i];
+      }
+    }
+  }
+  EXPECT_EQ(wrong, 0u);
 }
 
 // ============================================================ unix sockets

@@ -40,6 +40,24 @@ const conf::PoolConfig* pick_pool(const conf::Config& c, const std::string& name
   return p;
 }
 
+// The pool a ring command inspects, with its ring; nullopt once the reason
+// it cannot be had is reported.
+struct LoadedPool {
+  conf::PoolConfig pool;
+  ketama::Ring ring;
+};
+
+ketama::Ring ring_of(const conf::PoolConfig& pool);
+
+std::optional<LoadedPool> load_pool(const std::string& file, const std::string& name,
+                                    std::ostream& err) {
+  auto config = load(file, err);
+  if (!config) return std::nullopt;
+  const conf::PoolConfig* pool = pick_pool(*config, name, err);
+  if (pool == nullptr) return std::nullopt;
+  return LoadedPool{*pool, ring_of(*pool)};
+}
+
 ketama::Ring ring_of(const conf::PoolConfig& pool) {
   std::vector<ketama::ServerEntry> entries;
   for (const auto& s : pool.servers) entries.push_back(s.entry);
@@ -51,11 +69,9 @@ ketama::Ring ring_of(const conf::PoolConfig& pool) {
 int ring_lookup(const std::string& config_file, const std::string& pool_name,
                 const std::vector<std::string>& keys, std::istream& in, std::ostream& out,
                 std::ostream& err) {
-  auto config = load(config_file, err);
-  if (!config) return 1;
-  const conf::PoolConfig* pool = pick_pool(*config, pool_name, err);
-  if (pool == nullptr) return 1;
-  ketama::Ring ring = ring_of(*pool);
+  std::optional<LoadedPool> loaded = load_pool(config_file, pool_name, err);
+  if (!loaded) return 1;
+  const ketama::Ring& ring = loaded->ring;
   auto print = [&](const std::string& key) {
     out << key << '\t' << ring.servers()[ring.lookup(key)].address() << '\n';
   };
@@ -73,11 +89,10 @@ int ring_lookup(const std::string& config_file, const std::string& pool_name,
 
 int ring_show(const std::string& config_file, const std::string& pool_name, std::ostream& out,
               std::ostream& err) {
-  auto config = load(config_file, err);
-  if (!config) return 1;
-  const conf::PoolConfig* pool = pick_pool(*config, pool_name, err);
-  if (pool == nullptr) return 1;
-  ketama::Ring ring = ring_of(*pool);
+  std::optional<LoadedPool> loaded = load_pool(config_file, pool_name, err);
+  if (!loaded) return 1;
+  const conf::PoolConfig* pool = &loaded->pool;
+  const ketama::Ring& ring = loaded->ring;
   ketama::RingReport report = ketama::describe(ring);
   out << "pool " << pool->name << ": " << ketama::mode_name(pool->ring.mode) << " mode, "
       << ketama::distribution_name(pool->ring.distribution) << " distribution, hash "
@@ -95,14 +110,14 @@ int ring_show(const std::string& config_file, const std::string& pool_name, std:
 
 int ring_diff(const std::string& old_file, const std::string& new_file,
               const std::string& pool_name, std::ostream& out, std::ostream& err) {
-  auto before = load(old_file, err);
-  auto after = load(new_file, err);
-  if (!before || !after) return 1;
-  const conf::PoolConfig* a = pick_pool(*before, pool_name, err);
-  const conf::PoolConfig* b = pick_pool(*after, pool_name.empty() && a ? a->name : pool_name, err);
-  if (a == nullptr || b == nullptr) return 1;
-  ketama::RingDiff d = ketama::diff(ring_of(*a), ring_of(*b));
-  out << "pool " << a->name << ": " << percent(d.moved) << " of the keyspace changes server";
+  std::optional<LoadedPool> before = load_pool(old_file, pool_name, err);
+  if (!before) return 1;
+  // Without --pool, the new file's pool of the same name as the old one's.
+  std::optional<LoadedPool> after =
+      load_pool(new_file, pool_name.empty() ? before->pool.name : pool_name, err);
+  if (!after) return 1;
+  ketama::RingDiff d = ketama::diff(before->ring, after->ring);
+  out << "pool " << before->pool.name << ": " << percent(d.moved) << " of the keyspace changes server";
   if (!d.exact) out << " (expected: the key hash changed, so every key is hashed anew)";
   out << "\n";
   out << "server\tgains\tloses\tnote\n";

@@ -596,6 +596,26 @@ std::map<std::string, std::vector<std::string>> keys_by_server(
   return out;
 }
 
+bool stop_process(pid_t pid, std::chrono::milliseconds limit) {
+  if (kill(pid, SIGSTOP) != 0) return false;
+  const std::string tasks = "/proc/" + std::to_string(pid) + "/task";
+  return wait_until(
+      [&] {
+        std::error_code ec;
+        size_t seen = 0;
+        for (const auto& task : std::filesystem::directory_iterator(tasks, ec)) {
+          std::string stat = read_file(task.path().string() + "/stat");
+          size_t paren = stat.rfind(')');
+          if (paren == std::string::npos || paren + 2 >= stat.size()) return false;
+          char state = stat[paren + 2];
+          if (state != 'T' && state != 't') return false;
+          ++seen;
+        }
+        return !ec && seen > 0;
+      },
+      limit);
+}
+
 std::vector<uint16_t> listening_tcp_ports(pid_t pid) {
   std::set<std::string> inodes;
   const std::string fd_dir = "/proc/" + std::to_string(pid) + "/fd";

@@ -148,6 +148,10 @@ std::map<std::string, std::vector<std::string>> keys_by_server(
 // True when the process `pid` exists and is not a zombie.
 bool pid_alive(pid_t pid);
 
+// Sends SIGSTOP to `pid` and waits until every thread of it is stopped
+// (SIGSTOP takes effect asynchronously). False on timeout.
+bool stop_process(pid_t pid, std::chrono::milliseconds limit = 5s);
+
 // The TCP ports the process `pid` listens on (its sockets in LISTEN state,
 // from /proc), sorted.
 std::vector<uint16_t> listening_tcp_ports(pid_t pid);

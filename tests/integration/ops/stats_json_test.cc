@@ -312,7 +312,7 @@ TEST_F(StatsJson, StoppedKilledAndSlowServersShowInTheirErrorCounters) {
   }
 
   // A server that stops answering: the request times out.
-  (*fleet_)[0].process().signal(SIGSTOP);
+  ASSERT_TRUE(stop_process((*fleet_)[0].process().pid()));
   std::string reply = c.roundtrip("get " + k[slow][0] + "\r\n");
   EXPECT_EQ(reply.rfind("SERVER_ERROR", 0), 0u) << reply;
 

@@ -3,6 +3,7 @@
 // and every stats surface says so.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <ctime>
 #include <thread>
 
@@ -115,9 +116,8 @@ TEST_F(StatsServers, AutoEjectedServerShowsEjectedEverywhere) {
   EXPECT_EQ(pool->get("server_ejects")->u64(), 1u);
   const Json* gamma = pool->get("gamma");
   ASSERT_NE(gamma, nullptr);
-  std::optional<uint64_t> at = gamma->get("server_ejected_at")->u64();
-  EXPECT_GE(at.value_or(0), static_cast<uint64_t>(before));
-  EXPECT_LE(at.value_or(0), static_cast<uint64_t>(time(nullptr)));
+  EXPECT_GT(gamma->get("server_ejected_at")->u64().value_or(0), 0u);
+  (void)before;  // the unit is checked by EjectedAtIsMicrosecondsSinceTheEpoch
   EXPECT_EQ(pool->get((*fleet_)[0].address())->get("server_ejected_at")->u64(), 0u);
   std::vector<Sample> m;
   ASSERT_TRUE(fetch_metrics(proxy_->stats_port, m, nullptr, &error)) << error;
@@ -131,6 +131,39 @@ TEST_F(StatsServers, AutoEjectedServerShowsEjectedEverywhere) {
   // server_retry_timeout 60 s: it stays out meanwhile.
   std::this_thread::sleep_for(1s);
   EXPECT_EQ(stats_servers(port_, "alpha")["gamma"]["state"], "ejected");
+}
+
+// MEMSHARD BUG (fails until fixed): twemproxy's server_ejected_at is
+// "timestamp when server was ejected in usec since epoch" (nc_stats.h,
+// STATS_TIMESTAMP set from nc_usec_now()); memshard's JSON gives seconds
+// (ServerHealth::eject stores time(nullptr); stats_render.cc prints it as
+// is). A dashboard or alert built on twemproxy's JSON reads 1970.
+TEST_F(StatsServers, EjectedAtIsMicrosecondsSinceTheEpoch) {
+  start({{"auto_eject_hosts", "true"}, {"server_failure_limit", "1"}, {"server_retry_timeout", "60000"}});
+  const auto before_usec = static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::microseconds>(
+          std::chrono::system_clock::now().time_since_epoch())
+          .count());
+  (*fleet_)[2].process().stop();
+  {
+    // A request makes sure memshard notices, whether or not the server's
+    // closing connections already did.
+    std::string error;
+    auto keys = keys_by_server(proxy_->config_path, {(*fleet_)[2].address()}, "ops-at-", 1, "alpha", &error);
+    ASSERT_FALSE(keys.empty()) << error;
+    RawClient c(port_);
+    c.roundtrip("get " + keys.begin()->second[0] + "\r\n");
+  }
+  ASSERT_TRUE(wait_until([&] { return stats_servers(port_, "alpha")["gamma"]["state"] == "ejected"; }));
+  std::optional<Json> j = fetch_stats_json(proxy_->stats_port);
+  ASSERT_TRUE(j.has_value());
+  const uint64_t at = j->get("alpha")->get("gamma")->get("server_ejected_at")->u64().value_or(0);
+  const auto after_usec = static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::microseconds>(
+          std::chrono::system_clock::now().time_since_epoch())
+          .count());
+  EXPECT_GE(at, before_usec - 1'000'000) << "server_ejected_at " << at << " is not in usec since the epoch";
+  EXPECT_LE(at, after_usec + 1'000'000);
 }
 
 }  // namespace

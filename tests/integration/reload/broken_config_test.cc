@@ -7,7 +7,6 @@
 
 #include <csignal>
 #include <filesystem>
-#include <regex>
 #include <thread>
 
 #include "reload_util.h"
@@ -29,7 +28,7 @@ class ReloadBrokenConfig : public ::testing::Test {
     good_ = yaml(p);
     path_ = dir_.write("memshard.yml", good_);
     log_ = dir_.path() + "/memshard.log";
-    ms_ = std::make_unique<Memshard>(path_, std::vector<std::string>{"--threads", "2", "-o", log_},
+    ms_ = std::make_unique<Memshard>(path_, memshard_args({"--threads", "2", "-o", log_}),
                                      port_);
     ASSERT_TRUE(wait_ready(port_));
     ASSERT_TRUE(keys_land_per_config(port_, good_, ports_, "before:"));
@@ -101,10 +100,8 @@ TEST_F(ReloadBrokenConfig, MalformedYamlNamesFileAndLine) {
   ASSERT_FALSE(expected.errors.empty());
   ASSERT_GT(expected.errors[0].line, 0) << expected.errors[0].to_string();
   std::string log = refuse(bad, "malformed");
-  EXPECT_NE(log.find("malformed YAML"), std::string::npos) << log;
-  std::regex names_line(std::regex_replace(path_, std::regex(R"([.^$|()\[\]{}*+?\\])"), R"(\$&)") +
-                        ":[1-6]: ");
-  EXPECT_TRUE(std::regex_search(log, names_line)) << "no " << path_ << ":<line 1..6>: in\n" << log;
+  // yaml-cpp notices the unclosed "[" where line 6 starts.
+  EXPECT_NE(log.find(path_ + ":6: malformed YAML"), std::string::npos) << log;
   EXPECT_NE(log.find(expected.errors[0].to_string()), std::string::npos) << log;
 }
 

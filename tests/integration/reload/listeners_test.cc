@@ -34,7 +34,7 @@ TEST(ReloadListeners, ListenAddressMoves) {
   p.servers = {{ports[0], 1}, {ports[1], 1}};
   TempDir dir;
   const std::string path = dir.write("memshard.yml", yaml(p));
-  Memshard ms(path, {"--threads", "2"}, old_port);
+  Memshard ms(path, memshard_args({"--threads", "2"}), old_port);
   ASSERT_TRUE(wait_ready(old_port));
 
   Conn before(old_port);
@@ -54,7 +54,7 @@ TEST(ReloadListeners, ListenAddressMoves) {
   // The connection made on the old port keeps working, on the new config.
   std::vector<Hit> hits;
   for (int i = 0; i < 20; ++i) {
-    std::string key = "old-conn:" + std::to_string(i);
+    std::string key = key_of("old-conn", static_cast<uint64_t>(i));
     ASSERT_TRUE(before.set(key, value_for(key, 7))) << before.error();
     ASSERT_TRUE(before.get({key, "early"}, hits)) << before.error();
     ASSERT_GE(hits.size(), 1u);
@@ -82,7 +82,7 @@ TEST(ReloadListeners, RemovedPoolAnswersPendingRequestsThenCloses) {
   beta.servers = {{m1.port(), 1}};
   TempDir dir;
   const std::string path = dir.write("memshard.yml", yaml({alpha, beta}));
-  Memshard ms(path, {"--threads", "2"}, alpha_port);
+  Memshard ms(path, memshard_args({"--threads", "2"}), alpha_port);
   ASSERT_TRUE(wait_ready(alpha_port));
   ASSERT_TRUE(wait_ready(beta_port));
 
@@ -94,7 +94,7 @@ TEST(ReloadListeners, RemovedPoolAnswersPendingRequestsThenCloses) {
 
   // Two requests in flight on beta's only server, stopped.
   const uint64_t gets_before = stat_of(proxy_stats(alpha_port), "cmd_get");
-  m1.process().signal(SIGSTOP);
+  ASSERT_TRUE(stop_process(m1.process().pid()));
   ASSERT_TRUE(busy.send("get kb\r\nget nothing-here kb\r\n"));
   ASSERT_TRUE(wait_stat(alpha_port, "cmd_get", [&](uint64_t v) { return v >= gets_before + 3; })
                   .has_value());
@@ -106,7 +106,8 @@ TEST(ReloadListeners, RemovedPoolAnswersPendingRequestsThenCloses) {
 
   EXPECT_TRUE(idle.closed_by_peer(3s)) << "a client of the removed pool with nothing owed stays open";
   EXPECT_FALSE(accepts(beta_port)) << "the removed pool still accepts";
-  EXPECT_TRUE(busy.idle_for(200ms)) << "replies came while their server is stopped";
+  EXPECT_TRUE(busy.idle_for(200ms)) << "replies came while their server is stopped: " << busy.describe()
+      << " (memcached state " << process_state(m1.process().pid()) << ")";
 
   m1.process().signal(SIGCONT);
   std::vector<Hit> hits;
@@ -125,6 +126,42 @@ TEST(ReloadListeners, RemovedPoolAnswersPendingRequestsThenCloses) {
   EXPECT_EQ(hits[0].data, "value-a");
   EXPECT_TRUE(keys_land_per_config(alpha_port, yaml(alpha), {m0.port(), m1.port()}, "alpha:", 20,
                                    "alpha"));
+}
+
+TEST(ReloadListeners, TwoPoolsSwapListenAddresses) {
+  // The sockets stay open (nothing is rebound); each address now serves the
+  // other pool. Connections accepted before stay with the pool they came to.
+  Memcached m0, m1;
+  std::vector<uint16_t> ports = {m0.port(), m1.port()};
+  uint16_t pa = free_port(), pb = free_port();
+  PoolDef alpha, beta;
+  alpha.name = "alpha";
+  alpha.listen = listen_on(pa);
+  alpha.servers = {{m0.port(), 1}};
+  beta.name = "beta";
+  beta.listen = listen_on(pb);
+  beta.servers = {{m1.port(), 1}};
+  TempDir dir;
+  const std::string path = dir.write("memshard.yml", yaml({alpha, beta}));
+  Memshard ms(path, memshard_args({"--threads", "2"}), pa);
+  ASSERT_TRUE(wait_ready(pa));
+  ASSERT_TRUE(wait_ready(pb));
+  Conn old_a(pa);
+  ASSERT_TRUE(old_a.set("before-swap", "x")) << old_a.error();
+  ASSERT_EQ(direct_get(m0.port(), "before-swap"), "x");
+
+  std::swap(alpha.listen, beta.listen);
+  const std::string swapped = yaml({alpha, beta});
+  dir.write("memshard.yml", swapped);
+  ms.process().signal(SIGHUP);
+  ASSERT_TRUE(wait_generation_on(old_a, 2)) << old_a.error();
+
+  EXPECT_TRUE(keys_land_per_config(pa, swapped, ports, "to-beta", 20, "beta"));
+  EXPECT_TRUE(keys_land_per_config(pb, swapped, ports, "to-alpha", 20, "alpha"));
+  ASSERT_TRUE(old_a.set("after-swap", "y")) << old_a.error();
+  EXPECT_EQ(direct_get(m0.port(), "after-swap"), "y") << "a client of alpha changed pools";
+  auto s = proxy_stats(pa);
+  EXPECT_EQ(stat_of(s, "config_reload_failures"), 0u);
 }
 
 }  // namespace

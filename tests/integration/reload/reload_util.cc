@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <csignal>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -214,9 +215,29 @@ bool Conn::idle_for(std::chrono::milliseconds limit) {
   return false;
 }
 
+std::string Conn::describe() const {
+  std::string out = "received '";
+  for (char ch : std::string_view(buf_).substr(pos_, 200)) {
+    if (ch == '\r') {
+      out += "\\r";
+    } else if (ch == '\n') {
+      out += "\\n";
+    } else {
+      out += ch;
+    }
+  }
+  out += "'";
+  if (!error_.empty()) out += "; " + error_;
+  return out;
+}
+
 bool accepts(uint16_t port) {
   Conn c(port);
   return c.ok();
+}
+
+std::string key_of(std::string_view tag, uint64_t i) {
+  return std::to_string(i) + ":" + std::string(tag);
 }
 
 std::string value_for(std::string_view key, uint64_t counter) {
@@ -229,6 +250,12 @@ std::string value_for(std::string_view key, uint64_t counter) {
 }
 
 // ------------------------------------------------------------ the proxy
+
+std::vector<std::string> memshard_args(std::vector<std::string> extra) {
+  extra.push_back("-s");
+  extra.push_back("0");
+  return extra;
+}
 
 std::map<std::string, std::string> proxy_stats(uint16_t port) {
   Conn c(port, 3s);
@@ -286,6 +313,23 @@ std::optional<uint64_t> wait_generation_settled(uint16_t port, std::chrono::mill
     std::this_thread::sleep_for(20ms);
   }
   return std::nullopt;
+}
+
+char process_state(pid_t pid) {
+  std::string stat = read_file("/proc/" + std::to_string(pid) + "/stat");
+  size_t paren = stat.rfind(')');
+  if (paren == std::string::npos || paren + 2 >= stat.size()) return '?';
+  return stat[paren + 2];
+}
+
+bool stop_process(pid_t pid, std::chrono::milliseconds limit) {
+  if (kill(pid, SIGSTOP) != 0) return false;
+  auto deadline = Clock::now() + limit;
+  while (Clock::now() < deadline) {
+    if (process_state(pid) == 'T') return true;
+    std::this_thread::sleep_for(1ms);
+  }
+  return false;
 }
 
 int count_fds(pid_t pid) {
@@ -351,7 +395,7 @@ std::optional<std::string> direct_get(uint16_t port, const std::string& key) {
   {
     Conn c(proxy_port);
     for (int i = 0; i < n; ++i) {
-      std::string key = prefix + std::to_string(i);
+      std::string key = key_of(prefix, static_cast<uint64_t>(i));
       if (!c.set(key, value_for(key, static_cast<uint64_t>(i)))) {
         return ::testing::AssertionFailure() << "set " << key << " through the proxy: " << c.error();
       }

@@ -89,6 +89,9 @@ class Conn {
   bool idle_for(std::chrono::milliseconds limit);
   // Bytes received and not yet consumed.
   size_t unread() const { return buf_.size() - pos_; }
+  // What was received and not yet consumed, and the error if any, for
+  // failure messages.
+  std::string describe() const;
   void close();
 
  private:
@@ -105,11 +108,22 @@ class Conn {
 // True when a TCP connect to 127.0.0.1:port succeeds right now.
 bool accepts(uint16_t port);
 
+// The i-th key of a family: the number first. nutcracker's fnv1a_64 ring
+// (the default hash here, as in most nutcracker.yml files) puts keys that
+// differ only in their last characters on nearby points, so "tag:0" ..
+// "tag:99" would all land on one or two servers; "0:tag" .. "99:tag" spread.
+std::string key_of(std::string_view tag, uint64_t i);
+
 // A value that names its key and counter and has a length derived from
 // both, so a value given for the wrong key or cut short is recognized.
 std::string value_for(std::string_view key, uint64_t counter);
 
 // ------------------------------------------------------------ the proxy
+
+// memshard's arguments after "-c file": `extra`, and "-s 0" (no stats port:
+// the default 22222 is shared by every memshard on the machine, and its
+// sockets would blur the descriptor counts).
+std::vector<std::string> memshard_args(std::vector<std::string> extra);
 
 // The proxy's `stats` over a fresh connection; empty on failure.
 std::map<std::string, std::string> proxy_stats(uint16_t port);
@@ -129,6 +143,12 @@ std::optional<uint64_t> wait_stat(uint16_t port, const std::string& name,
 std::optional<uint64_t> wait_generation_settled(uint16_t port, std::chrono::milliseconds quiet,
                                                 std::chrono::milliseconds limit = 15s);
 
+// The state letter of /proc/<pid>/stat ('R', 'S', 'T' ...); '?' when gone.
+char process_state(pid_t pid);
+// SIGSTOP, then waits (bounded) until the process is really stopped: kill()
+// returns before the signal takes effect. False when it never stops.
+bool stop_process(pid_t pid, std::chrono::milliseconds limit = 5s);
+
 // Entries in /proc/<pid>/fd; -1 when unreadable.
 int count_fds(pid_t pid);
 
@@ -146,15 +166,15 @@ class Placement {
   const std::vector<uint16_t>& ports() const { return ports_; }
 
  private:
+  std::vector<uint16_t> ports_;  // before ring_: the ring's builder fills it
   ketama::Ring ring_;
-  std::vector<uint16_t> ports_;
 };
 
 // A GET straight to a memcached server: the value, or nullopt on a miss.
 // Throws on a protocol failure.
 std::optional<std::string> direct_get(uint16_t port, const std::string& key);
 
-// Sets `n` fresh keys named prefix+i through the proxy, then asks every
+// Sets `n` fresh keys key_of(prefix, i) through the proxy, then asks every
 // server of `fleet` directly: each key must be on exactly the server the
 // config designates, with its value, and on no other.
 ::testing::AssertionResult keys_land_per_config(uint16_t proxy_port, const std::string& config_text,

@@ -48,7 +48,7 @@ void run_load(int id, uint16_t port, const std::atomic<bool>& stop, Clock::time_
   std::deque<std::pair<std::string, uint64_t>> recent;
   constexpr uint64_t kMaxRounds = 2'000'000;
   for (uint64_t n = 0; n < kMaxRounds && !stop.load() && Clock::now() < deadline; ++n) {
-    std::string key = "L" + std::to_string(id) + ":" + std::to_string(n);
+    std::string key = key_of("L" + std::to_string(id), n);
     if (!c.set(key, value_for(key, n))) return error("set " + key + ": " + c.error());
     ++report.sets;
     recent.emplace_back(key, n);
@@ -72,8 +72,7 @@ void run_load(int id, uint16_t port, const std::atomic<bool>& stop, Clock::time_
     for (size_t i = 0; i < recent.size(); ++i) {
       keys.push_back(recent[i].first);
       counter_of[recent[i].first] = recent[i].second;
-      if (i % 5 == 0) keys.push_back("never:" + std::to_string(id) + ":" + std::to_string(n) +
-                                     ":" + std::to_string(i));
+      if (i % 5 == 0) keys.push_back(key_of("never:" + std::to_string(id) + ":" + std::to_string(i), n));
     }
     if (!c.get(keys, hits)) return error("multi-get of " + std::to_string(keys.size()) + " keys: " + c.error());
     ++report.multi_gets;
@@ -101,7 +100,7 @@ void warm_every_worker(uint16_t port) {
   std::vector<std::unique_ptr<Conn>> conns;
   for (int i = 0; i < 4; ++i) conns.push_back(std::make_unique<Conn>(port));
   std::vector<std::string> keys;
-  for (int i = 0; i < 200; ++i) keys.push_back("warm:" + std::to_string(i));
+  for (int i = 0; i < 200; ++i) keys.push_back(key_of("warm", static_cast<uint64_t>(i)));
   for (auto& c : conns) {
     std::vector<Hit> hits;
     ASSERT_TRUE(c->get(keys, hits)) << c->error();
@@ -191,7 +190,7 @@ TEST(ReloadUnderLoad, FiftyReloadsGrowShrinkSwapReweightWithBrokenConfigs) {
 
   const std::string path = dir.write("memshard.yml", initial);
   const std::string log = dir.path() + "/memshard.log";
-  Memshard ms(path, {"--threads", "2", "-o", log, "-v", "6"}, port);
+  Memshard ms(path, memshard_args({"--threads", "2", "-o", log, "-v", "6"}), port);
   ASSERT_TRUE(wait_ready(port)) << "memshard does not answer stats";
   const pid_t pid = ms.process().pid();
 
@@ -289,6 +288,8 @@ TEST(ReloadUnderLoad, FiftyReloadsGrowShrinkSwapReweightWithBrokenConfigs) {
     std::this_thread::sleep_for(100ms);
     fds_after = count_fds(pid);
   }
+  std::cout << "memshard descriptors: " << fds_before << " before the reloads, " << fds_after
+            << " after\n";
   EXPECT_LE(fds_after, fds_before) << "descriptors before the reloads: " << fds_before
                                    << ", after: " << fds_after;
   EXPECT_TRUE(ms.process().running());

@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <csignal>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <thread>
@@ -36,7 +37,7 @@ class ReloadWatch : public ::testing::Test {
   void start(const std::string& path, bool watch) {
     std::vector<std::string> args = {"--threads", "2"};
     if (watch) args.push_back("--watch");
-    ms_ = std::make_unique<Memshard>(path, args, port_);
+    ms_ = std::make_unique<Memshard>(path, memshard_args(args), port_);
     ASSERT_TRUE(wait_ready(port_));
   }
 
@@ -67,6 +68,24 @@ TEST_F(ReloadWatch, RenameOverTriggersAReload) {
   std::this_thread::sleep_for(1s);
   EXPECT_EQ(stat("config_generation"), 2u);
   EXPECT_EQ(stat("config_reload_failures"), 0u);
+}
+
+TEST_F(ReloadWatch, InPlaceWriteTriggersAReload) {
+  // `cat new > memshard.yml`: truncate, write, close on the same inode.
+  const std::string first = config({{0, 1}, {1, 1}});
+  const std::string path = dir_.write("memshard.yml", first);
+  start(path, true);
+  const std::string second = config({{2, 1}, {3, 1}});
+  {
+    FILE* f = fopen(path.c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    ASSERT_EQ(fwrite(second.data(), 1, second.size(), f), second.size());
+    ASSERT_EQ(fclose(f), 0);
+  }
+  ASSERT_TRUE(wait_stat(port_, "config_generation", [](uint64_t g) { return g >= 2; }).has_value())
+      << "no reload after the config was rewritten in place";
+  EXPECT_EQ(stat("config_reload_failures"), 0u);
+  EXPECT_TRUE(keys_land_per_config(port_, second, ports_, "in-place"));
 }
 
 TEST_F(ReloadWatch, KubernetesConfigMapSymlinkSwap) {

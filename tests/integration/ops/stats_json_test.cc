@@ -293,6 +293,63 @@ TEST_F(StatsJson, TwemproxyNamesServersAsItsRingDoes) {
             (std::set<std::string>{"127.0.0.7:11211", other.address()}));
 }
 
+// Counters are what Prometheus computes rates from: a reload must not
+// reset them for the servers and pools it keeps; a removed server leaves
+// the document, an added one starts at zero.
+TEST_F(StatsJson, ReloadKeepsCountersOfWhatStays) {
+  fleet_ = std::make_unique<Fleet>(3);
+  alpha_port_ = free_port();
+  auto pool_with = [&](std::vector<size_t> servers) {
+    PoolSpec alpha{"alpha", "127.0.0.1:" + std::to_string(alpha_port_), {}, {}};
+    for (size_t i : servers) alpha.servers.push_back((*fleet_)[i].address() + ":1");
+    return config_yaml({alpha});
+  };
+  proxy_ = start_proxy(dir_, pool_with({0, 1}), alpha_port_, {"--threads", "2"});
+  const std::string s0 = (*fleet_)[0].address(), s1 = (*fleet_)[1].address(), s2 = (*fleet_)[2].address();
+  // fnv1a_64 (twemproxy keeps its low 32 bits) puts keys that differ in a
+  // last digit next to each other on the ring: pick keys per server.
+  std::string error;
+  auto keys = keys_by_server(proxy_->config_path, {s0, s1}, "reload-", 20, "alpha", &error);
+  ASSERT_FALSE(keys.empty()) << error;
+  RawClient c(alpha_port_);
+  for (const auto& [server, ks] : keys) {
+    for (const auto& k : ks) ASSERT_EQ(c.roundtrip(set_command(k, "v")), "STORED\r\n");
+  }
+  Json before = stats_or_fail(proxy_->stats_port);
+  ASSERT_NE(before.get("alpha"), nullptr);
+  ASSERT_NE(before.get("alpha")->get(s1), nullptr);
+  const uint64_t s1_requests = num(*before.get("alpha")->get(s1), "requests", "s1");
+  EXPECT_EQ(s1_requests, 20u);
+  EXPECT_EQ(num(*before.get("alpha"), "requests", "alpha"), 40u);
+
+  dir_.write("memshard.yml", pool_with({1, 2}));
+  proxy_->process().signal(SIGHUP);
+  EXPECT_TRUE(wait_until([&] {
+    Json j = stats_or_fail(proxy_->stats_port);
+    return j.get("config_generation") != nullptr && j.get("config_generation")->u64() == 2u &&
+           j.get("alpha") != nullptr && object_members(*j.get("alpha")) == std::set<std::string>{s1, s2};
+  })) << stats_exchange(proxy_->stats_port, "", true).bytes;
+
+  Json after = stats_or_fail(proxy_->stats_port);
+  ASSERT_NE(after.get("alpha"), nullptr);
+  const Json& alpha = *after.get("alpha");
+  EXPECT_EQ(num(after, "config_reloads", ""), 1u);
+  EXPECT_EQ(num(alpha, "requests", "alpha"), 40u) << "the pool's counters were reset by the reload";
+  EXPECT_EQ(num(alpha, "client_connections", "alpha"), 1u);
+  ASSERT_NE(alpha.get(s1), nullptr);
+  EXPECT_EQ(num(*alpha.get(s1), "requests", "s1"), s1_requests) << "a kept server's counters were reset";
+  ASSERT_NE(alpha.get(s2), nullptr);
+  EXPECT_EQ(num(*alpha.get(s2), "requests", "s2"), 0u);
+
+  std::vector<Sample> m;
+  ASSERT_TRUE(fetch_metrics(proxy_->stats_port, m, nullptr, &error)) << error;
+  EXPECT_EQ(metric(m, "memshard_server_requests_total", {{"address", s1}}), static_cast<double>(s1_requests));
+  EXPECT_TRUE(samples_of(m, "memshard_server_requests_total", {{"address", s0}}).empty());
+  EXPECT_EQ(metric(m, "memshard_config_reloads_total"), 1.0);
+  EXPECT_EQ(metric(m, "memshard_config_generation"), 2.0);
+  EXPECT_EQ(metric(m, "memshard_pool_requests_total", {{"pool", "alpha"}}), 40.0);
+}
+
 TEST_F(StatsJson, StoppedKilledAndSlowServersShowInTheirErrorCounters) {
   // One worker thread: one connection per server, so counts are exact.
   fleet_ = std::make_unique<Fleet>(3);

@@ -67,12 +67,14 @@ class Load {
   void run(size_t t, size_t nthreads) {
     std::vector<Op> mine;
     std::unique_ptr<RawClient> c;
+    std::unique_ptr<ReplyReader> replies;
     size_t i = 0;
     uint64_t seq = 0;
     while (!stop_ && mine.size() < kMaxOpsPerThread && Clock::now() - t0_ < kMaxRun) {
       if (!c) {
         try {
           c = std::make_unique<RawClient>(port_);
+          replies = std::make_unique<ReplyReader>(*c);
         } catch (const std::exception&) {
           std::this_thread::sleep_for(10ms);
           continue;
@@ -90,7 +92,7 @@ class Load {
         std::string reply;
         try {
           c->send(is_set ? set_command(keys_[k], value) : "get " + keys_[k] + "\r\n");
-          reply = read_reply(*c, 5s);
+          reply = replies->next(5s);
         } catch (const std::exception&) {
           reply = "";
         }
@@ -109,7 +111,10 @@ class Load {
         mine.push_back(std::move(op));
         if (reply.empty()) broken = true;
       }
-      if (broken) c.reset();  // a lost reply would shift every later one: reconnect
+      if (broken) {
+        replies.reset();
+        c.reset();
+      }  // a lost reply would shift every later one: reconnect
     }
     std::lock_guard<std::mutex> lock(mu_);
     ops_.insert(ops_.end(), mine.begin(), mine.end());
@@ -388,12 +393,13 @@ TEST_F(BackendFailures, StoppedServerTimesOutOthersStayPromptAndItRecoversOnSigc
 
   stopped.process().signal(SIGCONT);
   RawClient c(proxy_->port());
+  ReplyReader replies(c);
   const std::string& k0 = by_server_[0][0];
   std::string r;
   auto deadline = Clock::now() + 5s;
   while (Clock::now() < deadline) {
     c.send("get " + k0 + "\r\n");
-    r = read_reply(c, 3s);
+    r = replies.next(3s);
     if (r == "VALUE " + k0 + " 0 1\r\nv\r\nEND\r\n") break;
     std::this_thread::sleep_for(50ms);
   }

@@ -155,25 +155,46 @@ std::vector<std::vector<std::string>> keys_by_server(const std::string& config, 
   return keys_by_address(config, addresses, per_server, prefix);
 }
 
-std::string read_reply(RawClient& c, std::chrono::milliseconds limit) {
-  auto deadline = Clock::now() + limit;
-  std::string out;
-  auto left = [&] {
-    return std::max<std::chrono::milliseconds>(
-        1ms, std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()));
-  };
-  out = c.read_until("\r\n", left());
-  if (!out.ends_with("\r\n")) return "";
-  if (!out.starts_with("VALUE ")) return out;
-  // VALUE blocks: keep reading until the buffer is exactly blocks + END.
-  while (Clock::now() < deadline) {
-    std::vector<Value> values;
-    if (out.ends_with("END\r\n") && parse_values(out, values)) return out;
-    std::string more = c.read_until("\r\n", left());
-    if (more.empty()) break;
-    out += more;
+size_t ReplyReader::complete_reply() const {
+  std::string_view b(buf_);
+  size_t at = 0;
+  while (true) {
+    size_t eol = b.find("\r\n", at);
+    if (eol == std::string_view::npos) return 0;
+    std::string_view line = b.substr(at, eol - at);
+    if (!line.starts_with("VALUE ")) {
+      // A line alone is a reply; after VALUE blocks, it is their END (or
+      // whatever a broken server sent there).
+      return eol + 2;
+    }
+    // VALUE <key> <flags> <bytes> [<cas>]
+    std::istringstream fields{std::string(line.substr(6))};
+    std::string key;
+    uint64_t flags = 0, bytes = 0;
+    if (!(fields >> key >> flags >> bytes)) return eol + 2;
+    size_t next = eol + 2 + bytes + 2;
+    if (b.size() < next) return 0;
+    at = next;
   }
-  return "";
+}
+
+std::string ReplyReader::next(std::chrono::milliseconds limit) {
+  auto deadline = Clock::now() + limit;
+  while (true) {
+    if (size_t n = complete_reply(); n > 0) {
+      std::string reply = buf_.substr(0, n);
+      buf_.erase(0, n);
+      return reply;
+    }
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    if (left.count() <= 0) return "";
+    pollfd p{c_.fd(), POLLIN, 0};
+    if (poll(&p, 1, static_cast<int>(left.count())) <= 0) continue;
+    char chunk[65536];
+    ssize_t got = recv(c_.fd(), chunk, sizeof(chunk), 0);
+    if (got <= 0) return "";
+    buf_.append(chunk, static_cast<size_t>(got));
+  }
 }
 
 // ------------------------------------------------------------ fake server

@@ -74,9 +74,23 @@ std::vector<std::vector<std::string>> keys_by_address(const std::string& config,
                                                       const std::vector<std::string>& addresses,
                                                       size_t per_server, const std::string& prefix);
 
-// Reads one whole reply to a single-key request off `c`: a line, or VALUE
-// blocks up to END. Empty on timeout.
-std::string read_reply(RawClient& c, std::chrono::milliseconds limit = std::chrono::seconds(5));
+// Splits what a connection receives into whole replies: a line, or VALUE
+// blocks up to END (as many as are pipelined), keeping the bytes of the
+// next replies for the next call.
+class ReplyReader {
+ public:
+  explicit ReplyReader(RawClient& c) : c_(c) {}
+  // The next whole reply; empty on timeout or EOF (what was received stays
+  // buffered, see pending()).
+  std::string next(std::chrono::milliseconds limit = std::chrono::seconds(5));
+  const std::string& pending() const { return buf_; }
+
+ private:
+  // Length of the first whole reply in buf_, or 0 when incomplete.
+  size_t complete_reply() const;
+  RawClient& c_;
+  std::string buf_;
+};
 
 // A TCP listener on 127.0.0.1 whose connections are served by `handler`
 // on a thread per connection (the fd is closed when the handler returns).

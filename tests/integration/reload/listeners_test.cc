@@ -184,6 +184,50 @@ TEST(ReloadListeners, UnixSocketPermissionsChange) {
   }
 }
 
+// A reload refused because one pool cannot bind must leave everything as
+// it was, the other pools' unix sockets included.
+TEST(ReloadListeners, RefusedReloadLeavesUnixSocketInPlace) {
+  Memcached m0, m1;
+  TempDir dir;
+  const std::string sock = dir.path() + "/memshard.sock";
+  uint16_t tcp_port = free_port();
+  PoolDef side;
+  side.name = "side";
+  side.listen = listen_on(tcp_port);
+  side.servers = {{m1.port(), 1}};
+  PoolDef p;
+  p.listen = sock + " 0666";
+  p.servers = {{m0.port(), 1}};
+  const std::string path = dir.write("memshard.yml", yaml({p, side}));
+  Memshard ms(path, memshard_args({"--threads", "2"}), tcp_port);
+  ASSERT_TRUE(wait_ready(tcp_port));
+  ASSERT_TRUE(wait_listening(sock));
+
+  // New permissions for the socket, and a third pool on a port in use
+  // (memcached's): the reload must be refused as a whole.
+  PoolDef taken;
+  taken.name = "taken";
+  taken.listen = listen_on(m0.port());
+  taken.servers = {{m1.port(), 1}};
+  p.listen = sock + " 0600";
+  dir.write("memshard.yml", yaml({p, side, taken}));
+  ms.process().signal(SIGHUP);
+  ASSERT_TRUE(wait_stat(tcp_port, "config_reload_failures", [](uint64_t f) { return f == 1; })
+                  .has_value());
+  EXPECT_EQ(stat_of(proxy_stats(tcp_port), "config_generation"), 1u);
+
+  // Known failure (memshard bug): open_listener unlinked the live socket's
+  // path to bind the new one, and the rollback's close_listener unlinked it
+  // again, so the pool in force has no socket file any more.
+  struct stat st {};
+  if (::stat(sock.c_str(), &st) == 0) {
+    EXPECT_EQ(st.st_mode & 0777, 0666u) << "the refused config's permissions were applied";
+  } else {
+    ADD_FAILURE() << sock << " is gone after a refused reload: " << strerror(errno);
+  }
+  EXPECT_TRUE(wait_listening(sock, 2s)) << "nothing accepts on " << sock << " after a refused reload";
+}
+
 TEST(ReloadListeners, TwoPoolsSwapListenAddresses) {
   // The sockets stay open (nothing is rebound); each address now serves the
   // other pool. Connections accepted before stay with the pool they came to.

@@ -29,8 +29,8 @@ std::string yaml(const std::vector<PoolDef>& pools) {
   for (const PoolDef& p : pools) {
     out += p.name + ":\n";
     out += "  listen: " + p.listen + "\n";
-    out += "  hash: fnv1a_64\n";
-    out += "  distribution: ketama\n";
+    out += "  hash: " + p.hash + "\n";
+    out += "  distribution: " + p.distribution + "\n";
     for (const std::string& d : p.directives) out += "  " + d + "\n";
     out += "  servers:\n";
     for (const ServerRef& s : p.servers) {

@@ -36,6 +36,8 @@ struct PoolDef {
   std::string name = "main";
   std::string listen;  // "127.0.0.1:port"
   std::vector<ServerRef> servers;
+  std::string hash = "fnv1a_64";
+  std::string distribution = "ketama";
   // Extra directives, "key: value", written before servers.
   std::vector<std::string> directives;
 };

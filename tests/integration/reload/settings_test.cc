@@ -183,5 +183,29 @@ TEST_F(ReloadSettings, ItemSizeMaxReachesConnectedClients) {
   EXPECT_TRUE(line.starts_with("SERVER_ERROR")) << "limit lowered by the reload, yet: " << line;
 }
 
+// client_idle_timeout (memshard extension) set by a reload: idle clients
+// connected before it are closed like the ones connected after it.
+TEST_F(ReloadSettings, ClientIdleTimeoutReachesConnectedClients) {
+  Memcached m0;
+  PoolDef p;
+  p.listen = listen_on(port_);
+  p.servers = {{m0.port(), 1}};
+  start(p, 1);
+  Conn before(port_);
+  ASSERT_TRUE(before.set("k", "v")) << before.error();
+
+  p.directives = {"client_idle_timeout: 300"};
+  reload(p);
+  if (HasFatalFailure()) return;
+  Conn after(port_);
+  ASSERT_TRUE(after.set("k", "v")) << after.error();
+  EXPECT_TRUE(after.closed_by_peer(3s)) << "a client connected after the reload, idle, stays open";
+  // Known failure (memshard bug): the idle timeout is set on the client's
+  // bufferevent when it connects; a reload does not update it.
+  EXPECT_TRUE(before.closed_by_peer(2s))
+      << "a client connected before the reload stays open, idle for seconds under a 300 ms "
+         "client_idle_timeout";
+}
+
 }  // namespace
 }  // namespace memshard::testing::reload

@@ -116,6 +116,42 @@ TEST_F(ReloadBrokenConfig, ListenAddressInUse) {
   EXPECT_TRUE(accepts(port_));
 }
 
+TEST_F(ReloadBrokenConfig, RefusedReloadsLeakNothing) {
+  // Each refused config first binds a new pool's port, then fails on a
+  // port in use: the rollback must close what it opened.
+  const pid_t pid = ms_->process().pid();
+  std::this_thread::sleep_for(300ms);
+  const int fds_before = count_fds(pid);
+  const uint64_t failures = stat_of(proxy_stats(port_), "config_reload_failures");
+  for (int i = 0; i < 20; ++i) {
+    uint16_t extra = free_port();
+    PoolDef main_pool, added, taken;
+    main_pool.listen = listen_on(port_);
+    main_pool.servers = {{ports_[0], 1}, {ports_[1], 1}, {ports_[2], 1}};
+    added.name = "added";
+    added.listen = listen_on(extra);
+    added.servers = {{ports_[1], 1}};
+    taken.name = "taken";
+    taken.listen = listen_on(ports_[2]);
+    taken.servers = {{ports_[1], 1}};
+    dir_.write("memshard.yml", yaml({main_pool, added, taken}));
+    ms_->process().signal(SIGHUP);
+    ASSERT_TRUE(wait_stat(port_, "config_reload_failures",
+                          [&](uint64_t f) { return f == failures + 1 + static_cast<uint64_t>(i); })
+                    .has_value())
+        << "refused reload " << i;
+    EXPECT_FALSE(accepts(extra)) << "a refused config's listener stays open (round " << i << ")";
+  }
+  EXPECT_EQ(stat_of(proxy_stats(port_), "config_generation"), 1u);
+  EXPECT_TRUE(keys_land_per_config(port_, good_, ports_, "after-refusals"));
+  int fds_after = count_fds(pid);
+  for (int i = 0; i < 20 && fds_after > fds_before; ++i) {
+    std::this_thread::sleep_for(100ms);
+    fds_after = count_fds(pid);
+  }
+  EXPECT_LE(fds_after, fds_before);
+}
+
 TEST_F(ReloadBrokenConfig, MissingFile) {
   std::string log = refuse(std::nullopt, "missing");
   EXPECT_NE(log.find(path_), std::string::npos) << log;

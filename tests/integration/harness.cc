@@ -151,6 +151,30 @@ void Process::signal(int sig) {
   if (pid_ > 0) kill(pid_, sig);
 }
 
+bool Process::suspend(std::chrono::milliseconds limit) {
+  if (pid_ <= 0) return false;
+  kill(pid_, SIGSTOP);
+  auto deadline = Clock::now() + limit;
+  const std::string tasks = "/proc/" + std::to_string(pid_) + "/task";
+  while (Clock::now() < deadline) {
+    bool all = true;
+    std::error_code ec;
+    for (const auto& t : std::filesystem::directory_iterator(tasks, ec)) {
+      std::ifstream st(t.path() / "stat");
+      std::string line;
+      std::getline(st, line);
+      size_t paren = line.rfind(')');  // "pid (comm) S ..."
+      if (paren == std::string::npos || paren + 2 >= line.size()) continue;
+      char state = line[paren + 2];
+      if (state != 'T' && state != 't') all = false;
+    }
+    if (ec) return false;
+    if (all) return true;
+    std::this_thread::sleep_for(1ms);
+  }
+  return false;
+}
+
 int Process::wait_exit(std::chrono::milliseconds limit) {
   auto deadline = Clock::now() + limit;
   while (Clock::now() < deadline) {

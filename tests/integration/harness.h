@@ -4,6 +4,7 @@
 // every wait is bounded.
 #pragma once
 
+#include <signal.h>
 #include <sys/types.h>
 
 #include <chrono>
@@ -46,6 +47,10 @@ class Process {
   pid_t pid() const { return pid_; }
   bool running();
   void signal(int sig);
+  // SIGSTOP, then waits (bounded) until every thread of the process is
+  // stopped; false if they are not within `limit`.
+  bool suspend(std::chrono::milliseconds limit = std::chrono::seconds(2));
+  void resume() { signal(SIGCONT); }
   // Sends SIGTERM and waits up to `grace`, then SIGKILL. Returns the exit
   // status as from waitpid (or -1 when already reaped).
   int stop(std::chrono::milliseconds grace = std::chrono::milliseconds(3000));

@@ -4,7 +4,12 @@
 // and the two transcripts must be identical.
 #include <gtest/gtest.h>
 #include <libmemcached/memcached.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -175,6 +180,7 @@ class ProxyTest : public ::testing::Test {
   }
 
   void TearDown() override {
+    stop_memshard_and_check();
     if (HasFailure()) {
       std::ifstream log(log_);
       std::stringstream all;
@@ -185,10 +191,30 @@ class ProxyTest : public ::testing::Test {
     }
   }
 
+  // Stops memshard with SIGTERM and expects a clean exit (status 0) with no
+  // sanitizer report in its log (an ASan/UBSan build is run with
+  // MEMSHARD_BINARY=... so memory errors and leaks fail the test).
+  void stop_memshard_and_check() {
+    if (!memshard_) return;
+    int st = memshard_->process().stop(10000ms);
+    memshard_.reset();
+    EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0)
+        << "memshard did not exit cleanly on SIGTERM: status " << st
+        << (WIFSIGNALED(st) ? " (signal " + std::to_string(WTERMSIG(st)) + ")" : "");
+    std::ifstream log(log_);
+    std::stringstream all;
+    all << log.rdbuf();
+    for (const char* report : {"AddressSanitizer", "LeakSanitizer", "runtime error:",
+                               "ThreadSanitizer"}) {
+      EXPECT_EQ(all.str().find(report), std::string::npos) << "memshard log has a " << report
+                                                          << " report";
+    }
+  }
+
   // (Re)starts memshard on a fresh port with these pool directives.
   void start_memshard(std::vector<std::pair<std::string, std::string>> directives,
                       std::vector<std::string> servers = {}, std::string listen = "") {
-    memshard_.reset();
+    stop_memshard_and_check();
     port_ = free_port();
     PoolSpec pool;
     pool.name = "main";
@@ -766,7 +792,7 @@ TEST_F(ProxyTest, ClientGoneWhileServerSlowDoesNotShiftReplies) {
     }
   }
   Memcached& slow = (*fleet_)[0];
-  slow.process().signal(SIGSTOP);
+  ASSERT_TRUE(slow.process().suspend());
   {
     auto leaver = client();
     std::string req;
@@ -814,7 +840,7 @@ TEST_F(ProxyTest, RepliesStayInOrderWhenOneServerIsSlow) {
   c->send(setup);
   ASSERT_EQ(c->read_count("STORED\r\n", 9).size(), 9 * 8u);
   Memcached& slow = (*fleet_)[0];
-  slow.process().signal(SIGSTOP);
+  ASSERT_TRUE(slow.process().suspend());
   c->send(pipeline);
   std::string early = c->read_for(300ms);
   slow.process().signal(SIGCONT);
@@ -1202,7 +1228,7 @@ TEST_F(ProxyTest, BackendKilledMidRequest) {
   ASSERT_EQ(c->roundtrip(set_command(dead, "d") + set_command(live, "l"), "STORED\r\nSTORED\r\n"),
             "STORED\r\nSTORED\r\n");
   Memcached& victim = (*fleet_)[0];
-  victim.process().signal(SIGSTOP);
+  ASSERT_TRUE(victim.process().suspend());
   c->send("get " + dead + "\r\nget " + live + "\r\n" + set_command(keys[1][1], "after") +
           "get " + dead + " " + live + "\r\n");
   std::this_thread::sleep_for(200ms);
@@ -1244,7 +1270,7 @@ TEST_F(ProxyTest, TimeoutOfStoppedBackend) {
     for (const auto& k : g) ASSERT_EQ(c->roundtrip(set_command(k, "v")), "STORED\r\n");
   }
   Memcached& stopped = (*fleet_)[0];
-  stopped.process().signal(SIGSTOP);
+  ASSERT_TRUE(stopped.process().suspend());
   auto t0 = Clock::now();
   c->send("get " + keys[0][0] + "\r\nget " + keys[1][0] + "\r\n");
   std::string first = c->read_until("\r\n", 10s);
@@ -1301,7 +1327,7 @@ TEST_F(ProxyTest, QuitWaitsForRepliesOwedBySlowServer) {
   ASSERT_EQ(c->roundtrip(set_command(keys[0][0], "slow") + set_command(keys[1][0], "fast"),
                          "STORED\r\nSTORED\r\n"),
             "STORED\r\nSTORED\r\n");
-  (*fleet_)[0].process().signal(SIGSTOP);
+  ASSERT_TRUE((*fleet_)[0].process().suspend());
   c->send("get " + keys[0][0] + "\r\nget " + keys[1][0] + "\r\nquit\r\nget " + keys[1][0] +
           "\r\n");
   std::this_thread::sleep_for(300ms);
@@ -1316,7 +1342,7 @@ TEST_F(ProxyTest, HalfClosedClientStillGetsItsReplies) {
   auto keys = keys_by_server(1, "hc");
   std::string p;
   for (const auto& g : keys) p += set_command(g[0], "h") + "get " + g[0] + "\r\n";
-  (*fleet_)[2].process().signal(SIGSTOP);
+  ASSERT_TRUE((*fleet_)[2].process().suspend());
   auto c = client();
   c->send(p);
   c->shutdown_write();
@@ -1453,6 +1479,108 @@ TEST_F(ProxyTest, ProxyPlacementMatchesRingLookup) {
   EXPECT_EQ(wrong, 0u);
 }
 
+// ==================================================== addresses by name
+
+// Connects to [::1]:port; -1 when IPv6 loopback is unavailable.
+int connect_ipv6_loopback(uint16_t port) {
+  int fd = socket(AF_INET6, SOCK_STREAM, 0);
+  if (fd < 0) return -1;
+  sockaddr_in6 a{};
+  a.sin6_family = AF_INET6;
+  a.sin6_addr = in6addr_loopback;
+  a.sin6_port = htons(port);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+bool ipv6_loopback_usable() {
+  int fd = socket(AF_INET6, SOCK_STREAM, 0);
+  if (fd < 0) return false;
+  sockaddr_in6 a{};
+  a.sin6_family = AF_INET6;
+  a.sin6_addr = in6addr_loopback;
+  bool ok = bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0;
+  close(fd);
+  return ok;
+}
+
+TEST_F(ProxyTest, Ipv6ListenerAndBackend) {
+  if (!ipv6_loopback_usable()) GTEST_SKIP() << "no IPv6 loopback here";
+  uint16_t mc_port = free_port();
+  std::vector<std::string> argv = {"memcached", "-l", "::1", "-p", std::to_string(mc_port),
+                                   "-U", "0", "-t", "1", "-m", "64"};
+  if (geteuid() == 0) {
+    argv.push_back("-u");
+    argv.push_back("root");
+  }
+  Process mc(argv);
+  uint16_t listen_port = free_port();
+  // twemproxy's form: the port follows the last ':', no brackets.
+  std::vector<std::string> servers = {(*fleet_)[0].address() + ":1",
+                                      "::1:" + std::to_string(mc_port) + ":1"};
+  start_memshard({{"timeout", "5000"}}, servers, "::1:" + std::to_string(listen_port));
+  bool up = false;
+  for (int i = 0; i < 200 && !up; ++i) {
+    int fd = connect_ipv6_loopback(listen_port);
+    if (fd >= 0) {
+      close(fd);
+      up = true;
+    } else {
+      std::this_thread::sleep_for(20ms);
+    }
+  }
+  ASSERT_TRUE(up) << "memshard does not listen on [::1]:" << listen_port;
+  int fd = connect_ipv6_loopback(listen_port);
+  ASSERT_GE(fd, 0);
+  std::vector<std::string> keys;
+  std::string req, want;
+  for (int i = 0; i < 100; ++i) {
+    keys.push_back("v6:" + std::to_string(i * 7919));
+    req += set_command(keys.back(), "six") + "get " + keys.back() + "\r\n";
+    want += "STORED\r\nVALUE " + keys.back() + " 0 3\r\nsix\r\nEND\r\n";
+  }
+  ASSERT_EQ(::send(fd, req.data(), req.size(), MSG_NOSIGNAL), static_cast<ssize_t>(req.size()));
+  std::string got;
+  auto deadline = Clock::now() + 10s;
+  while (got.size() < want.size() && Clock::now() < deadline) {
+    pollfd p{fd, POLLIN, 0};
+    if (poll(&p, 1, 500) <= 0) continue;
+    char buf[65536];
+    ssize_t n = recv(fd, buf, sizeof(buf), 0);
+    if (n <= 0) break;
+    got.append(buf, static_cast<size_t>(n));
+  }
+  close(fd);
+  EXPECT_EQ(printable(got), printable(want));
+  std::vector<std::string> where = ring_lookup(config_, keys);
+  ASSERT_EQ(where.size(), keys.size());
+  EXPECT_GT(std::count(where.begin(), where.end(), "::1:" + std::to_string(mc_port)), 10)
+      << "the IPv6 backend should own some keys";
+}
+
+TEST_F(ProxyTest, BackendGivenByHostname) {
+  std::vector<std::string> servers = {"localhost:" + std::to_string((*fleet_)[0].port()) + ":1",
+                                      (*fleet_)[1].address() + ":1"};
+  start_memshard({{"timeout", "5000"}}, servers);
+  std::vector<std::string> keys;
+  for (int i = 0; i < 200; ++i) keys.push_back("host:" + std::to_string(i * 104729));
+  std::vector<std::string> where = ring_lookup(config_, keys);
+  ASSERT_EQ(where.size(), keys.size());
+  auto c = client();
+  size_t on_named = 0;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    ASSERT_EQ(c->roundtrip(set_command(keys[i], "h")), "STORED\r\n");
+    bool named = where[i].starts_with("localhost:");
+    on_named += named;
+    EXPECT_TRUE(direct_get(named ? 0 : 1, keys[i]).has_value())
+        << keys[i] << " not on " << where[i];
+  }
+  EXPECT_GT(on_named, 20u);
+}
+
 // ============================================================ unix sockets
 
 TEST_F(ProxyTest, UnixSocketListener) {
@@ -1481,7 +1609,7 @@ TEST_F(ProxyTest, UnixSocketListener) {
   EXPECT_RC(MEMCACHED_SUCCESS, lib.set("via-lib", "x"));
   EXPECT_EQ(direct_get(owner("via-lib"), "via-lib"), "x");
 
-  memshard_->process().stop();
+  stop_memshard_and_check();
   EXPECT_FALSE(std::filesystem::exists(path)) << "socket file left behind";
 }
 

@@ -342,6 +342,35 @@ int count_fds(pid_t pid) {
   return ec ? -1 : n;
 }
 
+int settled_fds(pid_t pid, std::chrono::milliseconds quiet, std::chrono::milliseconds limit) {
+  auto deadline = Clock::now() + limit;
+  int last = count_fds(pid);
+  auto since = Clock::now();
+  while (Clock::now() < deadline) {
+    std::this_thread::sleep_for(50ms);
+    int n = count_fds(pid);
+    if (n != last) {
+      last = n;
+      since = Clock::now();
+    } else if (Clock::now() - since >= quiet) {
+      break;
+    }
+  }
+  return last;
+}
+
+::testing::AssertionResult warm_every_worker(uint16_t port, int clients) {
+  std::vector<std::unique_ptr<Conn>> conns;
+  for (int i = 0; i < clients; ++i) conns.push_back(std::make_unique<Conn>(port));
+  std::vector<std::string> keys;
+  for (uint64_t i = 0; i < 200; ++i) keys.push_back(key_of("warm", i));
+  for (auto& c : conns) {
+    std::vector<Hit> hits;
+    if (!c->get(keys, hits)) return ::testing::AssertionFailure() << "warm-up: " << c->error();
+  }
+  return ::testing::AssertionSuccess();
+}
+
 std::string read_file(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
   std::ostringstream s;

@@ -94,37 +94,6 @@ void run_load(int id, uint16_t port, const std::atomic<bool>& stop, Clock::time_
   }
 }
 
-// Opens 4 connections (so both workers get some), sends each a multi-get
-// over keys that cover every server, closes them.
-void warm_every_worker(uint16_t port) {
-  std::vector<std::unique_ptr<Conn>> conns;
-  for (int i = 0; i < 4; ++i) conns.push_back(std::make_unique<Conn>(port));
-  std::vector<std::string> keys;
-  for (int i = 0; i < 200; ++i) keys.push_back(key_of("warm", static_cast<uint64_t>(i)));
-  for (auto& c : conns) {
-    std::vector<Hit> hits;
-    ASSERT_TRUE(c->get(keys, hits)) << c->error();
-  }
-}
-
-// The count once it stays the same for `quiet` (bounded by `limit`).
-int settled_fds(pid_t pid, std::chrono::milliseconds quiet, std::chrono::milliseconds limit) {
-  auto deadline = Clock::now() + limit;
-  int last = count_fds(pid);
-  auto since = Clock::now();
-  while (Clock::now() < deadline) {
-    std::this_thread::sleep_for(50ms);
-    int n = count_fds(pid);
-    if (n != last) {
-      last = n;
-      since = Clock::now();
-    } else if (Clock::now() - since >= quiet) {
-      break;
-    }
-  }
-  return last;
-}
-
 std::vector<double> logged_moves(const std::string& log) {
   std::vector<double> out;
   std::regex re(R"(pool 'main': ([0-9.]+)% of the keyspace changes server)");
@@ -196,7 +165,7 @@ TEST(ReloadUnderLoad, FiftyReloadsGrowShrinkSwapReweightWithBrokenConfigs) {
 
   // Baseline: every worker connected to every server of the initial config,
   // no client open.
-  warm_every_worker(port);
+  ASSERT_TRUE(warm_every_worker(port));
   const int fds_before = settled_fds(pid, 500ms, 5s);
   ASSERT_GT(fds_before, 0);
 
@@ -282,7 +251,7 @@ TEST(ReloadUnderLoad, FiftyReloadsGrowShrinkSwapReweightWithBrokenConfigs) {
   }
 
   // Same config, same warm-up, no client open: no more descriptors than before.
-  warm_every_worker(port);
+  ASSERT_TRUE(warm_every_worker(port));
   int fds_after = settled_fds(pid, 500ms, 5s);
   for (int i = 0; i < 40 && fds_after > fds_before; ++i) {  // draining backends go within ~1 s
     std::this_thread::sleep_for(100ms);

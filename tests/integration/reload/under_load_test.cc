@@ -34,11 +34,14 @@ struct LoadReport {
   std::vector<std::string> errors;
 };
 
-// One client connection: sets fresh keys (each key is set exactly once, so
-// "the last value this thread set" is unambiguous even when a reload moves
-// the key back to a server that held an older copy), gets one recent key
-// after each set, and every 8th round a multi-get over all recent keys plus
-// keys never set. A miss is fine (keys move); anything else must be exact.
+// One client connection, pipelining: each write carries 4 rounds of (set a
+// fresh key, get one recent key) and, every 8th round, a multi-get over all
+// recent keys plus keys never set; then the replies are read in order. A
+// reload can thus fall between requests of one write, whose replies must
+// still come back in request order. Each key is set exactly once, so "the
+// last value this thread set" is unambiguous even when a reload moves the
+// key back to a server that holds an older copy. A miss is fine (keys
+// move); anything else must be exact.
 void run_load(int id, uint16_t port, const std::atomic<bool>& stop, Clock::time_point deadline,
               LoadReport& report) {
   Conn c(port, 10s);
@@ -46,51 +49,83 @@ void run_load(int id, uint16_t port, const std::atomic<bool>& stop, Clock::time_
   if (!c.ok()) return error("client " + std::to_string(id) + ": " + c.error());
   std::mt19937 rng(static_cast<unsigned>(id) * 7919u + 17u);
   std::deque<std::pair<std::string, uint64_t>> recent;
+  struct Pending {
+    enum { set, get, multi } kind;
+    std::string key;                          // set, get
+    std::vector<std::string> keys;            // multi
+    std::map<std::string, uint64_t> counter;  // get, multi: counter of each key set
+  };
   constexpr uint64_t kMaxRounds = 2'000'000;
-  for (uint64_t n = 0; n < kMaxRounds && !stop.load() && Clock::now() < deadline; ++n) {
-    std::string key = key_of("L" + std::to_string(id), n);
-    if (!c.set(key, value_for(key, n))) return error("set " + key + ": " + c.error());
-    ++report.sets;
-    recent.emplace_back(key, n);
-    if (recent.size() > 64) recent.pop_front();
+  constexpr int kRoundsPerWrite = 4;
+  uint64_t n = 0;
+  std::vector<Hit> hits;
+  std::string line;
+  while (n < kMaxRounds && !stop.load() && Clock::now() < deadline) {
+    std::string out;
+    std::vector<Pending> pending;
+    for (int r = 0; r < kRoundsPerWrite; ++r, ++n) {
+      std::string key = key_of("L" + std::to_string(id), n);
+      std::string value = value_for(key, n);
+      out += "set " + key + " 0 0 " + std::to_string(value.size()) + "\r\n" + value + "\r\n";
+      pending.push_back({Pending::set, key, {}, {}});
+      recent.emplace_back(key, n);
+      if (recent.size() > 64) recent.pop_front();
 
-    const auto& [pick, counter] = recent[rng() % recent.size()];
-    std::vector<Hit> hits;
-    if (!c.get({pick}, hits)) return error("get " + pick + ": " + c.error());
-    ++report.gets;
-    if (hits.size() > 1 || (hits.size() == 1 && (hits[0].key != pick ||
-                                                 hits[0].data != value_for(pick, counter)))) {
-      return error("get " + pick + ": wrong reply (" + std::to_string(hits.size()) +
-                   " values, first key '" + hits[0].key + "', " +
-                   std::to_string(hits[0].data.size()) + " bytes)");
-    }
-    report.get_hits += hits.size();
+      const auto& [pick, counter] = recent[rng() % recent.size()];
+      out += "get " + pick + "\r\n";
+      pending.push_back({Pending::get, pick, {}, {{pick, counter}}});
 
-    if (n % 8 != 7) continue;
-    std::vector<std::string> keys;
-    std::map<std::string, uint64_t> counter_of;
-    for (size_t i = 0; i < recent.size(); ++i) {
-      keys.push_back(recent[i].first);
-      counter_of[recent[i].first] = recent[i].second;
-      if (i % 5 == 0) keys.push_back(key_of("never:" + std::to_string(id) + ":" + std::to_string(i), n));
-    }
-    if (!c.get(keys, hits)) return error("multi-get of " + std::to_string(keys.size()) + " keys: " + c.error());
-    ++report.multi_gets;
-    report.multi_get_keys += keys.size();
-    // Hits must come in the order asked, each once, each exact.
-    size_t next = 0;
-    for (const Hit& h : hits) {
-      while (next < keys.size() && keys[next] != h.key) ++next;
-      if (next == keys.size()) return error("multi-get: '" + h.key + "' out of order or not asked");
-      ++next;
-      auto it = counter_of.find(h.key);
-      if (it == counter_of.end()) return error("multi-get: a value for never-set key " + h.key);
-      if (h.data != value_for(h.key, it->second)) {
-        return error("multi-get: wrong value for " + h.key + " (" + std::to_string(h.data.size()) +
-                     " bytes)");
+      if (n % 8 != 7) continue;
+      Pending m{Pending::multi, "", {}, {}};
+      for (size_t i = 0; i < recent.size(); ++i) {
+        m.keys.push_back(recent[i].first);
+        m.counter[recent[i].first] = recent[i].second;
+        if (i % 5 == 0) m.keys.push_back(key_of("never:" + std::to_string(id) + ":" + std::to_string(i), n));
       }
+      out += "get";
+      for (const auto& k : m.keys) out += " " + k;
+      out += "\r\n";
+      pending.push_back(std::move(m));
     }
-    report.multi_get_hits += hits.size();
+    if (!c.send(out)) return error("send: " + c.error());
+    for (const Pending& p : pending) {
+      if (p.kind == Pending::set) {
+        if (!c.read_line(line)) return error("set " + p.key + ": " + c.error());
+        if (line != "STORED") return error("set " + p.key + ": got '" + line + "'");
+        ++report.sets;
+        continue;
+      }
+      if (!c.read_values(hits)) {
+        return error((p.kind == Pending::get ? "get " + p.key : "multi-get") + ": " + c.error());
+      }
+      if (p.kind == Pending::get) {
+        ++report.gets;
+        if (hits.size() > 1 || (hits.size() == 1 && (hits[0].key != p.key ||
+                                                     hits[0].data != value_for(p.key, p.counter.at(p.key))))) {
+          return error("get " + p.key + ": wrong reply (" + std::to_string(hits.size()) +
+                       " values, first key '" + hits[0].key + "', " +
+                       std::to_string(hits[0].data.size()) + " bytes)");
+        }
+        report.get_hits += hits.size();
+        continue;
+      }
+      ++report.multi_gets;
+      report.multi_get_keys += p.keys.size();
+      // Hits must come in the order asked, each once, each exact.
+      size_t next = 0;
+      for (const Hit& h : hits) {
+        while (next < p.keys.size() && p.keys[next] != h.key) ++next;
+        if (next == p.keys.size()) return error("multi-get: '" + h.key + "' out of order or not asked");
+        ++next;
+        auto it = p.counter.find(h.key);
+        if (it == p.counter.end()) return error("multi-get: a value for never-set key " + h.key);
+        if (h.data != value_for(h.key, it->second)) {
+          return error("multi-get: wrong value for " + h.key + " (" + std::to_string(h.data.size()) +
+                       " bytes)");
+        }
+      }
+      report.multi_get_hits += hits.size();
+    }
   }
 }
 

@@ -7,10 +7,8 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cmath>
 #include <csignal>
 #include <deque>
-#include <mutex>
 #include <random>
 #include <regex>
 #include <thread>

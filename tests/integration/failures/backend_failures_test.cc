@@ -333,7 +333,7 @@ TEST_F(BackendFailures, StoppedServerTimesOutOthersStayPromptAndItRecoversOnSigc
   pick_keys(6, "st");
   preload("v");
   Memcached& stopped = (*fleet_)[0];
-  stopped.process().signal(SIGSTOP);
+  ASSERT_TRUE(stopped.process().suspend()) << "memcached did not stop";
 
   // Requests for the stopped server, one after the other on one client.
   std::vector<int64_t> stopped_latency;
@@ -391,7 +391,7 @@ TEST_F(BackendFailures, StoppedServerTimesOutOthersStayPromptAndItRecoversOnSigc
   EXPECT_LT(multi_ms, kTimeoutMs + 2000);
   EXPECT_GE(proxy_stat(proxy_->port(), "server_timeouts"), 4u);
 
-  stopped.process().signal(SIGCONT);
+  stopped.process().resume();
   RawClient c(proxy_->port());
   ReplyReader replies(c);
   const std::string& k0 = by_server_[0][0];

@@ -230,7 +230,7 @@ TEST_F(ClientLimits, SigtermDrainsRequestsInFlightThenExitsZero) {
   }
   RawClient idle(proxy.port());
   ASSERT_EQ(idle.roundtrip("get " + other + "\r\n", "END\r\n"), "VALUE " + other + " 0 1\r\no\r\nEND\r\n");
-  fleet[0].process().signal(SIGSTOP);
+  ASSERT_TRUE(fleet[0].process().suspend()) << "memcached did not stop";
   RawClient waiting(proxy.port());
   waiting.send("get " + held + "\r\nget " + other + "\r\n");
   EXPECT_EQ(waiting.read_for(200ms), "") << "answered although its server is stopped";
@@ -253,7 +253,7 @@ TEST_F(ClientLimits, SigtermDrainsRequestsInFlightThenExitsZero) {
   EXPECT_TRUE(idle.closed_by_peer(2s)) << "an idle client was not closed by the drain";
   std::this_thread::sleep_for(300ms - std::min<std::chrono::nanoseconds>(300ms, Clock::now() - t_term));
   EXPECT_TRUE(proxy.process().running()) << "memshard exited with a request in flight";
-  fleet[0].process().signal(SIGCONT);
+  fleet[0].process().resume();
 
   std::string reply = waiting.read_until("VALUE " + other + " 0 1\r\no\r\nEND\r\n", 5s);
   EXPECT_EQ(reply, "VALUE " + held + " 0 1\r\nh\r\nEND\r\nVALUE " + other + " 0 1\r\no\r\nEND\r\n");
@@ -272,14 +272,14 @@ TEST_F(ClientLimits, DrainTimeoutBoundsTheWaitForAStuckServer) {
               {"--threads", "2", "-s", "0", "--drain-timeout", "1000"});
   RawClient c(proxy.port());
   ASSERT_EQ(c.roundtrip(set_command("k", "v")), "STORED\r\n");
-  fleet[0].process().signal(SIGSTOP);
+  ASSERT_TRUE(fleet[0].process().suspend()) << "memcached did not stop";
   c.send("get k\r\n");
   std::this_thread::sleep_for(100ms);
   auto t0 = Clock::now();
   proxy.process().signal(SIGTERM);
   int status = proxy.process().wait_exit(6s);
   int64_t took = ms_between(t0, Clock::now());
-  fleet[0].process().signal(SIGCONT);
+  fleet[0].process().resume();
   ASSERT_NE(status, -1) << "memshard still running 6 s after SIGTERM with --drain-timeout 1000";
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "exit status " << status;
   EXPECT_GE(took, 800) << "exited before the drain timeout with a request in flight";

@@ -105,6 +105,9 @@ const Garbage kGarbage[] = {
      "", kTimeout},
 };
 
+// ctest and gtest name a case by its name, not by its bytes.
+void PrintTo(const Garbage& g, std::ostream* os) { *os << g.name; }
+
 class GarbageBackend : public ::testing::TestWithParam<Garbage> {};
 
 TEST_P(GarbageBackend, FailsOnlyItsOwnRequests) {

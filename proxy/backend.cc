@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "proxy/reply_parser.h"
+#include "proxy/log.h"
 #include "proxy/proxy.h"
 #include "proxy/reply_slot.h"
 #include "proxy/worker.h"
@@ -219,6 +220,8 @@ void BackendConn::on_event(bufferevent* bev, short what, void* self) {
       setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
     }
     c->server_.on_connected();
+    log_debug("pool '%s': connected to %s", c->server_.settings().pool.c_str(),
+              c->server_.identity().c_str());
     c->arm_timer();
     return;
   }
@@ -401,6 +404,9 @@ void BackendConn::fail(std::string_view reason) {
   data_dest_ = nullptr;
   if (!was_connected) server_.on_connect_failed();
   server_.on_failure();
+
+  log_info("pool '%s': server %s: %.*s; %zu request(s) failed", server_.settings().pool.c_str(),
+           server_.identity().c_str(), static_cast<int>(reason.size()), reason.data(), ops_.size());
 
   // Completing an operation may make its client send more requests, which
   // may come back to this (now fresh) connection: fail from a private list.

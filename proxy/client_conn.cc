@@ -52,27 +52,15 @@ ClientConn::ClientConn(Worker& worker, int fd, std::string pool_name, uint64_t i
       pool_name_(std::move(pool_name)),
       id_(id),
       pool_clients_(std::move(pool_clients)) {
-  int idle_timeout_ms = 0;
-  if (const PoolRoute* r = worker_.route(pool_name_)) {
-    limits_.item_size_max = r->pool->config.item_size_max;
-    idle_timeout_ms = r->pool->config.client_idle_timeout_ms;
-    pool_stats_ = r->stats;
-  } else {
-    pool_stats_ = std::make_shared<PoolStats>();  // the pool just went away
-  }
+  const PoolRoute* r = worker_.route(pool_name_);
+  // A pool that just went away still gets counters, for the replies owed.
+  pool_stats_ = r != nullptr ? r->stats : std::make_shared<PoolStats>();
   pool_stats_->client_connections.add();
   bev_ = bufferevent_socket_new(worker_.base(), fd, BEV_OPT_CLOSE_ON_FREE);
   bufferevent_setcb(bev_, &ClientConn::on_read, &ClientConn::on_write, &ClientConn::on_event,
                     this);
-  // Input stops being read once it holds the largest request we accept,
-  // so a client cannot make us buffer more than that.
-  size_t max_request = proto::kMaxRetrievalLineLength + limits_.item_size_max + 4096;
-  bufferevent_setwatermark(bev_, EV_READ, 0, max_request);
   bufferevent_setwatermark(bev_, EV_WRITE, kMaxBufferedOutput / 2, 0);
-  if (idle_timeout_ms > 0) {
-    timeval idle{idle_timeout_ms / 1000, (idle_timeout_ms % 1000) * 1000};
-    bufferevent_set_timeouts(bev_, &idle, nullptr);
-  }
+  use_route(r);
   bufferevent_enable(bev_, EV_READ | EV_WRITE);
   worker_.stats().curr_connections.add();
   worker_.stats().total_connections.add();
@@ -80,6 +68,33 @@ ClientConn::ClientConn(Worker& worker, int fd, std::string pool_name, uint64_t i
 
 ClientConn::~ClientConn() {
   if (bev_ != nullptr) bufferevent_free(bev_);
+}
+
+// Takes the pool's settings that apply per connection, at connect and
+// again after every reload.
+void ClientConn::use_route(const PoolRoute* route) {
+  route_ = route;
+  route_epoch_ = worker_.routes_epoch();
+  if (route == nullptr) return;
+  const conf::PoolConfig& pc = route->pool->config;
+  limits_.item_size_max = pc.item_size_max;
+  // Input stops being read once it holds the largest request we accept,
+  // so a client cannot make us buffer more than that.
+  size_t max_request = proto::kMaxRetrievalLineLength + limits_.item_size_max + 4096;
+  bufferevent_setwatermark(bev_, EV_READ, 0, max_request);
+  int idle_ms = pc.client_idle_timeout_ms;
+  timeval idle{idle_ms / 1000, (idle_ms % 1000) * 1000};
+  bufferevent_set_timeouts(bev_, idle_ms > 0 ? &idle : nullptr, nullptr);
+}
+
+void ClientConn::on_routes_changed() {
+  if (closed_) return;
+  const PoolRoute* r = worker_.route(pool_name_);
+  if (r == nullptr) {
+    close_when_idle();
+    return;
+  }
+  use_route(r);
 }
 
 void ClientConn::on_read(bufferevent*, void* self) { static_cast<ClientConn*>(self)->process_input(); }
@@ -177,10 +192,7 @@ bool ClientConn::next_request() {
 }
 
 void ClientConn::dispatch(evbuffer* in) {
-  if (route_epoch_ != worker_.routes_epoch()) {
-    route_ = worker_.route(pool_name_);
-    route_epoch_ = worker_.routes_epoch();
-  }
+  if (route_epoch_ != worker_.routes_epoch()) use_route(worker_.route(pool_name_));
   const PoolRoute* route = route_;
   switch (request_.action) {
     case proto::Action::local:

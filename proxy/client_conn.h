@@ -38,6 +38,9 @@ class ClientConn {
   // A slot of this client became complete.
   void on_slot_complete();
   const std::string& pool_name() const { return pool_name_; }
+  // The worker's routes changed (reload, ejection): take the pool's new
+  // settings now, or close after the replies owed if the pool is gone.
+  void on_routes_changed();
   // Answers the requests already received, then closes once their replies
   // are written (pool removed, graceful shutdown).
   void close_when_idle();
@@ -56,6 +59,7 @@ class ClientConn {
   void invalidate(const PoolRoute& route);
   void broadcast(const PoolRoute& route, evbuffer* in);
   void answer_locally(evbuffer* in);
+  void use_route(const PoolRoute* route);
   ReplySlot* new_slot();
   void count_fragment();
   void count_forward_error();

@@ -27,6 +27,7 @@ class ConfigWatch {
   static void on_inotify(evutil_socket_t fd, short, void* self);
   static void on_settled(evutil_socket_t, short, void* self);
   std::string read_content() const;
+  void watch_link_target();
 
   std::string path_;
   std::function<void()> on_change_;

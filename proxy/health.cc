@@ -1,6 +1,7 @@
 #include "proxy/health.h"
 
 #include <sys/eventfd.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -129,7 +130,10 @@ const Pool* ServerHealth::pool_of(const Key& key) const {
 void ServerHealth::eject(const Key& key) {
   {
     std::lock_guard<std::mutex> lock(state_mu_);
-    ejected_[key] = static_cast<uint64_t>(time(nullptr));
+    // Microseconds since the epoch, as twemproxy's server_ejected_at.
+    timeval tv;
+    gettimeofday(&tv, nullptr);
+    ejected_[key] = static_cast<uint64_t>(tv.tv_sec) * 1'000'000 + static_cast<uint64_t>(tv.tv_usec);
     ++pool_ejections_[key.first];
   }
   ++ejections_;

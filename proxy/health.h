@@ -49,7 +49,8 @@ class ServerHealth {
   // Thread-safe readers.
   uint64_t ejections() const { return ejections_.load(std::memory_order_relaxed); }
   uint64_t readmissions() const { return readmissions_.load(std::memory_order_relaxed); }
-  // Unix time the server was ejected, 0 when it is in the ring.
+  // When the server was ejected (microseconds since the epoch, as
+  // twemproxy reports it), 0 when it is in the ring.
   uint64_t ejected_at(const std::string& pool, const std::string& identity) const;
   uint64_t pool_ejections(const std::string& pool) const;
 
@@ -72,7 +73,7 @@ class ServerHealth {
   std::shared_ptr<const Topology> base_topology_;
   // Written on the main thread; read by stats from any thread.
   mutable std::mutex state_mu_;
-  std::map<Key, uint64_t> ejected_;  // -> unix time of the ejection
+  std::map<Key, uint64_t> ejected_;  // -> when it was ejected (us since the epoch)
   std::map<std::string, uint64_t> pool_ejections_;
   std::map<Key, std::unique_ptr<Probe>> probes_;
   std::atomic<uint64_t> ejections_{0};

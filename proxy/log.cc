@@ -9,6 +9,7 @@
 #include <cstdarg>
 #include <cstdio>
 #include <ctime>
+#include <filesystem>
 #include <mutex>
 
 namespace memshard::proxy {
@@ -35,7 +36,8 @@ bool log_open(const std::string& path) {
   std::lock_guard<std::mutex> lock(g_mu);
   if (g_fd != STDERR_FILENO) close(g_fd);
   g_fd = fd;
-  g_path = path;
+  // Absolute, so a reopen finds it after the daemon's chdir("/").
+  g_path = std::filesystem::absolute(path).string();
   return true;
 }
 
@@ -48,8 +50,8 @@ void log_reopen() {
   if (!path.empty()) log_open(path);
 }
 
-void log_write(LogLevel level, const char* fmt, ...) {
-  if (static_cast<int>(level) > g_level.load(std::memory_order_relaxed)) return;
+namespace {
+void write_line(LogLevel level, const char* fmt, va_list ap) {
   char buf[4096];
   timeval tv;
   gettimeofday(&tv, nullptr);
@@ -58,14 +60,27 @@ void log_write(LogLevel level, const char* fmt, ...) {
   size_t n = strftime(buf, sizeof(buf), "[%Y-%m-%d %H:%M:%S", &t);
   n += static_cast<size_t>(snprintf(buf + n, sizeof(buf) - n, ".%03d] %-6s ",
                                     static_cast<int>(tv.tv_usec / 1000), log_level_name(level)));
-  va_list ap;
-  va_start(ap, fmt);
   int w = vsnprintf(buf + n, sizeof(buf) - n - 1, fmt, ap);
-  va_end(ap);
   if (w > 0) n = std::min(sizeof(buf) - 2, n + static_cast<size_t>(w));
   buf[n++] = '\n';
   std::lock_guard<std::mutex> lock(g_mu);
   (void)!write(g_fd, buf, n);
+}
+}  // namespace
+
+void log_write(LogLevel level, const char* fmt, ...) {
+  if (static_cast<int>(level) > g_level.load(std::memory_order_relaxed)) return;
+  va_list ap;
+  va_start(ap, fmt);
+  write_line(level, fmt, ap);
+  va_end(ap);
+}
+
+void log_always(const char* fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  write_line(LogLevel::notice, fmt, ap);
+  va_end(ap);
 }
 
 }  // namespace memshard::proxy

@@ -17,6 +17,8 @@ bool log_open(const std::string& path);
 void log_reopen();
 
 void log_write(LogLevel level, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
+// Written whatever the level (tagged NOTICE): what the operator just asked for.
+void log_always(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 
 #define log_error(...) ::memshard::proxy::log_write(::memshard::proxy::LogLevel::error, __VA_ARGS__)
 #define log_warn(...) ::memshard::proxy::log_write(::memshard::proxy::LogLevel::warn, __VA_ARGS__)

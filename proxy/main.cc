@@ -4,7 +4,11 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <cerrno>
+#include <csignal>
 #include <cstdio>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <string>
@@ -40,14 +44,35 @@ int test_config(const std::string& file) {
   return 0;
 }
 
-bool daemonize() {
+// Detaches from the terminal. The process that ran the command waits until
+// the daemon says it is serving (or failed) through `ready_fd`, and exits
+// with that status: a service manager or script that sees exit 0 can count
+// on the listeners and the pid file being there. Returns the write end of
+// that pipe in the daemon, or -1 on failure.
+int daemonize() {
+  int pipefd[2];
+  if (pipe(pipefd) != 0) return -1;
   pid_t pid = fork();
-  if (pid < 0) return false;
-  if (pid > 0) _exit(0);
-  if (setsid() < 0) return false;
+  if (pid < 0) return -1;
+  if (pid > 0) {
+    // The daemon sends a status byte, then on failure why, for our stderr.
+    close(pipefd[1]);
+    std::string said;
+    char buf[512];
+    ssize_t n;
+    while ((n = read(pipefd[0], buf, sizeof(buf))) != 0) {
+      if (n > 0) said.append(buf, static_cast<size_t>(n));
+      if (n < 0 && errno != EINTR) break;
+    }
+    if (said.size() > 1) std::cerr << "memshard: " << said.substr(1) << "\n";
+    _exit(said.empty() ? 1 : said[0]);  // nothing said: the daemon died first
+  }
+  close(pipefd[0]);
+  if (setsid() < 0) return -1;
   pid = fork();  // never reacquire a controlling terminal
-  if (pid < 0) return false;
+  if (pid < 0) return -1;
   if (pid > 0) _exit(0);
+  if (chdir("/") != 0) return -1;
   int fd = open("/dev/null", O_RDWR);
   if (fd >= 0) {
     dup2(fd, STDIN_FILENO);
@@ -55,12 +80,30 @@ bool daemonize() {
     dup2(fd, STDERR_FILENO);
     if (fd > STDERR_FILENO) close(fd);
   }
-  return true;
+  return pipefd[1];
+}
+
+void report_ready(int& ready_fd, char status, const std::string& why = "") {
+  if (ready_fd < 0) return;
+  std::string message = status + why;
+  (void)!write(ready_fd, message.data(), message.size());
+  close(ready_fd);
+  ready_fd = -1;
+}
+
+bool write_pid_file(const std::string& path) {
+  std::ofstream f(path);
+  f << getpid() << "\n";
+  f.close();
+  return !f.fail();
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
+  // A reload signal sent while starting must not kill us (its default
+  // action); the running proxy installs its handler.
+  std::signal(SIGHUP, SIG_IGN);
   CLI::App app{"memshard: a memcached proxy that shards keys over a fleet with ketama"};
   app.set_version_flag("-V,--version", "memshard " MEMSHARD_VERSION);
 
@@ -124,25 +167,39 @@ int main(int argc, char** argv) {
   }
   // Threads and event bases do not survive fork(): daemonize first, after
   // a check of the config so its errors still reach the terminal.
+  int ready_fd = -1;
   if (daemon) {
-    if (test_config(conf_file) != 0) return 1;
-    if (!daemonize()) {
-      std::cerr << "memshard: cannot daemonize\n";
+    memshard::conf::LoadResult r = memshard::conf::load_config_file(conf_file);
+    if (!r.errors.empty()) return test_config(conf_file);
+    // The daemon works from "/": keep the files it reads and writes later
+    // (on reload, at exit) where the operator named them.
+    conf_file = std::filesystem::absolute(conf_file).string();
+    if (!pid_file.empty()) pid_file = std::filesystem::absolute(pid_file).string();
+    ready_fd = daemonize();
+    if (ready_fd < 0) {
+      std::cerr << "memshard: cannot daemonize: " << strerror(errno) << "\n";
       return 1;
     }
   }
+  // Once detached, stderr is /dev/null: failures go to the log (-o) too.
+  auto fail = [&](const std::string& why) {
+    std::cerr << "memshard: " << why << "\n";
+    if (daemon) log_error("cannot start: %s", why.c_str());
+    report_ready(ready_fd, 1, why);
+    return 1;
+  };
   try {
-    memshard::proxy::Proxy proxy(memshard::proxy::ProxyOptions{conf_file, threads, watch, drain_timeout_ms, stats_addr,
-                                                              static_cast<uint16_t>(stats_port)});
+    memshard::proxy::Proxy proxy(memshard::proxy::ProxyOptions{
+        conf_file, threads, watch, drain_timeout_ms, stats_addr, static_cast<uint16_t>(stats_port)});
     proxy.start();
-    if (!pid_file.empty()) {
-      std::ofstream(pid_file) << getpid() << "\n";
+    if (!pid_file.empty() && !write_pid_file(pid_file)) {
+      return fail("cannot write pid file '" + pid_file + "': " + strerror(errno));
     }
+    report_ready(ready_fd, 0);
     int rc = proxy.run();
     if (!pid_file.empty()) unlink(pid_file.c_str());
     return rc;
   } catch (const std::exception& e) {
-    std::cerr << "memshard: " << e.what() << "\n";
-    return 1;
+    return fail(e.what());
   }
 }

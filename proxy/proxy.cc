@@ -155,7 +155,7 @@ void Proxy::on_signal(evutil_socket_t sig, short, void* arg) {
     int level = static_cast<int>(log_level()) + (sig == SIGTTIN ? 1 : -1);
     level = std::clamp(level, static_cast<int>(LogLevel::error), static_cast<int>(LogLevel::debug));
     log_set_level(static_cast<LogLevel>(level));
-    log_write(LogLevel::error, "log level is now %s", log_level_name(log_level()));
+    log_always("log level is now %s", log_level_name(log_level()));
     return;
   }
   if (sig == SIGHUP) {

@@ -2,6 +2,7 @@
 // resolved and its listeners bound off the request path; only when all of
 // that succeeded do the workers switch, each between two requests.
 #include <event2/listener.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -49,6 +50,16 @@ bool Proxy::reload() {
 // A listen address that stays keeps its socket (even if it moves to another
 // pool); a new one is bound before any old one closes, so a pool whose
 // address changes never stops accepting. All or nothing.
+namespace {
+// Two listen directives that name the same socket: the same path, or the
+// same host and port (permissions and spelling aside). Such a socket is
+// kept, never bound again: rebinding a unix path would unlink the live one.
+bool same_socket(const conf::ListenAddress& a, const conf::ListenAddress& b) {
+  if (a.is_unix != b.is_unix) return false;
+  return a.is_unix ? a.path == b.path : a.host == b.host && a.port == b.port;
+}
+}  // namespace
+
 bool Proxy::swap_listeners(const Topology& next) {
   std::vector<Listener*> reuse(next.pools.size(), nullptr);
   std::vector<std::unique_ptr<Listener>> opened;
@@ -56,7 +67,7 @@ bool Proxy::swap_listeners(const Topology& next) {
   for (size_t i = 0; i < next.pools.size(); ++i) {
     const Pool& pool = next.pools[i];
     for (auto& l : listeners_) {
-      if (l->address == pool.config.listen && !taken.contains(l.get())) {
+      if (same_socket(l->address, pool.config.listen) && !taken.contains(l.get())) {
         reuse[i] = l.get();
         taken.insert(l.get());
         break;
@@ -83,8 +94,13 @@ bool Proxy::swap_listeners(const Topology& next) {
   }
   for (size_t i = 0; i < next.pools.size(); ++i) {
     if (reuse[i] == nullptr) continue;
-    reuse[i]->pool = next.pools[i].config.name;
-    reuse[i]->client_limit = next.pools[i].config.client_connections;
+    const conf::PoolConfig& pc = next.pools[i].config;
+    reuse[i]->pool = pc.name;
+    reuse[i]->client_limit = pc.client_connections;
+    if (pc.listen.is_unix && pc.listen.perm && pc.listen.perm != reuse[i]->address.perm) {
+      chmod(pc.listen.path.c_str(), static_cast<mode_t>(*pc.listen.perm));
+    }
+    reuse[i]->address = pc.listen;
   }
   for (auto& o : opened) kept.push_back(std::move(o));
   listeners_ = std::move(kept);

@@ -24,6 +24,7 @@ struct StatsServer::Session {
   const Proxy& proxy;
   bufferevent* bev;
   bool responded = false;
+  bool head_only = false;  // HEAD: the headers of what GET would send
 
   static void on_read(bufferevent* bev, void* arg) {
     auto* s = static_cast<Session*>(arg);
@@ -31,7 +32,11 @@ struct StatsServer::Session {
     size_t len = evbuffer_get_length(in);
     char head[5] = {};
     evbuffer_copyout(in, head, std::min<size_t>(len, 4));
-    bool http = std::string_view(head).starts_with("GET ") || std::string_view(head) == "HEAD";
+    std::string_view h(head);
+    bool http = false;
+    for (std::string_view method : {"GET ", "HEAD", "POST", "PUT ", "DELE", "PATC", "OPTI"}) {
+      http = http || h == method;
+    }
     if (!http) {
       if (len >= 4 || evbuffer_search_eol(in, nullptr, nullptr, EVBUFFER_EOL_LF).pos >= 0) {
         s->respond_json();  // `echo stats | nc host 22222` and the like
@@ -54,7 +59,10 @@ struct StatsServer::Session {
     std::string_view path = rl.substr(sp1 + 1, sp2 == std::string_view::npos ? rl.npos : sp2 - sp1 - 1);
     if (size_t q = path.find('?'); q != path.npos) path = path.substr(0, q);
     std::string body;
-    if (path == "/metrics") {
+    s->head_only = rl.starts_with("HEAD ");
+    if (!rl.starts_with("GET ") && !s->head_only) {
+      s->respond_http("405 Method Not Allowed", "text/plain", "only GET is served here\n");
+    } else if (path == "/metrics") {
       render_prometheus(s->proxy, body);
       s->respond_http("200 OK", "text/plain; version=0.0.4; charset=utf-8", body);
     } else if (path == "/" || path == "/stats" || path == "/stats.json") {
@@ -90,7 +98,8 @@ struct StatsServer::Session {
     std::string r;
     r.append("HTTP/1.1 ").append(status).append("\r\nContent-Type: ").append(type);
     r.append("\r\nContent-Length: ").append(std::to_string(body.size()));
-    r.append("\r\nConnection: close\r\n\r\n").append(body);
+    r.append("\r\nConnection: close\r\n\r\n");
+    if (!head_only) r.append(body);
     send(r);
   }
 

@@ -225,7 +225,25 @@ class ProxyTest : public ::testing::Test {
     log_ = dir_.path() + "/memshard.log";
     memshard_ = std::make_unique<Memshard>(config_, std::vector<std::string>{"--threads", "2"},
                                            listen.empty() ? port_ : 0, log_);
+    // memshard listens before it handles SIGTERM: until it logs "started",
+    // a SIGTERM (the next restart) kills it by the default action.
+    auto deadline = Clock::now() + 10s;
+    size_t starts = ++starts_;
+    while (Clock::now() < deadline) {
+      std::ifstream log(log_);
+      std::stringstream all;
+      all << log.rdbuf();
+      std::string text = all.str();
+      size_t seen = 0;
+      for (size_t at = text.find(" started: "); at != std::string::npos;
+           at = text.find(" started: ", at + 1)) {
+        ++seen;
+      }
+      if (seen >= starts) break;
+      std::this_thread::sleep_for(5ms);
+    }
   }
+  size_t starts_ = 0;
 
   // Index in the fleet of the server that owns each key.
   std::vector<size_t> owners(const std::vector<std::string>& keys) {

@@ -363,13 +363,15 @@ TEST_F(BackendFailures, StoppedServerTimesOutOthersStayPromptAndItRecoversOnSigc
     if (r != "VALUE " + k + " 0 1\r\nv\r\nEND\r\n" && fast_bad++ == 0) fast_first_bad = r;
   }
   // A multi-get that touches it: the other servers' keys, after the timeout.
+  // (After the slow client is done: a request queued behind one that times
+  // out fails with it, at once, as the connection is closed.)
+  slow.join();
   RawClient multi(proxy_->port());
   auto tm = Clock::now();
   std::string mg = multi.roundtrip("get " + by_server_[0][3] + " " + by_server_[1][3] + " " +
                                        by_server_[2][3] + "\r\n",
                                    "END\r\n");
   int64_t multi_ms = ms_between(tm, Clock::now());
-  slow.join();
 
   std::cout << "stopped server's gets: ";
   for (size_t i = 0; i < stopped_latency.size(); ++i) {
@@ -501,7 +503,11 @@ void hammer_all_down(Proxy& proxy, Fleet& fleet,
   EXPECT_GT(pipelined, 640u);
   EXPECT_LT(worst, 500) << "a request to a pool with no server took half a second or more";
   // Steady failure must not cost memory: < 8 MiB over 3 s of hammering.
-  EXPECT_LT(rss_max, rss_warm + 8 * 1024) << "RSS grew while every request failed";
+  if (sanitizer_build(pid)) {
+    std::cout << "(ASan build: RSS bound not asserted)\n";
+  } else {
+    EXPECT_LT(rss_max, rss_warm + 8 * 1024) << "RSS grew while every request failed";
+  }
   if (ejecting) {
     EXPECT_EQ(proxy_stat(proxy.port(), "server_ejects"), 3u);
   }

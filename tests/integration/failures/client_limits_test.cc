@@ -317,7 +317,11 @@ TEST_F(ClientLimits, HalfSentCommandsCostBoundedMemoryPerConnection) {
   double per_conn = (static_cast<double>(with) - static_cast<double>(base)) / kConns;
   std::cout << "memshard RSS: " << base << " KiB, " << with << " KiB with " << kConns
             << " half-sent sets: " << per_conn << " KiB per connection (bound asserted: 16 KiB)\n";
-  EXPECT_LT(per_conn, 16.0);
+  if (sanitizer_build(proxy.pid())) {
+    std::cout << "(ASan build: RSS bound not asserted)\n";
+  } else {
+    EXPECT_LT(per_conn, 16.0);
+  }
 
   // Others are served; the half-sent values never reach the server.
   RawClient c(proxy.port());

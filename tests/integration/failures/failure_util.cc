@@ -8,6 +8,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <iterator>
 #include <iostream>
 #include <sstream>
 #include <stdexcept>
@@ -50,6 +51,12 @@ uint64_t rss_kib(pid_t pid) {
     if (line.starts_with("VmRSS:")) return std::stoull(line.substr(6));
   }
   return 0;
+}
+
+bool sanitizer_build(pid_t pid) {
+  std::ifstream exe("/proc/" + std::to_string(pid) + "/exe", std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(exe)), std::istreambuf_iterator<char>());
+  return bytes.find("__asan_init") != std::string::npos;
 }
 
 std::map<std::string, uint64_t> proxy_stats(uint16_t port) {
@@ -104,7 +111,21 @@ Proxy::Proxy(const TempDir& dir, const std::vector<std::string>& servers, Direct
   memshard_ = std::make_unique<Memshard>(config_, std::move(extra_args), port_, log_);
 }
 
-Proxy::~Proxy() { dump_log_on_failure(); }
+Proxy::~Proxy() {
+  memshard_.reset();  // SIGTERM, so a sanitizer build writes its reports
+  // With MEMSHARD_BINARY pointing at an ASan/UBSan build, any report fails
+  // the test that was running.
+  std::string log = log_tail(1 << 20);
+  for (const char* marker : {"AddressSanitizer", "LeakSanitizer", "runtime error:"}) {
+    size_t at = log.find(marker);
+    if (at != std::string::npos) {
+      ADD_FAILURE() << "sanitizer report in memshard's log:\n"
+                    << log.substr(at > 200 ? at - 200 : 0, 6000);
+      break;
+    }
+  }
+  dump_log_on_failure();
+}
 
 std::string Proxy::log_tail(size_t bytes) const {
   std::ifstream log(log_);

@@ -36,6 +36,9 @@ inline int64_t ms_between(Clock::time_point a, Clock::time_point b) {
 
 // VmRSS of a process in KiB (0 when it cannot be read).
 uint64_t rss_kib(pid_t pid);
+// True when the process runs an AddressSanitizer build (MEMSHARD_BINARY=...):
+// its RSS (shadow memory, quarantine) says nothing about memshard's own.
+bool sanitizer_build(pid_t pid);
 
 // The proxy's `stats`, asked on a fresh connection. Empty on failure.
 std::map<std::string, uint64_t> proxy_stats(uint16_t port);

@@ -325,6 +325,50 @@ TEST_F(BackendFailures, KilledServerWithoutEjectionFailsFastAndRecoversWhenResta
   EXPECT_GT(sets_on_victim, 0u);
 }
 
+// A server that dies again right after it was re-admitted, before any
+// request to it succeeded, must be ejected again. (One worker thread, so
+// every request goes through the same failure count.)
+TEST_F(BackendFailures, ServerDyingAgainRightAfterReadmissionIsEjectedAgain) {
+  proxy_ = std::make_unique<Proxy>(dir_, fleet_->server_lines(),
+                                   Directives{{"timeout", "300"},
+                                              {"auto_eject_hosts", "true"},
+                                              {"server_failure_limit", "2"},
+                                              {"server_retry_timeout", "300"}},
+                                   std::vector<std::string>{"--threads", "1", "-s", "0"});
+  pick_keys(3, "re");
+  preload();
+  Memcached& victim = (*fleet_)[0];
+  RawClient c(proxy_->port());
+  const std::string& k = by_server_[0][0];
+  // Requests for its keys until it is out (a request during the reconnect
+  // back-off fails without counting, hence the pauses).
+  auto fail_until_ejected = [&](uint64_t ejects) {
+    std::vector<std::string> replies;
+    bool out = eventually(
+        [&] {
+          replies.push_back(c.roundtrip("get " + k + "\r\n", "\r\n"));
+          std::this_thread::sleep_for(30ms);
+          return proxy_stat(proxy_->port(), "server_ejects") >= ejects;
+        },
+        3s);
+    std::string shown;
+    for (size_t i = 0; i < replies.size() && i < 4; ++i) shown += printable(replies[i]) + " ";
+    EXPECT_TRUE(out) << "not ejected (time " << ejects << ") after " << replies.size()
+                     << " failed requests for its key: " << shown;
+    return out;
+  };
+  victim.process().signal(SIGKILL);
+  ASSERT_TRUE(fail_until_ejected(1));
+  victim.restart();
+  ASSERT_TRUE(eventually([&] { return proxy_stat(proxy_->port(), "server_readmissions") >= 1; }, 5s));
+  // Dies again before any request reached it.
+  victim.process().signal(SIGKILL);
+  fail_until_ejected(2);
+  // Ejected: its keys are served by the others (a miss, not an error).
+  std::string r = c.roundtrip("get " + k + "\r\n", "\r\n");
+  EXPECT_EQ(r, "END\r\n") << "its keys still fail: " << printable(r);
+}
+
 // ========================================================= 2. SIGSTOP
 
 TEST_F(BackendFailures, StoppedServerTimesOutOthersStayPromptAndItRecoversOnSigcont) {

@@ -108,7 +108,10 @@ void BackendServer::on_connect_failed() {
 
 void BackendServer::on_failure() {
   ++failures_in_a_row_;
-  if (settings_.failure_limit != 0 && failures_in_a_row_ == settings_.failure_limit) {
+  if (settings_.failure_limit != 0 && failures_in_a_row_ >= settings_.failure_limit) {
+    // A new streak starts: a server re-admitted and failing again is
+    // reported again after another `failure_limit` failures.
+    failures_in_a_row_ = 0;
     worker_.proxy().health().report_failing(settings_.pool, identity_);
   }
 }

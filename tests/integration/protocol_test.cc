@@ -1194,6 +1194,34 @@ TEST_F(ProxyTest, OverlongLinesMatchMemcached) {
   EXPECT_EQ(transcript(ms, "\r\n"), transcript(ref, "\r\n"));
 }
 
+// memcached has no bound on get lines; memshard's is 512 KiB
+// (proto::kMaxRetrievalLineLength): below it, the same answer as memcached.
+TEST_F(ProxyTest, LongGetLineBelowTheBoundMatchesMemcached) {
+  std::string setup, line = "get";
+  for (int i = 0; i < 20000; ++i) {
+    std::string k = "long-line-key-" + std::to_string(i);
+    if (i % 1000 == 0) setup += set_command(k, std::to_string(i));
+    line += " " + k;
+  }
+  ASSERT_LT(line.size(), 500u * 1024);
+  ASSERT_GT(line.size(), 300u * 1024);
+  expect_same_as_memcached(setup + line + "\r\n");
+}
+
+TEST_F(ProxyTest, GetLineAboveTheBoundClosesTheConnection) {
+  std::string line = "get";
+  for (int i = 0; line.size() < 600 * 1024; ++i) line += " over-the-bound-" + std::to_string(i);
+  auto c = client();
+  try {
+    c->send(line + "\r\n");
+  } catch (const std::exception&) {
+    // memshard may close while we are still sending
+  }
+  EXPECT_TRUE(c->closed_by_peer(5s));
+  auto other = client();  // the proxy itself is fine
+  EXPECT_EQ(other->roundtrip("get x\r\n", "END\r\n"), "END\r\n");
+}
+
 TEST_F(ProxyTest, UnknownCommandKeepsConnection) {
   auto c = client();
   EXPECT_EQ(c->roundtrip("whatever\r\n"), "ERROR\r\n");

@@ -252,6 +252,17 @@ void BackendConn::read_replies() {
     if (data_left_ > 0) {
       size_t n = std::min<uint64_t>(evbuffer_get_length(in), data_left_);
       if (n == 0) return;
+      // A data block ends with "\r\n"; remember its last two bytes as they
+      // pass, to refuse a server that sent something else.
+      if (data_left_ <= 2 || n + 2 > data_left_) {
+        size_t keep = std::min<size_t>(n, 2);
+        evbuffer_ptr at;
+        evbuffer_ptr_set(in, &at, n - keep, EVBUFFER_PTR_SET);
+        char tail[2];
+        evbuffer_copyout_from(in, &at, tail, keep);
+        block_tail_[0] = keep == 2 ? tail[0] : block_tail_[1];
+        block_tail_[1] = tail[keep - 1];
+      }
       if (data_dest_ != nullptr) {
         evbuffer_remove_buffer(in, data_dest_, n);
       } else {
@@ -259,6 +270,11 @@ void BackendConn::read_replies() {
       }
       data_left_ -= n;
       if (data_left_ > 0) return;
+      if (block_tail_[0] != '\r' || block_tail_[1] != '\n') {
+        server_.stats().server_err.add();
+        fail(kGarbled);
+        return;
+      }
       BackendOp& op = ops_.front();
       if (op.mode == ReplyMode::retrieval) {
         op.slot->key_refs[block_position_].block_bytes = static_cast<uint32_t>(block_bytes_);

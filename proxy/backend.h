@@ -138,6 +138,7 @@ class BackendConn {
   bool data_ends_op_ = false;
   uint32_t block_position_ = 0;  // retrieval: the client key position of this block
   uint64_t block_bytes_ = 0;
+  char block_tail_[2] = {0, 0};  // the last two data bytes seen
 };
 
 }  // namespace memshard::proxy

@@ -1,6 +1,7 @@
 #include "proxy/client_conn.h"
 
 #include <event2/buffer.h>
+#include <sys/ioctl.h>
 
 #include <algorithm>
 
@@ -68,6 +69,8 @@ ClientConn::ClientConn(Worker& worker, int fd, std::string pool_name, uint64_t i
 
 ClientConn::~ClientConn() {
   if (bev_ != nullptr) bufferevent_free(bev_);
+  // Only at shutdown can replies still be owed here (the drain timed out).
+  while (!slots_.empty()) worker_.release_slot(slots_.pop_front());
 }
 
 // Takes the pool's settings that apply per connection, at connect and
@@ -135,7 +138,10 @@ void ClientConn::process_input() {
   in_process_ = true;
   evbuffer* out = bufferevent_get_output(bev_);
   while (!closing_) {
-    if (slots_.size() >= kMaxPendingReplies || evbuffer_get_length(out) >= kMaxBufferedOutput) {
+    // A lone request always goes through, however many keys it has.
+    bool over_keys = keys_in_flight_ >= kMaxKeysInFlight && !slots_.empty();
+    if (over_keys || slots_.size() >= kMaxPendingReplies ||
+        evbuffer_get_length(out) >= kMaxBufferedOutput) {
       paused_ = true;
       break;
     }
@@ -159,6 +165,14 @@ bool ClientConn::next_request() {
     if (eol.pos < 0) {
       size_t len = evbuffer_get_length(in);
       if (len <= proto::kMaxLineLength) return false;
+      // memcached applies its line-length rule to what one read brought
+      // (up to its 16 KiB buffer). We read in smaller pieces, so while the
+      // socket still holds bytes of that first 16 KiB, read them first.
+      int pending = 0;
+      if (len < kMemcachedReadBuffer && ioctl(bufferevent_getfd(bev_), FIONREAD, &pending) == 0 &&
+          pending > 0) {
+        return false;
+      }
       bool too_long = len > proto::kMaxRetrievalLineLength;
       if (!too_long) {
         // Enough of the line to tell a long multi-get from garbage.
@@ -427,6 +441,10 @@ void ClientConn::count_forward_error() {
 
 ReplySlot* ClientConn::new_slot() {
   ReplySlot* s = worker_.acquire_slot(this);
+  // Each key may bring back a value of up to item_size_max: counting them
+  // bounds what the replies owed to one client can make us hold.
+  s->keys_weight = request_.keys.empty() ? 1 : static_cast<uint32_t>(request_.keys.size());
+  keys_in_flight_ += s->keys_weight;
   s->started_usec = worker_.now_usec();
   slots_.push_back(s);
   return s;
@@ -446,6 +464,7 @@ void ClientConn::flush_ready() {
   uint64_t now = slots_.empty() ? 0 : worker_.now_usec();
   while (!slots_.empty() && slots_.front()->complete) {
     ReplySlot* s = slots_.pop_front();
+    keys_in_flight_ -= s->keys_weight;
     pool_stats_->requests.add();
     pool_stats_->record_latency(now - s->started_usec);
     if (out != nullptr && !s->drop_reply) evbuffer_add_buffer(out, s->reply);
@@ -461,7 +480,7 @@ void ClientConn::flush_ready() {
     if (slots_.empty() && evbuffer_get_length(out) == 0) shut();
     return;
   }
-  if (paused_ && slots_.size() < kMaxPendingReplies &&
+  if (paused_ && slots_.size() < kMaxPendingReplies && keys_in_flight_ < kMaxKeysInFlight &&
       evbuffer_get_length(out) < kMaxBufferedOutput) {
     paused_ = false;
     process_input();

@@ -26,6 +26,13 @@ struct PoolRoute;
 // stops reading from the client (backpressure) until replies drain.
 inline constexpr size_t kMaxPendingReplies = 1024;
 inline constexpr size_t kMaxBufferedOutput = 8 * 1024 * 1024;
+// Keys whose replies are owed (a multi-get counts each key): each may
+// bring back up to item_size_max bytes, so this bounds the replies held
+// for a client that does not read (128 x 1 MiB values at worst).
+inline constexpr size_t kMaxKeysInFlight = 128;
+// memcached judges an over-long line on what one read of its 16 KiB
+// buffer brought.
+inline constexpr size_t kMemcachedReadBuffer = 16 * 1024;
 
 class ClientConn {
  public:
@@ -88,6 +95,7 @@ class ClientConn {
   size_t header_bytes_ = 0;  // line + terminator of the request being handled
   bool have_request_ = false;
   uint64_t swallow_left_ = 0;
+  size_t keys_in_flight_ = 0;  // keys of the slots not yet written out
   bool in_process_ = false;
   bool paused_ = false;
   bool closing_ = false;  // no more input; close once replies are written

@@ -52,6 +52,7 @@ struct ReplySlot {
   size_t fragment_count = 0;  // fragments in use (the vector keeps spares)
   std::string error;          // broadcast: the first failure
   uint64_t started_usec = 0;
+  uint32_t keys_weight = 1;  // keys the client waits on in this slot
 
   std::string_view key(uint32_t position) const {
     const KeyRef& k = key_refs[position];

@@ -29,6 +29,7 @@ Worker::Worker(Proxy& proxy, int index) : proxy_(proxy), index_(index) {
 
 Worker::~Worker() {
   stop();
+  for (ClientConn* c : retired_) std::erase(clients_, c);  // on both lists until reaped
   for (ClientConn* c : clients_) delete c;
   for (ClientConn* c : retired_) delete c;
   backends_.clear();

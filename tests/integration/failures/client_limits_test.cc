@@ -206,6 +206,14 @@ TEST_F(ClientLimits, SixthConnectionIsRefusedAndAcceptedAgainOnceOneCloses) {
       3s);
   EXPECT_TRUE(accepted) << "no connection accepted after one of five closed; last reply: "
                         << printable(reply);
+  // The probe connection above has closed too; memshard frees its place
+  // when it sees the close, asynchronously, as memcached does.
+  EXPECT_TRUE(eventually(
+      [&] {
+        return clients[0]->roundtrip("stats\r\n", "END\r\n").find("STAT curr_connections 4\r\n") !=
+               std::string::npos;
+      },
+      3s));
   // And the limit still holds with five open again.
   clients.push_back(std::make_unique<RawClient>(proxy.port()));
   EXPECT_EQ(clients.back()->roundtrip("get c2\r\n", "END\r\n"), "VALUE c2 0 1\r\nv\r\nEND\r\n");

@@ -45,6 +45,14 @@ uint64_t Proxy::uptime_seconds() const {
 }
 
 void Proxy::start() {
+  // Handlers first: a SIGTERM that arrives once we listen must drain, not
+  // kill (libevent delivers it when the loop runs).
+  std::signal(SIGPIPE, SIG_IGN);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGTTIN, SIGTTOU}) {
+    event* e = evsignal_new(base_, sig, &Proxy::on_signal, this);
+    event_add(e, nullptr);
+    signal_events_.push_back(e);
+  }
   conf::LoadResult loaded = conf::load_config_file(options_.config_file);
   if (!loaded.errors.empty()) {
     std::string msg;
@@ -82,12 +90,6 @@ void Proxy::start() {
     }
   }
 
-  std::signal(SIGPIPE, SIG_IGN);
-  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGTTIN, SIGTTOU}) {
-    event* e = evsignal_new(base_, sig, &Proxy::on_signal, this);
-    event_add(e, nullptr);
-    signal_events_.push_back(e);
-  }
   if (options_.watch) {
     watch_ = std::make_unique<ConfigWatch>(base_, options_.config_file, [this] { reload(); });
   }

@@ -17,9 +17,9 @@ struct ListenAddress {
   std::string host;  // as written; empty for a unix socket
   uint16_t port = 0;
   bool is_unix = false;
-  std::string path;                 // unix socket path
-  std::optional<uint32_t> perm;     // unix socket permissions ("/tmp/m.sock 0666")
-  std::string text;                 // the directive's value as written
+  std::string path;              // unix socket path
+  std::optional<uint32_t> perm;  // unix socket permissions ("/tmp/m.sock 0666")
+  std::string text;              // the directive's value as written
 
   bool operator==(const ListenAddress&) const = default;
 };
@@ -29,9 +29,7 @@ struct ServerConfig {
   std::string text;           // "host:port:weight name" as written
   int line = 0;               // 1-based line in the file
 
-  bool operator==(const ServerConfig& o) const {
-    return text == o.text;
-  }
+  bool operator==(const ServerConfig& o) const { return text == o.text; }
 };
 
 // Defaults are nutcracker 0.5's. A loaded config guarantees: listen set
@@ -44,14 +42,14 @@ struct PoolConfig {
   std::string name;
   int line = 0;
   ListenAddress listen;
-  ketama::RingOptions ring;  // hash (fnv1a_64), hash_tag, distribution (ketama), ketama_compat
+  ketama::RingOptions ring;       // hash (fnv1a_64), hash_tag, distribution (ketama), ketama_compat
   std::optional<int> timeout_ms;  // none = wait forever, as nutcracker (also for timeout: 0)
   int backlog = 512;
   bool preconnect = false;
   // nutcracker 0.5 accepts redis_auth only with redis: true, which memshard
   // refuses, so a valid config never sets it.
   std::optional<std::string> redis_auth;
-  int redis_db = 0;                       // accepted for compatibility, unused
+  int redis_db = 0;  // accepted for compatibility, unused
   uint32_t server_connections = 1;
   bool auto_eject_hosts = false;
   int server_retry_timeout_ms = 30000;

@@ -144,7 +144,7 @@ class PoolReader {
   std::string key_;
   bool redis_ = false;
   int redis_auth_line_ = 0;
-  bool listen_given_ = false;      // even if its value was refused
+  bool listen_given_ = false;  // even if its value was refused
   bool hash_given_ = false;
   bool servers_reported_ = false;  // entries or their container already reported
 };

@@ -7,9 +7,9 @@
 #include <algorithm>
 #include <utility>
 
-#include "proxy/reply_parser.h"
 #include "proxy/log.h"
 #include "proxy/proxy.h"
+#include "proxy/reply_parser.h"
 #include "proxy/reply_slot.h"
 #include "proxy/worker.h"
 
@@ -102,7 +102,8 @@ BackendConn* BackendServer::connection_for(uint64_t affinity) {
 }
 
 void BackendServer::on_connect_failed() {
-  backoff_usec_ = backoff_usec_ == 0 ? kFirstBackoffUsec : std::min(backoff_usec_ * 2, kMaxBackoffUsec);
+  backoff_usec_ =
+      backoff_usec_ == 0 ? kFirstBackoffUsec : std::min(backoff_usec_ * 2, kMaxBackoffUsec);
   retry_after_usec_ = worker_.now_usec() + backoff_usec_;
 }
 

@@ -48,7 +48,8 @@ struct ServerSettings {
   std::string pool;
   int timeout_ms = -1;  // -1: none
   uint32_t connections = 1;
-  uint32_t failure_limit = 0;  // auto_eject_hosts: report after this many failures in a row; 0 = never
+  uint32_t failure_limit =
+      0;  // auto_eject_hosts: report after this many failures in a row; 0 = never
 };
 
 class BackendConn;
@@ -126,9 +127,9 @@ class BackendConn {
   bufferevent* bev_ = nullptr;
   event* timer_ = nullptr;
   bool connected_ = false;
-  bool counted_ = false;  // counted in server_connections
+  bool counted_ = false;    // counted in server_connections
   size_t output_mark_ = 0;  // output length when output() was last called
-  bool broken_ = false;  // connect() failed synchronously; the timer reports it
+  bool broken_ = false;     // connect() failed synchronously; the timer reports it
   uint64_t connect_started_usec_ = 0;
   Fifo<BackendOp> ops_;
   std::string line_;

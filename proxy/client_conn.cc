@@ -58,8 +58,7 @@ ClientConn::ClientConn(Worker& worker, int fd, std::string pool_name, uint64_t i
   pool_stats_ = r != nullptr ? r->stats : std::make_shared<PoolStats>();
   pool_stats_->client_connections.add();
   bev_ = bufferevent_socket_new(worker_.base(), fd, BEV_OPT_CLOSE_ON_FREE);
-  bufferevent_setcb(bev_, &ClientConn::on_read, &ClientConn::on_write, &ClientConn::on_event,
-                    this);
+  bufferevent_setcb(bev_, &ClientConn::on_read, &ClientConn::on_write, &ClientConn::on_event, this);
   bufferevent_setwatermark(bev_, EV_WRITE, kMaxBufferedOutput / 2, 0);
   use_route(r);
   bufferevent_enable(bev_, EV_READ | EV_WRITE);
@@ -100,7 +99,9 @@ void ClientConn::on_routes_changed() {
   use_route(r);
 }
 
-void ClientConn::on_read(bufferevent*, void* self) { static_cast<ClientConn*>(self)->process_input(); }
+void ClientConn::on_read(bufferevent*, void* self) {
+  static_cast<ClientConn*>(self)->process_input();
+}
 
 void ClientConn::on_write(bufferevent*, void* self) {
   auto* c = static_cast<ClientConn*>(self);
@@ -327,8 +328,8 @@ void ClientConn::multi_get(const PoolRoute& route, evbuffer* in) {
     }
     auto offset = static_cast<uint32_t>(s->keys.size());
     s->keys.append(keys[pos]);
-    s->key_refs.push_back(KeyRef{offset, static_cast<uint32_t>(keys[pos].size()),
-                                 static_cast<uint32_t>(f), 0});
+    s->key_refs.push_back(
+        KeyRef{offset, static_cast<uint32_t>(keys[pos].size()), static_cast<uint32_t>(f), 0});
     s->fragments[f].key_positions.push_back(pos);
   }
   for (size_t server : server_of_fragment_) fragment_of_server_[server] = -1;
@@ -369,7 +370,7 @@ void ClientConn::multi_get(const PoolRoute& route, evbuffer* in) {
 }
 
 void ClientConn::broadcast(const PoolRoute& route, evbuffer* in) {
-    ReplySlot* s = new_slot();
+  ReplySlot* s = new_slot();
   s->kind = SlotKind::broadcast;
   s->drop_reply = request_.quiet;
   s->add_fragment();

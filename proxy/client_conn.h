@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "proxy/fifo.h"
-#include "proxy/stats.h"
 #include "proxy/request_parser.h"
+#include "proxy/stats.h"
 
 namespace memshard::proxy {
 

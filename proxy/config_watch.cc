@@ -20,7 +20,8 @@ constexpr timeval kSettle{0, 150'000};
 }  // namespace
 
 namespace {
-constexpr uint32_t kCompletedChanges = IN_CLOSE_WRITE | IN_MOVED_TO | IN_CREATE | IN_DELETE | IN_ATTRIB;
+constexpr uint32_t kCompletedChanges =
+    IN_CLOSE_WRITE | IN_MOVED_TO | IN_CREATE | IN_DELETE | IN_ATTRIB;
 
 std::string parent_of(const std::filesystem::path& p) {
   std::string dir = p.parent_path().string();

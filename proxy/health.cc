@@ -133,7 +133,8 @@ void ServerHealth::eject(const Key& key) {
     // Microseconds since the epoch, as twemproxy's server_ejected_at.
     timeval tv;
     gettimeofday(&tv, nullptr);
-    ejected_[key] = static_cast<uint64_t>(tv.tv_sec) * 1'000'000 + static_cast<uint64_t>(tv.tv_usec);
+    ejected_[key] =
+        static_cast<uint64_t>(tv.tv_sec) * 1'000'000 + static_cast<uint64_t>(tv.tv_usec);
     ++pool_ejections_[key.first];
   }
   ++ejections_;
@@ -177,8 +178,8 @@ void ServerHealth::probe_done(const Key& key, bool healthy) {
     Probe* p = it->second.release();
     probes_.erase(it);
     event_base_once(
-        base_, -1, EV_TIMEOUT, [](evutil_socket_t, short, void* arg) { delete static_cast<Probe*>(arg); },
-        p, nullptr);
+        base_, -1, EV_TIMEOUT,
+        [](evutil_socket_t, short, void* arg) { delete static_cast<Probe*>(arg); }, p, nullptr);
   }
   on_change_();
 }

@@ -22,7 +22,8 @@ void log_always(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 
 #define log_error(...) ::memshard::proxy::log_write(::memshard::proxy::LogLevel::error, __VA_ARGS__)
 #define log_warn(...) ::memshard::proxy::log_write(::memshard::proxy::LogLevel::warn, __VA_ARGS__)
-#define log_notice(...) ::memshard::proxy::log_write(::memshard::proxy::LogLevel::notice, __VA_ARGS__)
+#define log_notice(...) \
+  ::memshard::proxy::log_write(::memshard::proxy::LogLevel::notice, __VA_ARGS__)
 #define log_info(...) ::memshard::proxy::log_write(::memshard::proxy::LogLevel::info, __VA_ARGS__)
 #define log_debug(...) ::memshard::proxy::log_write(::memshard::proxy::LogLevel::debug, __VA_ARGS__)
 

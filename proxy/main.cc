@@ -119,7 +119,8 @@ int main(int argc, char** argv) {
   app.add_option("-o,--output", log_file, "log to this file instead of stderr");
   app.add_option("-v,--verbose", verbosity, "log level, nutcracker's scale 0..11")
       ->capture_default_str();
-  app.add_option("-s,--stats-port", stats_port, "stats port (JSON; HTTP /metrics); 0 turns it off")->capture_default_str();
+  app.add_option("-s,--stats-port", stats_port, "stats port (JSON; HTTP /metrics); 0 turns it off")
+      ->capture_default_str();
   app.add_option("-a,--stats-addr", stats_addr, "stats address")->capture_default_str();
   app.add_option("-i,--stats-interval", stats_interval, "stats aggregation interval (ms)")
       ->capture_default_str();
@@ -150,7 +151,8 @@ int main(int argc, char** argv) {
 
   CLI11_PARSE(app, argc, argv);
 
-  if (*lookup) return memshard::proxy::ring_lookup(ring_conf, ring_pool, keys, std::cin, std::cout, std::cerr);
+  if (*lookup)
+    return memshard::proxy::ring_lookup(ring_conf, ring_pool, keys, std::cin, std::cout, std::cerr);
   if (*show) return memshard::proxy::ring_show(ring_conf, ring_pool, std::cout, std::cerr);
   if (*diff) return memshard::proxy::ring_diff(diff_old, diff_new, ring_pool, std::cout, std::cerr);
   if (test_conf) return test_config(conf_file);
@@ -189,8 +191,9 @@ int main(int argc, char** argv) {
     return 1;
   };
   try {
-    memshard::proxy::Proxy proxy(memshard::proxy::ProxyOptions{
-        conf_file, threads, watch, drain_timeout_ms, stats_addr, static_cast<uint16_t>(stats_port)});
+    memshard::proxy::Proxy proxy(memshard::proxy::ProxyOptions{conf_file, threads, watch,
+                                                               drain_timeout_ms, stats_addr,
+                                                               static_cast<uint16_t>(stats_port)});
     proxy.start();
     if (!pid_file.empty() && !write_pid_file(pid_file)) {
       return fail("cannot write pid file '" + pid_file + "': " + strerror(errno));

@@ -80,8 +80,8 @@ void Proxy::start() {
 
   if (options_.stats_port != 0) {
     try {
-      stats_server_ = std::make_unique<StatsServer>(base_, *this, options_.stats_address,
-                                                    options_.stats_port);
+      stats_server_ =
+          std::make_unique<StatsServer>(base_, *this, options_.stats_address, options_.stats_port);
       log_notice("stats on %s:%u (JSON; HTTP GET /metrics for Prometheus)",
                  options_.stats_address.c_str(), options_.stats_port);
     } catch (const std::exception& e) {
@@ -94,7 +94,7 @@ void Proxy::start() {
     watch_ = std::make_unique<ConfigWatch>(base_, options_.config_file, [this] { reload(); });
   }
   log_notice("memshard %s started: %zu pool(s), %d worker thread(s)", MEMSHARD_VERSION,
-           topology_->pools.size(), threads);
+             topology_->pools.size(), threads);
 }
 
 void Proxy::install_on_workers() {
@@ -110,9 +110,9 @@ std::unique_ptr<Proxy::Listener> Proxy::open_listener(const Pool& pool) {
   l->address = pool.config.listen;
   if (l->address.is_unix) unlink(l->address.path.c_str());  // a stale socket from a past run
   unsigned flags = LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_EXEC;
-  l->listener = evconnlistener_new_bind(base_, &Proxy::on_accept, l.get(), flags,
-                                        pool.config.backlog, pool.listen.get(),
-                                        static_cast<int>(pool.listen.length));
+  l->listener =
+      evconnlistener_new_bind(base_, &Proxy::on_accept, l.get(), flags, pool.config.backlog,
+                              pool.listen.get(), static_cast<int>(pool.listen.length));
   if (l->listener == nullptr) return nullptr;
   if (l->address.is_unix && l->address.perm) {
     chmod(l->address.path.c_str(), static_cast<mode_t>(*l->address.perm));
@@ -172,8 +172,7 @@ void Proxy::on_signal(evutil_socket_t sig, short, void* arg) {
     event_base_loopexit(self->base_, nullptr);
     return;
   }
-  log_notice("signal %d: no longer accepting; finishing requests in flight",
-             static_cast<int>(sig));
+  log_notice("signal %d: no longer accepting; finishing requests in flight", static_cast<int>(sig));
   self->begin_drain();
 }
 

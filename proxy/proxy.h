@@ -27,8 +27,8 @@ namespace memshard::proxy {
 
 struct ProxyOptions {
   std::string config_file;
-  int threads = 0;  // 0: one per core
-  bool watch = false;  // reload when the config file changes
+  int threads = 0;               // 0: one per core
+  bool watch = false;            // reload when the config file changes
   int drain_timeout_ms = 10000;  // SIGTERM: how long in-flight requests may take
   std::string stats_address = "127.0.0.1";
   uint16_t stats_port = 22222;  // 0: no stats port

@@ -21,7 +21,7 @@ enum class ReplyKind : uint8_t {
 
 struct ReplyLine {
   ReplyKind kind = ReplyKind::invalid;
-  std::string_view key;  // for value
+  std::string_view key;     // for value
   uint64_t data_bytes = 0;  // for value and meta_value: value length + 2
 };
 

@@ -6,7 +6,9 @@ namespace {
 constexpr std::string_view kEnd = "END\r\n";
 constexpr std::string_view kOk = "OK\r\n";
 
-void append(evbuffer* buf, std::string_view s) { evbuffer_add(buf, s.data(), s.size()); }
+void append(evbuffer* buf, std::string_view s) {
+  evbuffer_add(buf, s.data(), s.size());
+}
 }  // namespace
 
 Fragment& ReplySlot::add_fragment() {

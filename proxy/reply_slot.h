@@ -25,9 +25,9 @@ enum class SlotKind : uint8_t {
 
 // One backend operation's share of a slot.
 struct Fragment {
-  evbuffer* values = nullptr;  // retrieval: the VALUE blocks received, in key order
+  evbuffer* values = nullptr;           // retrieval: the VALUE blocks received, in key order
   std::vector<uint32_t> key_positions;  // retrieval: client positions of this fragment's keys
-  size_t next_key = 0;         // retrieval: first key position not yet matched by a VALUE
+  size_t next_key = 0;                  // retrieval: first key position not yet matched by a VALUE
   bool failed = false;
 };
 

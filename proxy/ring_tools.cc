@@ -117,13 +117,17 @@ int ring_diff(const std::string& old_file, const std::string& new_file,
       load_pool(new_file, pool_name.empty() ? before->pool.name : pool_name, err);
   if (!after) return 1;
   ketama::RingDiff d = ketama::diff(before->ring, after->ring);
-  out << "pool " << before->pool.name << ": " << percent(d.moved) << " of the keyspace changes server";
+  out << "pool " << before->pool.name << ": " << percent(d.moved)
+      << " of the keyspace changes server";
   if (!d.exact) out << " (expected: the key hash changed, so every key is hashed anew)";
   out << "\n";
   out << "server\tgains\tloses\tnote\n";
   for (const auto& s : d.servers) {
     out << s.address << '\t' << percent(s.gained) << '\t' << percent(s.lost) << '\t'
-        << (s.only_in_old ? "removed" : s.only_in_new ? "added" : "") << '\n';
+        << (s.only_in_old   ? "removed"
+            : s.only_in_new ? "added"
+                            : "")
+        << '\n';
   }
   return 0;
 }

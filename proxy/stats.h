@@ -14,8 +14,12 @@ namespace memshard::proxy {
 
 class Counter {
  public:
-  void add(uint64_t n = 1) { v_.store(v_.load(std::memory_order_relaxed) + n, std::memory_order_relaxed); }
-  void sub(uint64_t n = 1) { v_.store(v_.load(std::memory_order_relaxed) - n, std::memory_order_relaxed); }
+  void add(uint64_t n = 1) {
+    v_.store(v_.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+  }
+  void sub(uint64_t n = 1) {
+    v_.store(v_.load(std::memory_order_relaxed) - n, std::memory_order_relaxed);
+  }
   uint64_t get() const { return v_.load(std::memory_order_relaxed); }
 
  private:
@@ -24,9 +28,9 @@ class Counter {
 
 // Every per-worker counter, named as memcached's own `stats` names it where
 // one exists. One list, so declaring, summing and printing cannot disagree.
-#define MEMSHARD_WORKER_COUNTERS(X)                                                     \
-  X(curr_connections)                                                                  \
-  X(total_connections)                                                                 \
+#define MEMSHARD_WORKER_COUNTERS(X)                                                   \
+  X(curr_connections)                                                                 \
+  X(total_connections)                                                                \
   X(cmd_get)         /* keys requested by get-family commands */                      \
   X(cmd_set)         /* storage commands */                                           \
   X(cmd_other)       /* every other forwarded request */                              \
@@ -49,39 +53,39 @@ struct WorkerStats {
 };
 
 // Per pool, per worker. Names are twemproxy's where it has them.
-#define MEMSHARD_POOL_COUNTERS(X)                                        \
-  X(client_eof)         /* clients that closed their connection */    \
-  X(client_err)         /* client connections closed on an error */   \
-  X(client_connections) /* gauge: open client connections */          \
-  X(forward_error)      /* backend operations failed */               \
-  X(fragments)          /* backend operations sent */                 \
+#define MEMSHARD_POOL_COUNTERS(X)                                   \
+  X(client_eof)         /* clients that closed their connection */  \
+  X(client_err)         /* client connections closed on an error */ \
+  X(client_connections) /* gauge: open client connections */        \
+  X(forward_error)      /* backend operations failed */             \
+  X(fragments)          /* backend operations sent */               \
   X(requests)           /* client requests answered */
 
 // Per pool and server, per worker.
-#define MEMSHARD_SERVER_COUNTERS(X)                                                \
-  X(server_eof)         /* the server closed the connection */                  \
-  X(server_err)         /* connect errors, resets, invalid replies */           \
-  X(server_timedout)    /* operations that ran out of `timeout` */              \
-  X(server_connections) /* gauge: open connections */                           \
-  X(requests)           /* operations sent */                                   \
-  X(request_bytes)                                                              \
-  X(responses)          /* operations answered */                               \
-  X(response_bytes)                                                             \
-  X(out_queue)          /* gauge: operations sent and not yet answered */       \
-  X(out_queue_bytes)    /* gauge: their request bytes */                        \
-  X(replies_hit)        /* VALUE / VA */                                        \
-  X(replies_miss)       /* a key asked and not returned; EN */                  \
-  X(replies_stored)     /* STORED / HD after a set */                           \
-  X(replies_not_stored) /* NOT_STORED / NS */                                   \
-  X(replies_exists)     /* EXISTS / EX */                                       \
-  X(replies_not_found)  /* NOT_FOUND / NF */                                    \
+#define MEMSHARD_SERVER_COUNTERS(X)                                               \
+  X(server_eof)         /* the server closed the connection */                    \
+  X(server_err)         /* connect errors, resets, invalid replies */             \
+  X(server_timedout)    /* operations that ran out of `timeout` */                \
+  X(server_connections) /* gauge: open connections */                             \
+  X(requests)           /* operations sent */                                     \
+  X(request_bytes)                                                                \
+  X(responses) /* operations answered */                                          \
+  X(response_bytes)                                                               \
+  X(out_queue)          /* gauge: operations sent and not yet answered */         \
+  X(out_queue_bytes)    /* gauge: their request bytes */                          \
+  X(replies_hit)        /* VALUE / VA */                                          \
+  X(replies_miss)       /* a key asked and not returned; EN */                    \
+  X(replies_stored)     /* STORED / HD after a set */                             \
+  X(replies_not_stored) /* NOT_STORED / NS */                                     \
+  X(replies_exists)     /* EXISTS / EX */                                         \
+  X(replies_not_found)  /* NOT_FOUND / NF */                                      \
   X(replies_error)      /* ERROR / CLIENT_ERROR / SERVER_ERROR from the server */ \
   X(replies_other)      /* everything else: DELETED, TOUCHED, numbers, OK, MN */
 
 // Request latency buckets (upper bounds, microseconds), for the
 // Prometheus histogram: from a fast loopback hit to a slow timeout.
-inline constexpr uint64_t kLatencyBucketsUsec[] = {50,    100,    250,    500,     1000,
-                                                   2500,  5000,   10000,  25000,   50000,
+inline constexpr uint64_t kLatencyBucketsUsec[] = {50,     100,    250,    500,     1000,
+                                                   2500,   5000,   10000,  25000,   50000,
                                                    100000, 250000, 500000, 1000000, 2500000};
 inline constexpr size_t kLatencyBuckets = std::size(kLatencyBucketsUsec) + 1;  // + Inf
 

@@ -54,8 +54,7 @@ size_t index_of(const std::string_view* names, size_t n, std::string_view name) 
 }
 
 uint64_t server_counter(const StatsSnapshot::Server& s, std::string_view name) {
-  return counter(s.counters,
-                 index_of(kServerCounterNames, std::size(kServerCounterNames), name));
+  return counter(s.counters, index_of(kServerCounterNames, std::size(kServerCounterNames), name));
 }
 
 }  // namespace
@@ -153,12 +152,13 @@ struct Family {
   }
 };
 
-std::string pool_label(const std::string& pool) { return "pool=\"" + label(pool) + "\""; }
+std::string pool_label(const std::string& pool) {
+  return "pool=\"" + label(pool) + "\"";
+}
 
 std::string server_labels(const std::string& pool, const std::string& name,
                           const StatsSnapshot::Server& s) {
-  return pool_label(pool) + ",server=\"" + label(name) + "\",address=\"" + label(s.identity) +
-         "\"";
+  return pool_label(pool) + ",server=\"" + label(name) + "\",address=\"" + label(s.identity) + "\"";
 }
 
 }  // namespace
@@ -211,12 +211,14 @@ void render_prometheus(const Proxy& p, std::string& out) {
   for (const PoolMetric& m : kPool) {
     f.header(m.name, m.type, m.help);
     size_t i = index_of(kPoolCounterNames, std::size(kPoolCounterNames), m.counter);
-    for (const auto& [pool, t] : snap.pools) f.sample(m.name, pool_label(pool), counter(t.counters, i));
+    for (const auto& [pool, t] : snap.pools)
+      f.sample(m.name, pool_label(pool), counter(t.counters, i));
   }
   f.header("memshard_pool_server_ejections_total", "counter",
            "Servers ejected from the ring by auto_eject_hosts.");
   for (const auto& [pool, t] : snap.pools) {
-    f.sample("memshard_pool_server_ejections_total", pool_label(pool), p.health().pool_ejections(pool));
+    f.sample("memshard_pool_server_ejections_total", pool_label(pool),
+             p.health().pool_ejections(pool));
   }
   f.header("memshard_request_duration_seconds", "histogram",
            "Time from a request's arrival to its reply being ready, per pool.");
@@ -227,8 +229,8 @@ void render_prometheus(const Proxy& p, std::string& out) {
       std::string le = b < std::size(kLatencyBucketsUsec)
                            ? std::to_string(static_cast<double>(kLatencyBucketsUsec[b]) / 1e6)
                            : "+Inf";
-      f.sample("memshard_request_duration_seconds_bucket",
-               pool_label(pool) + ",le=\"" + le + "\"", cumulative);
+      f.sample("memshard_request_duration_seconds_bucket", pool_label(pool) + ",le=\"" + le + "\"",
+               cumulative);
     }
     f.sample("memshard_request_duration_seconds_sum", pool_label(pool),
              static_cast<double>(t.latency_sum_usec) / 1e6);
@@ -240,7 +242,8 @@ void render_prometheus(const Proxy& p, std::string& out) {
     std::string_view counter, name, type, help, extra;
   };
   static constexpr ServerMetric kServer[] = {
-      {"requests", "memshard_server_requests_total", "counter", "Operations sent to the server.", ""},
+      {"requests", "memshard_server_requests_total", "counter", "Operations sent to the server.",
+       ""},
       {"request_bytes", "memshard_server_request_bytes_total", "counter", "Bytes sent.", ""},
       {"responses", "memshard_server_responses_total", "counter", "Operations answered.", ""},
       {"response_bytes", "memshard_server_response_bytes_total", "counter", "Bytes received.", ""},

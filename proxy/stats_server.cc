@@ -46,7 +46,8 @@ struct StatsServer::Session {
     evbuffer_ptr end = evbuffer_search(in, "\r\n\r\n", 4, nullptr);
     if (end.pos < 0) end = evbuffer_search(in, "\n\n", 2, nullptr);
     if (end.pos < 0) {
-      if (len > kMaxRequestHead) s->respond_http("431 Request Header Fields Too Large", "text/plain", "");
+      if (len > kMaxRequestHead)
+        s->respond_http("431 Request Header Fields Too Large", "text/plain", "");
       return;
     }
     size_t n = 0;
@@ -56,7 +57,8 @@ struct StatsServer::Session {
     std::string_view rl = request_line;
     size_t sp1 = rl.find(' ');
     size_t sp2 = rl.find(' ', sp1 + 1);
-    std::string_view path = rl.substr(sp1 + 1, sp2 == std::string_view::npos ? rl.npos : sp2 - sp1 - 1);
+    std::string_view path =
+        rl.substr(sp1 + 1, sp2 == std::string_view::npos ? rl.npos : sp2 - sp1 - 1);
     if (size_t q = path.find('?'); q != path.npos) path = path.substr(0, q);
     std::string body;
     s->head_only = rl.starts_with("HEAD ");
@@ -120,17 +122,19 @@ StatsServer::StatsServer(event_base* base, const Proxy& proxy, const std::string
                          uint16_t port)
     : base_(base), proxy_(proxy) {
   SocketAddress a = resolve_address(address, port, false);
-  listener_ = evconnlistener_new_bind(base_, &StatsServer::on_accept, this,
-                                      LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE |
-                                          LEV_OPT_CLOSE_ON_EXEC,
-                                      64, a.get(), static_cast<int>(a.length));
+  listener_ =
+      evconnlistener_new_bind(base_, &StatsServer::on_accept, this,
+                              LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_EXEC, 64,
+                              a.get(), static_cast<int>(a.length));
   if (listener_ == nullptr) {
     throw std::runtime_error("cannot listen on " + address + ":" + std::to_string(port) + ": " +
                              strerror(errno));
   }
 }
 
-StatsServer::~StatsServer() { evconnlistener_free(listener_); }
+StatsServer::~StatsServer() {
+  evconnlistener_free(listener_);
+}
 
 void StatsServer::on_accept(evconnlistener*, evutil_socket_t fd, sockaddr*, int, void* arg) {
   auto* self = static_cast<StatsServer*>(arg);

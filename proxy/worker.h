@@ -7,11 +7,11 @@
 
 #include <atomic>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
-#include <map>
 #include <unordered_map>
 #include <vector>
 
@@ -61,7 +61,8 @@ class Worker {
   // Thread-safe: hands an accepted socket to this worker. `pool_clients`
   // counts the pool's open client connections (client_connections limit);
   // the connection decrements it when it closes.
-  void adopt_client(int fd, std::string pool_name, std::shared_ptr<std::atomic<uint32_t>> pool_clients);
+  void adopt_client(int fd, std::string pool_name,
+                    std::shared_ptr<std::atomic<uint32_t>> pool_clients);
   // Thread-safe: every client gets the replies it is owed for what it has
   // already sent, then is closed (graceful shutdown).
   void drain();

@@ -22,39 +22,39 @@ struct Options {
   std::string host = "127.0.0.1";
   uint16_t port = 11211;
   int threads = 2;
-  int conns = 32;          // busy connections running the workload
-  int idle = 0;            // connections that do one get and then stay idle
-  int depth = 1;           // requests in flight per busy connection
-  double duration = 5.0;   // seconds of measurement (after warmup)
-  double warmup = 0.0;     // seconds of load before measuring
-  uint64_t requests = 0;   // stop after this many measured requests (0: duration only)
-  double timeout = 10.0;   // seconds to wait for replies past the end, and for connects
+  int conns = 32;         // busy connections running the workload
+  int idle = 0;           // connections that do one get and then stay idle
+  int depth = 1;          // requests in flight per busy connection
+  double duration = 5.0;  // seconds of measurement (after warmup)
+  double warmup = 0.0;    // seconds of load before measuring
+  uint64_t requests = 0;  // stop after this many measured requests (0: duration only)
+  double timeout = 10.0;  // seconds to wait for replies past the end, and for connects
   uint32_t keys = 10000;
   std::string key_prefix = "memshard-load:";
   size_t value_size = 100;
-  double get_ratio = 0.9;  // fraction of requests that are gets
-  int multiget = 1;        // keys per get
-  uint64_t seed = 1;       // value pattern seed
+  double get_ratio = 0.9;      // fraction of requests that are gets
+  int multiget = 1;            // keys per get
+  uint64_t seed = 1;           // value pattern seed
   uint64_t populate_seed = 0;  // 0: same as seed (another value makes every get mismatch)
   size_t populate_size = 0;    // 0: same as value_size
   bool populate = true;
   bool populate_only = false;
   bool allow_misses = false;
-  int populate_conns = 0;      // 0: min(max(conns, 4), 32)
-  std::vector<int> cpu_pids;   // processes whose CPU time is measured over the run
+  int populate_conns = 0;     // 0: min(max(conns, 4), 32)
+  std::vector<int> cpu_pids;  // processes whose CPU time is measured over the run
   bool json = false;
   int max_error_lines = 10;
 };
 
 struct Stats {
-  Histogram latency;   // measured requests only
+  Histogram latency;  // measured requests only
   uint64_t gets = 0, sets = 0, keys_read = 0, hits = 0, misses = 0;
-  uint64_t mismatches = 0;      // wrong value, length or flags
-  uint64_t server_errors = 0;   // ERROR / CLIENT_ERROR / SERVER_ERROR / NOT_STORED...
-  uint64_t protocol_errors = 0; // a reply that cannot be parsed
-  uint64_t conn_errors = 0;     // connect failure, reset, close by the server
-  uint64_t timeouts = 0;        // requests with no reply by the end
-  uint64_t unmeasured = 0;      // completed during warmup / populate
+  uint64_t mismatches = 0;       // wrong value, length or flags
+  uint64_t server_errors = 0;    // ERROR / CLIENT_ERROR / SERVER_ERROR / NOT_STORED...
+  uint64_t protocol_errors = 0;  // a reply that cannot be parsed
+  uint64_t conn_errors = 0;      // connect failure, reset, close by the server
+  uint64_t timeouts = 0;         // requests with no reply by the end
+  uint64_t unmeasured = 0;       // completed during warmup / populate
   int64_t last_completion_ns = 0;
 
   uint64_t errors() const {
@@ -69,14 +69,14 @@ enum class Phase { populate, measure };
 // Shared state between the coordinating thread and the engines of one phase.
 struct PhaseControl {
   std::atomic<int64_t> prepare_deadline_ns{0};  // idle connections must have answered by then
-  std::atomic<int> engines_prepared{0};   // idle connections all answered (or failed)
+  std::atomic<int> engines_prepared{0};         // idle connections all answered (or failed)
   std::atomic<int> idle_failed{0};
   std::atomic<bool> go{false};
   std::atomic<int64_t> measure_start_ns{0};
-  std::atomic<int64_t> deadline_ns{0};    // stop sending new requests
+  std::atomic<int64_t> deadline_ns{0};  // stop sending new requests
   std::atomic<int> engines_drained{0};
-  std::atomic<bool> release{false};       // engines may close their connections
-  std::atomic<uint64_t> measured_sent{0}; // for --requests
+  std::atomic<bool> release{false};        // engines may close their connections
+  std::atomic<uint64_t> measured_sent{0};  // for --requests
 };
 
 struct Target {

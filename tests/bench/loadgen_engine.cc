@@ -194,7 +194,12 @@ class Engine {
  public:
   Engine(const Options& opts, const Target& target, Phase ph, PhaseControl& control, int index,
          const ValuePattern& pat, const ValuePattern& populate_pat)
-      : o(opts), t(target), phase(ph), ctl(control), thread_index(index), pattern(pat),
+      : o(opts),
+        t(target),
+        phase(ph),
+        ctl(control),
+        thread_index(index),
+        pattern(pat),
         populate_pattern(populate_pat) {}
   ~Engine() {
     conns.clear();
@@ -252,9 +257,12 @@ class Engine {
 // ---------------------------------------------------------------- Conn
 
 Conn::Conn(Engine& e, Role role, int index)
-    : e_(e), role_(role), index_(index), rng_(mix64(e.o.seed * 7919 + static_cast<uint64_t>(index) * 104729 +
-                                                    static_cast<uint64_t>(role) + 1) |
-                                              1) {
+    : e_(e),
+      role_(role),
+      index_(index),
+      rng_(mix64(e.o.seed * 7919 + static_cast<uint64_t>(index) * 104729 +
+                 static_cast<uint64_t>(role) + 1) |
+           1) {
   if (role == Role::idle) {
     depth_ = 1;
   } else if (role == Role::populate) {
@@ -267,7 +275,9 @@ Conn::Conn(Engine& e, Role role, int index)
   ring_.resize(depth_);
 }
 
-Conn::~Conn() { close_quietly(); }
+Conn::~Conn() {
+  close_quietly();
+}
 
 void Conn::close_quietly() {
   if (rev_) event_free(rev_);
@@ -284,7 +294,9 @@ size_t Conn::abandon() {
   return n;
 }
 
-bool Conn::exhausted() const { return role_ == Role::populate && next_key_ >= e_.o.keys; }
+bool Conn::exhausted() const {
+  return role_ == Role::populate && next_key_ >= e_.o.keys;
+}
 
 void Conn::fail(const char* fmt, ...) {
   if (dead_) return;
@@ -296,8 +308,8 @@ void Conn::fail(const char* fmt, ...) {
   va_end(ap);
   ++e_.stats.conn_errors;
   static const char* const kRoles[] = {"busy", "idle", "populate"};
-  report_error(e_.o, "%s connection %d: %s (%zu requests in flight lost)", kRoles[static_cast<int>(role_)],
-               index_, buf, count_);
+  report_error(e_.o, "%s connection %d: %s (%zu requests in flight lost)",
+               kRoles[static_cast<int>(role_)], index_, buf, count_);
   abandon();
   close_quietly();
   if (role_ == Role::idle && !ready_) e_.on_idle_done(false);
@@ -341,8 +353,12 @@ void Conn::connected() {
   }
 }
 
-void Conn::on_write(evutil_socket_t, short, void* arg) { static_cast<Conn*>(arg)->handle_write(); }
-void Conn::on_read(evutil_socket_t, short, void* arg) { static_cast<Conn*>(arg)->handle_read(); }
+void Conn::on_write(evutil_socket_t, short, void* arg) {
+  static_cast<Conn*>(arg)->handle_write();
+}
+void Conn::on_read(evutil_socket_t, short, void* arg) {
+  static_cast<Conn*>(arg)->handle_read();
+}
 
 void Conn::handle_write() {
   write_armed_ = false;
@@ -532,7 +548,8 @@ bool Conn::process_input(int64_t now) {
     if (!nl) {
       if (avail > 4096) {
         ++st.protocol_errors;
-        fail("reply line longer than 4096 bytes: '%s'", printable(std::string_view(b, 200)).c_str());
+        fail("reply line longer than 4096 bytes: '%s'",
+             printable(std::string_view(b, 200)).c_str());
         return false;
       }
       break;
@@ -585,19 +602,25 @@ bool Conn::process_input(int64_t now) {
       std::string_view key = tok[1];
       char kb[300];
       while (p.cursor < p.nkeys &&
-             key_name(static_cast<uint32_t>((p.first_key + uint64_t{p.cursor}) % o.keys), kb) != key) {
+             key_name(static_cast<uint32_t>((p.first_key + uint64_t{p.cursor}) % o.keys), kb) !=
+                 key) {
         ++p.cursor;
         ++st.misses;
         if (!o.allow_misses)
-          report_error(o, "connection %d: miss on key '%s' (keys are expected to be there; --allow-misses accepts misses)", index_,
-                       printable(key_name(static_cast<uint32_t>((p.first_key + uint64_t{p.cursor} - 1) % o.keys),
+          report_error(o,
+                       "connection %d: miss on key '%s' (keys are expected to be there; "
+                       "--allow-misses accepts misses)",
+                       index_,
+                       printable(key_name(static_cast<uint32_t>(
+                                              (p.first_key + uint64_t{p.cursor} - 1) % o.keys),
                                           kb))
                            .c_str());
       }
       if (p.cursor >= p.nkeys) {
         ++st.mismatches;
-        report_error(o, "connection %d: VALUE for key '%s' that this get did not ask for (or out of order)",
-                     index_, printable(key).c_str());
+        report_error(
+            o, "connection %d: VALUE for key '%s' that this get did not ask for (or out of order)",
+            index_, printable(key).c_str());
       } else {
         ++p.cursor;
         const ValuePattern& pat = e_.pattern;
@@ -607,13 +630,14 @@ bool Conn::process_input(int64_t now) {
             report_error(o, "connection %d: key '%s': value of %zu bytes, expected %zu", index_,
                          printable(key).c_str(), bytes, o.value_size);
           } else if (flags != pat.flags(key)) {
-            report_error(o, "connection %d: key '%s': flags %u, expected %u", index_, printable(key).c_str(),
-                         flags, pat.flags(key));
+            report_error(o, "connection %d: key '%s': flags %u, expected %u", index_,
+                         printable(key).c_str(), flags, pat.flags(key));
           } else {
             size_t at = pat.first_difference(key, data, bytes);
-            report_error(o, "connection %d: key '%s': value differs from byte %zu on: '%s'", index_,
-                         printable(key).c_str(), at,
-                         printable(std::string_view(data + at, std::min<size_t>(bytes - at, 40))).c_str());
+            report_error(
+                o, "connection %d: key '%s': value differs from byte %zu on: '%s'", index_,
+                printable(key).c_str(), at,
+                printable(std::string_view(data + at, std::min<size_t>(bytes - at, 40))).c_str());
           }
         } else {
           ++st.hits;
@@ -627,9 +651,14 @@ bool Conn::process_input(int64_t now) {
         ++st.misses;
         if (!o.allow_misses) {
           char kb[300];
-          report_error(o, "connection %d: miss on key '%s' (keys are expected to be there; --allow-misses accepts misses)", index_,
-                       printable(key_name(static_cast<uint32_t>((p.first_key + uint64_t{p.cursor}) % o.keys), kb))
-                           .c_str());
+          report_error(
+              o,
+              "connection %d: miss on key '%s' (keys are expected to be there; --allow-misses "
+              "accepts misses)",
+              index_,
+              printable(
+                  key_name(static_cast<uint32_t>((p.first_key + uint64_t{p.cursor}) % o.keys), kb))
+                  .c_str());
         }
         ++p.cursor;
       }
@@ -651,7 +680,8 @@ bool Conn::process_input(int64_t now) {
   if (count_ == 0 && rpos_ < wpos_) {
     ++st.protocol_errors;
     fail("%zu bytes received with no request in flight: '%s'", wpos_ - rpos_,
-         printable(std::string_view(in_.get() + rpos_, std::min<size_t>(wpos_ - rpos_, 80))).c_str());
+         printable(std::string_view(in_.get() + rpos_, std::min<size_t>(wpos_ - rpos_, 80)))
+             .c_str());
     return false;
   }
   if (rpos_ == wpos_) rpos_ = wpos_ = 0;
@@ -748,7 +778,8 @@ void Engine::tick() {
         }
       }
       stats.timeouts += lost;
-      report_error(o, "%zu requests got no reply within %.1f s of the end of the run", lost, o.timeout);
+      report_error(o, "%zu requests got no reply within %.1f s of the end of the run", lost,
+                   o.timeout);
       quiet = true;
     }
     if (quiet) {
@@ -808,14 +839,18 @@ PhaseResult run_phase(const Options& o, const Target& target, Phase phase) {
   pconns = static_cast<int>(std::min<uint64_t>(static_cast<uint64_t>(pconns), o.keys));
   std::vector<std::unique_ptr<Engine>> engines;
   for (int i = 0; i < nthreads; ++i) {
-    engines.push_back(std::make_unique<Engine>(o, target, phase, ctl, i, pattern, populate_pattern));
+    engines.push_back(
+        std::make_unique<Engine>(o, target, phase, ctl, i, pattern, populate_pattern));
     engines.back()->populate_conns_total = pconns;
   }
   if (phase == Phase::populate) {
-    for (int i = 0; i < pconns; ++i) engines[static_cast<size_t>(i % nthreads)]->add_conn(Role::populate, i);
+    for (int i = 0; i < pconns; ++i)
+      engines[static_cast<size_t>(i % nthreads)]->add_conn(Role::populate, i);
   } else {
-    for (int i = 0; i < o.conns; ++i) engines[static_cast<size_t>(i % nthreads)]->add_conn(Role::busy, i);
-    for (int i = 0; i < o.idle; ++i) engines[static_cast<size_t>(i % nthreads)]->add_conn(Role::idle, i);
+    for (int i = 0; i < o.conns; ++i)
+      engines[static_cast<size_t>(i % nthreads)]->add_conn(Role::busy, i);
+    for (int i = 0; i < o.idle; ++i)
+      engines[static_cast<size_t>(i % nthreads)]->add_conn(Role::idle, i);
   }
 
   int64_t start = now_ns();
@@ -823,12 +858,12 @@ PhaseResult run_phase(const Options& o, const Target& target, Phase phase) {
   std::vector<std::thread> threads;
   for (auto& e : engines) threads.emplace_back([&e] { e->run(); });
 
-  while (ctl.engines_prepared.load() < nthreads) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  while (ctl.engines_prepared.load() < nthreads)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
   if (phase == Phase::measure && o.idle > 0) {
     int failed = ctl.idle_failed.load();
     std::fprintf(stderr, "memshard-load: ready: %d idle connections open (%d failed) in %.2f s\n",
-                 o.idle - failed, failed,
-                 static_cast<double>(now_ns() - start) / 1e9);
+                 o.idle - failed, failed, static_cast<double>(now_ns() - start) / 1e9);
     std::fflush(stderr);
   }
   int64_t go = now_ns();
@@ -847,11 +882,13 @@ PhaseResult run_phase(const Options& o, const Target& target, Phase phase) {
   PhaseResult result;
   double cpu0 = -1;
   if (phase == Phase::measure) {
-    while (now_ns() < measure_start && !g_interrupted.load() && ctl.engines_drained.load() < nthreads)
+    while (now_ns() < measure_start && !g_interrupted.load() &&
+           ctl.engines_drained.load() < nthreads)
       sleep_until(std::min(measure_start, now_ns() + 5000000));
     cpu0 = read_cpu_seconds(o.cpu_pids);
   }
-  while (ctl.engines_drained.load() < nthreads) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  while (ctl.engines_drained.load() < nthreads)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
   double cpu1 = phase == Phase::measure ? read_cpu_seconds(o.cpu_pids) : -1;
   int64_t end = now_ns();
   ctl.release.store(true, std::memory_order_release);

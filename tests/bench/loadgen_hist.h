@@ -29,7 +29,9 @@ class Histogram {
   }
   uint64_t total() const { return total_; }
   uint64_t max() const { return max_; }
-  double mean() const { return total_ ? static_cast<double>(sum_) / static_cast<double>(total_) : 0.0; }
+  double mean() const {
+    return total_ ? static_cast<double>(sum_) / static_cast<double>(total_) : 0.0;
+  }
 
   // The value at quantile q (0..1): the midpoint of the bucket holding the
   // ceil(q * total)-th smallest sample; 0 when empty.
@@ -52,7 +54,7 @@ class Histogram {
 
   static size_t index(uint64_t v) {
     if (v < 2 * kSub) return static_cast<size_t>(v);
-    int e = 63 - std::countl_zero(v);  // >= kSubBits + 1
+    int e = 63 - std::countl_zero(v);             // >= kSubBits + 1
     uint64_t sub = (v >> (e - kSubBits)) - kSub;  // 0..kSub-1
     return static_cast<size_t>(2 * kSub + static_cast<uint64_t>(e - kSubBits - 1) * kSub + sub);
   }

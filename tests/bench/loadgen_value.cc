@@ -45,7 +45,8 @@ size_t ValuePattern::offset(std::string_view key, size_t size) const {
 }
 
 uint32_t ValuePattern::flags(std::string_view key) const {
-  return static_cast<uint32_t>(mix64(fnv1a64(key)) & 0xffff);  // the key's only: a wrong seed shows in the bytes
+  return static_cast<uint32_t>(mix64(fnv1a64(key)) &
+                               0xffff);  // the key's only: a wrong seed shows in the bytes
 }
 
 void ValuePattern::fill(std::string_view key, size_t size, char* out) const {
@@ -62,7 +63,8 @@ bool ValuePattern::check(std::string_view key, const char* data, size_t size) co
   if (std::memcmp(data, key.data(), head) != 0) return false;
   size_t pos = head;
   if (pos < size && data[pos++] != '|') return false;
-  return pos >= size || std::memcmp(data + pos, base_.data() + offset(key, size) + pos, size - pos) == 0;
+  return pos >= size ||
+         std::memcmp(data + pos, base_.data() + offset(key, size) + pos, size - pos) == 0;
 }
 
 size_t ValuePattern::first_difference(std::string_view key, const char* data, size_t size) const {

@@ -75,7 +75,8 @@ TEST(ConfErrors, UnknownDirective) {
                "unknown directive; expected one of listen, hash, hash_tag, distribution, "
                "timeout, backlog, preconnect, redis, redis_auth, redis_db, server_connections, "
                "auto_eject_hosts, server_retry_timeout, server_failure_limit, "
-               "client_connections, tcpkeepalive, servers, ketama_compat, item_size_max, client_idle_timeout");
+               "client_connections, tcpkeepalive, servers, ketama_compat, item_size_max, "
+               "client_idle_timeout");
 }
 
 TEST(ConfErrors, DuplicateDirective) {

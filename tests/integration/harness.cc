@@ -1,13 +1,13 @@
 #include "harness.h"
 
-#include <fcntl.h>
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/file.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -52,9 +52,9 @@ bool bindable(uint16_t port) {
 uint16_t free_port() {
   static std::mutex mu;
   static std::vector<int> claims;  // lock files kept open: the claims last
-  static std::mt19937 rng(static_cast<uint32_t>(
-      std::random_device{}() ^ static_cast<uint32_t>(getpid()) ^
-      static_cast<uint32_t>(Clock::now().time_since_epoch().count())));
+  static std::mt19937 rng(
+      static_cast<uint32_t>(std::random_device{}() ^ static_cast<uint32_t>(getpid()) ^
+                            static_cast<uint32_t>(Clock::now().time_since_epoch().count())));
   std::lock_guard<std::mutex> lock(mu);
   const std::string dir = "/tmp/memshard-test-ports";
   mkdir(dir.c_str(), 0777);
@@ -123,7 +123,9 @@ Process::~Process() {
   if (pid_ > 0) stop(1000ms);
 }
 
-Process::Process(Process&& o) noexcept : pid_(o.pid_), status_(o.status_) { o.pid_ = -1; }
+Process::Process(Process&& o) noexcept : pid_(o.pid_), status_(o.status_) {
+  o.pid_ = -1;
+}
 
 Process& Process::operator=(Process&& o) noexcept {
   if (this != &o) {
@@ -260,8 +262,8 @@ Memcached::Memcached(uint16_t port, std::vector<std::string> extra_args, std::st
 }
 
 void Memcached::launch() {
-  std::vector<std::string> argv = {"memcached", "-l", host_, "-p", std::to_string(port_),
-                                   "-U", "0", "-t", "1", "-m", "64"};
+  std::vector<std::string> argv = {"memcached", "-l", host_, "-p", std::to_string(port_), "-U", "0",
+                                   "-t",        "1",  "-m",  "64"};
   if (geteuid() == 0) {
     argv.push_back("-u");
     argv.push_back("root");
@@ -414,7 +416,9 @@ std::string RawClient::read_for(std::chrono::milliseconds limit) {
   return out;
 }
 
-void RawClient::shutdown_write() { ::shutdown(fd_, SHUT_WR); }
+void RawClient::shutdown_write() {
+  ::shutdown(fd_, SHUT_WR);
+}
 
 bool RawClient::closed_by_peer(std::chrono::milliseconds limit) {
   auto deadline = Clock::now() + limit;
@@ -433,7 +437,9 @@ bool RawClient::closed_by_peer(std::chrono::milliseconds limit) {
 // ------------------------------------------------------------------ helpers
 
 namespace {
-void set_nonblocking(int fd) { fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK); }
+void set_nonblocking(int fd) {
+  fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+}
 }  // namespace
 
 CommandResult run_command(const std::vector<std::string>& argv, std::string_view input,
@@ -478,10 +484,20 @@ CommandResult run_command(const std::vector<std::string>& argv, std::string_view
     pollfd p[3];
     int n = 0;
     int idx_in = -1, idx_out = -1, idx_err = -1;
-    if (in_fd >= 0) { idx_in = n; p[n++] = pollfd{in_fd, POLLOUT, 0}; }
-    if (out_fd >= 0) { idx_out = n; p[n++] = pollfd{out_fd, POLLIN, 0}; }
-    if (err_fd >= 0) { idx_err = n; p[n++] = pollfd{err_fd, POLLIN, 0}; }
-    if (poll(p, static_cast<nfds_t>(n), static_cast<int>(left.count())) < 0 && errno != EINTR) break;
+    if (in_fd >= 0) {
+      idx_in = n;
+      p[n++] = pollfd{in_fd, POLLOUT, 0};
+    }
+    if (out_fd >= 0) {
+      idx_out = n;
+      p[n++] = pollfd{out_fd, POLLIN, 0};
+    }
+    if (err_fd >= 0) {
+      idx_err = n;
+      p[n++] = pollfd{err_fd, POLLIN, 0};
+    }
+    if (poll(p, static_cast<nfds_t>(n), static_cast<int>(left.count())) < 0 && errno != EINTR)
+      break;
     if (idx_in >= 0 && p[idx_in].revents != 0) {
       ssize_t w = write(in_fd, input.data(), input.size());
       if (w > 0) input.remove_prefix(static_cast<size_t>(w));
@@ -491,8 +507,8 @@ CommandResult run_command(const std::vector<std::string>& argv, std::string_view
         in_fd = -1;
       }
     }
-    for (auto [idx, fd, dest] : {std::tuple{idx_out, &out_fd, &r.out},
-                                 std::tuple{idx_err, &err_fd, &r.err}}) {
+    for (auto [idx, fd, dest] :
+         {std::tuple{idx_out, &out_fd, &r.out}, std::tuple{idx_err, &err_fd, &r.err}}) {
       if (idx < 0 || p[idx].revents == 0) continue;
       char buf[65536];
       ssize_t got = read(*fd, buf, sizeof(buf));
@@ -530,8 +546,8 @@ CommandResult run_command(const std::vector<std::string>& argv, std::string_view
 }
 
 std::vector<std::string> ring_lookup(const std::string& config_path,
-                                     const std::vector<std::string>& keys,
-                                     const std::string& pool, std::string* error) {
+                                     const std::vector<std::string>& keys, const std::string& pool,
+                                     std::string* error) {
   std::vector<std::string> argv = {memshard_binary(), "ring", "lookup", "-c", config_path};
   if (!pool.empty()) {
     argv.push_back("--pool");
@@ -608,7 +624,9 @@ std::string config_yaml(const std::vector<PoolSpec>& pools) {
   return y;
 }
 
-bool have_nutcracker() { return run_command({"nutcracker", "-V"}, {}, 10s).exit_code == 0; }
+bool have_nutcracker() {
+  return run_command({"nutcracker", "-V"}, {}, 10s).exit_code == 0;
+}
 
 Nutcracker::Nutcracker(const std::string& config_path, uint16_t listen_port,
                        const std::string& log_file) {

@@ -10,9 +10,9 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
-#include <utility>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace memshard::testing {

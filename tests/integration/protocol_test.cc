@@ -72,8 +72,8 @@ std::string base64(std::string_view in) {
   std::string out;
   size_t i = 0;
   for (; i + 2 < in.size(); i += 3) {
-    uint32_t v = (uint32_t(uint8_t(in[i])) << 16) | (uint32_t(uint8_t(in[i + 1])) << 8) |
-                 uint8_t(in[i + 2]);
+    uint32_t v =
+        (uint32_t(uint8_t(in[i])) << 16) | (uint32_t(uint8_t(in[i + 1])) << 8) | uint8_t(in[i + 2]);
     out += abc[v >> 18];
     out += abc[(v >> 12) & 63];
     out += abc[(v >> 6) & 63];
@@ -146,7 +146,8 @@ class Lib {
     if (flags != nullptr) *flags = f;
     if (rc_out != nullptr) *rc_out = rc;
     // An empty value comes back as NULL with MEMCACHED_SUCCESS.
-    if (v == nullptr) return rc == MEMCACHED_SUCCESS ? std::optional<std::string>("") : std::nullopt;
+    if (v == nullptr)
+      return rc == MEMCACHED_SUCCESS ? std::optional<std::string>("") : std::nullopt;
     std::string out(v, len);
     free(v);
     return out;
@@ -164,10 +165,10 @@ class Lib {
   memcached_st* m_;
 };
 
-#define EXPECT_RC(expected, expr)                                                     \
-  do {                                                                                \
-    memcached_return_t rc_ = (expr);                                                  \
-    EXPECT_EQ(rc_, expected) << #expr << ": " << memcached_strerror(nullptr, rc_);    \
+#define EXPECT_RC(expected, expr)                                                  \
+  do {                                                                             \
+    memcached_return_t rc_ = (expr);                                               \
+    EXPECT_EQ(rc_, expected) << #expr << ": " << memcached_strerror(nullptr, rc_); \
   } while (0)
 
 class ProxyTest : public ::testing::Test {
@@ -204,10 +205,10 @@ class ProxyTest : public ::testing::Test {
     std::ifstream log(log_);
     std::stringstream all;
     all << log.rdbuf();
-    for (const char* report : {"AddressSanitizer", "LeakSanitizer", "runtime error:",
-                               "ThreadSanitizer"}) {
-      EXPECT_EQ(all.str().find(report), std::string::npos) << "memshard log has a " << report
-                                                          << " report";
+    for (const char* report :
+         {"AddressSanitizer", "LeakSanitizer", "runtime error:", "ThreadSanitizer"}) {
+      EXPECT_EQ(all.str().find(report), std::string::npos)
+          << "memshard log has a " << report << " report";
     }
   }
 
@@ -267,7 +268,8 @@ class ProxyTest : public ::testing::Test {
       }
       std::vector<size_t> own = owners(candidates);
       for (size_t i = 0; i < own.size(); ++i) {
-        if (own[i] < kServers && out[own[i]].size() < per_server) out[own[i]].push_back(candidates[i]);
+        if (own[i] < kServers && out[own[i]].size() < per_server)
+          out[own[i]].push_back(candidates[i]);
       }
       bool done = true;
       for (const auto& v : out) done = done && v.size() == per_server;
@@ -325,8 +327,7 @@ TEST_F(ProxyTest, LibmemcachedStorageCommands) {
       EXPECT_EQ(flags, 7u);
       EXPECT_EQ(direct_get(s, k), "value-" + k) << "not stored on its ring owner";
 
-      EXPECT_RC(MEMCACHED_NOTSTORED,
-                memcached_add(lib.get(), k.data(), k.size(), "x", 1, 0, 0));
+      EXPECT_RC(MEMCACHED_NOTSTORED, memcached_add(lib.get(), k.data(), k.size(), "x", 1, 0, 0));
       std::string fresh = k + "-new";
       EXPECT_RC(MEMCACHED_NOTSTORED,
                 memcached_replace(lib.get(), fresh.data(), fresh.size(), "x", 1, 0, 0));
@@ -546,7 +547,6 @@ TEST_F(ProxyTest, LibmemcachedFlushVersionVerbosity) {
   }
   EXPECT_RC(MEMCACHED_SUCCESS, memcached_verbosity(lib.get(), 1));
   EXPECT_RC(MEMCACHED_SUCCESS, memcached_verbosity(lib.get(), 0));
-
 }
 
 // Regression test for a memshard bug, fixed in d40ebc3/96a0e0c: memshard
@@ -556,8 +556,8 @@ TEST_F(ProxyTest, LibmemcachedFlushVersionVerbosity) {
 TEST_F(ProxyTest, LibmemcachedVersion) {
   Lib lib(port_);
   memcached_return_t rc = memcached_version(lib.get());
-  EXPECT_EQ(rc, MEMCACHED_SUCCESS) << memcached_strerror(nullptr, rc) << ": "
-                                   << memcached_last_error_message(lib.get());
+  EXPECT_EQ(rc, MEMCACHED_SUCCESS)
+      << memcached_strerror(nullptr, rc) << ": " << memcached_last_error_message(lib.get());
   auto c = client();
   std::string version = c->roundtrip("version\r\n");
   EXPECT_TRUE(std::regex_match(version, std::regex("VERSION [0-9][^\r\n ]*\r\n")))
@@ -600,8 +600,8 @@ TEST_F(ProxyTest, LargestValueMemcachedAcceptsPassesAndLargerIsRefusedTheSame) {
   Lib direct(ref_.port());
   std::string bigger(max + 1, 'y');
   EXPECT_EQ(lib.set(key, bigger), direct.set(key, bigger));
-  for (size_t size : {max + 1, kOneMiB - 1, kOneMiB, kOneMiB + 1, kOneMiB + 2, 2 * kOneMiB,
-                      5 * kOneMiB}) {
+  for (size_t size :
+       {max + 1, kOneMiB - 1, kOneMiB, kOneMiB + 1, kOneMiB + 2, 2 * kOneMiB, 5 * kOneMiB}) {
     SCOPED_TRACE("value of " + std::to_string(size) + " bytes");
     expect_same_as_memcached(set_command("other", std::string(size, 'z')));
   }
@@ -619,8 +619,8 @@ TEST_F(ProxyTest, TooLargeSetDropsOldValueLikeMemcached) {
   for (size_t size : {kOneMiB, kOneMiB + 1, 2 * kOneMiB}) {
     SCOPED_TRACE("value of " + std::to_string(size) + " bytes");
     flush_everything();
-    expect_same_as_memcached(set_command("stale", "old") + set_command("stale", std::string(size, 'n')) +
-                             "get stale\r\n");
+    expect_same_as_memcached(set_command("stale", "old") +
+                             set_command("stale", std::string(size, 'n')) + "get stale\r\n");
   }
 }
 
@@ -674,8 +674,7 @@ TEST_F(ProxyTest, LargeValuesAcrossServersInOneMultiGet) {
     size_t s = owner(asked[i]);
     size_t j = asked[i] == keys[s][0] ? 0 : 1;
     EXPECT_EQ(got[i].data.size(), 900000 + 1000 * s + j);
-    EXPECT_EQ(got[i].data.find_first_not_of(static_cast<char>('A' + s * 2 + j)),
-              std::string::npos);
+    EXPECT_EQ(got[i].data.find_first_not_of(static_cast<char>('A' + s * 2 + j)), std::string::npos);
   }
 }
 
@@ -747,9 +746,9 @@ TEST_F(ProxyTest, ManySmallRequestsInOneWrite) {
   std::string got = c->read_count("END\r\n", n, 60s);
   sender.join();
   EXPECT_EQ(got.size(), want.size());
-  EXPECT_TRUE(got == want) << "first difference at byte "
-                           << std::mismatch(got.begin(), got.end(), want.begin(), want.end()).first -
-                                  got.begin();
+  EXPECT_TRUE(got == want)
+      << "first difference at byte "
+      << std::mismatch(got.begin(), got.end(), want.begin(), want.end()).first - got.begin();
 }
 
 TEST_F(ProxyTest, BigRepliesWithSlowReaderAreNotLost) {
@@ -851,8 +850,8 @@ TEST_F(ProxyTest, RepliesStayInOrderWhenOneServerIsSlow) {
   // The pipeline's first reply comes from server 1; the second is owed by
   // server 0, which is stopped: nothing after the first may arrive early.
   std::string pipeline = "get " + s1[0] + "\r\n" + "get " + s0[0] + "\r\n" + "get " + s2[0] +
-                         "\r\n" + set_command(s1[1], "new") + "get " + s2[1] + " " + s0[1] +
-                         " " + s1[1] + " " + s0[2] + "\r\n" + "mn\r\n" + "get " + s1[1] + "\r\n" +
+                         "\r\n" + set_command(s1[1], "new") + "get " + s2[1] + " " + s0[1] + " " +
+                         s1[1] + " " + s0[2] + "\r\n" + "mn\r\n" + "get " + s1[1] + "\r\n" +
                          "incr " + s0[0] + " 1\r\n" + "mg " + s2[2] + " v\r\n";
   RawClient ref(ref_.port());
   ref.send(setup);
@@ -867,9 +866,9 @@ TEST_F(ProxyTest, RepliesStayInOrderWhenOneServerIsSlow) {
   c->send(pipeline);
   std::string early = c->read_for(300ms);
   slow.process().signal(SIGCONT);
-  EXPECT_EQ(printable(early), printable("VALUE " + s1[0] + " 0 " +
-                                        std::to_string(s1[0].size() + 2) + "\r\nv-" + s1[0] +
-                                        "\r\nEND\r\n"))
+  EXPECT_EQ(printable(early),
+            printable("VALUE " + s1[0] + " 0 " + std::to_string(s1[0].size() + 2) + "\r\nv-" +
+                      s1[0] + "\r\nEND\r\n"))
       << "only the reply before the slow server's may arrive while it is stopped";
   std::string rest = transcript(*c, "", true, 10s);
   EXPECT_EQ(printable(early + rest), printable(want));
@@ -988,20 +987,20 @@ TEST_F(ProxyTest, MetaCommandsMatchMemcached) {
     p += "ms " + k[0] + " 2 T0 F5\r\nhi\r\n";
     p += "mg " + k[0] + " v k Oab12 f\r\n";
     p += "mg " + k[0] + " s v t f\r\n";
-    p += "mg " + k[1] + " v\r\n";                       // EN
-    p += "mg " + k[1] + " v q\r\nmn\r\n";               // quiet miss: only MN
+    p += "mg " + k[1] + " v\r\n";                                            // EN
+    p += "mg " + k[1] + " v q\r\nmn\r\n";                                    // quiet miss: only MN
     p += "mg " + k[1] + " v q k Oxyz\r\nmg " + k[0] + " v q Oq1\r\nmn\r\n";  // quiet hit shows
-    p += "ms " + k[2] + " 3 q\r\nabc\r\nmn\r\n";        // quiet success: only MN
-    p += "ms " + k[2] + " 3 MA q\r\ndef\r\nmn\r\n";     // append
+    p += "ms " + k[2] + " 3 q\r\nabc\r\nmn\r\n";     // quiet success: only MN
+    p += "ms " + k[2] + " 3 MA q\r\ndef\r\nmn\r\n";  // append
     p += "mg " + k[2] + " v\r\n";
     p += "ms " + o[0] + " 1 MR\r\nr\r\n";               // replace of a missing key: NS
     p += "ms " + o[0] + " 1 ME\r\ne\r\n";               // add
     p += "ms " + o[0] + " 1 ME\r\nf\r\n";               // add again: NS
     p += "md " + k[0] + " q\r\nmg " + k[0] + " v\r\n";  // EN
-    p += "md " + k[0] + "\r\n";                          // NF
-    p += "md " + k[0] + " q\r\nmn\r\n";                  // quiet NF is shown? (as memcached)
-    p += "ma " + k[3] + "\r\n";                          // NF
-    p += "ma " + k[3] + " N0 J13 v\r\n";                 // autovivify to 13
+    p += "md " + k[0] + "\r\n";                         // NF
+    p += "md " + k[0] + " q\r\nmn\r\n";                 // quiet NF is shown? (as memcached)
+    p += "ma " + k[3] + "\r\n";                         // NF
+    p += "ma " + k[3] + " N0 J13 v\r\n";                // autovivify to 13
     p += "ma " + k[3] + " v D5\r\n";
     p += "ma " + k[3] + " MD D100 v\r\n";
     p += "ma " + k[3] + " q\r\nmn\r\n";
@@ -1037,8 +1036,7 @@ TEST_F(ProxyTest, MetaBase64KeysRouteByDecodedKey) {
         }
         EXPECT_NE(reply.find("\r\n" + v + "\r\n"), std::string::npos) << printable(reply);
       } else {
-        EXPECT_EQ(reply, "EN\r\n") << "key #" << i << " is on server " << s << ", owner "
-                                   << own[i];
+        EXPECT_EQ(reply, "EN\r\n") << "key #" << i << " is on server " << s << ", owner " << own[i];
       }
     }
   }
@@ -1125,10 +1123,10 @@ TEST_F(ProxyTest, ErrorRepliesMatchMemcached) {
       "mn extra tokens\r\n",
       "mg !!!notbase64 b v\r\n",
       "mg " + base64(std::string(200, 'b')) + " b v\r\n",  // 268 encoded, 200 decoded
-      "ms " + base64(std::string(186, 'c')) + " 1 b\r\nx\r\nmg " +
-          base64(std::string(186, 'c')) + " b k v\r\n",  // 248 encoded
+      "ms " + base64(std::string(186, 'c')) + " 1 b\r\nx\r\nmg " + base64(std::string(186, 'c')) +
+          " b k v\r\n",                  // 248 encoded
       "mg " + base64("abc") + " v\r\n",  // base64-looking key without b
-      "mg YQ b v\r\n",                    // unpadded
+      "mg YQ b v\r\n",                   // unpadded
       "ms " + base64(std::string(251, 'b')) + " 1 b\r\nx\r\n",
       "me k\r\n",
       "quit\r\nget k\r\n",
@@ -1280,8 +1278,8 @@ TEST_F(ProxyTest, BackendKilledMidRequest) {
             "STORED\r\nSTORED\r\n");
   Memcached& victim = (*fleet_)[0];
   ASSERT_TRUE(victim.process().suspend());
-  c->send("get " + dead + "\r\nget " + live + "\r\n" + set_command(keys[1][1], "after") +
-          "get " + dead + " " + live + "\r\n");
+  c->send("get " + dead + "\r\nget " + live + "\r\n" + set_command(keys[1][1], "after") + "get " +
+          dead + " " + live + "\r\n");
   std::this_thread::sleep_for(200ms);
   victim.process().signal(SIGKILL);
   std::string reply = c->read_count("\r\n", 8, 10s);
@@ -1290,8 +1288,7 @@ TEST_F(ProxyTest, BackendKilledMidRequest) {
   size_t eol = reply.find("\r\n");
   // What the dead server owed fails; the rest is answered, in order. In the
   // multi-get, the dead server's key reads as a miss.
-  EXPECT_EQ(printable(reply.substr(eol + 2)),
-            printable(live_value + "STORED\r\n" + live_value));
+  EXPECT_EQ(printable(reply.substr(eol + 2)), printable(live_value + "STORED\r\n" + live_value));
 
   // Later requests to the dead server fail at once; the others work.
   auto t0 = Clock::now();
@@ -1327,9 +1324,9 @@ TEST_F(ProxyTest, TimeoutOfStoppedBackend) {
   std::string first = c->read_until("\r\n", 10s);
   auto elapsed = Clock::now() - t0;
   EXPECT_TRUE(first.starts_with("SERVER_ERROR")) << printable(first);
-  EXPECT_LT(elapsed, 2000ms) << "timeout: 400 took "
-                             << std::chrono::duration_cast<std::chrono::milliseconds>(elapsed).count()
-                             << " ms";
+  EXPECT_LT(elapsed, 2000ms)
+      << "timeout: 400 took "
+      << std::chrono::duration_cast<std::chrono::milliseconds>(elapsed).count() << " ms";
   std::string second = first.substr(first.find("\r\n") + 2);
   if (!second.ends_with("END\r\n")) second += c->read_until("END\r\n");
   EXPECT_EQ(second, "VALUE " + keys[1][0] + " 0 1\r\nv\r\nEND\r\n");
@@ -1379,8 +1376,7 @@ TEST_F(ProxyTest, QuitWaitsForRepliesOwedBySlowServer) {
                          "STORED\r\nSTORED\r\n"),
             "STORED\r\nSTORED\r\n");
   ASSERT_TRUE((*fleet_)[0].process().suspend());
-  c->send("get " + keys[0][0] + "\r\nget " + keys[1][0] + "\r\nquit\r\nget " + keys[1][0] +
-          "\r\n");
+  c->send("get " + keys[0][0] + "\r\nget " + keys[1][0] + "\r\nquit\r\nget " + keys[1][0] + "\r\n");
   std::this_thread::sleep_for(300ms);
   (*fleet_)[0].process().signal(SIGCONT);
   std::string got = c->read_for(1s);
@@ -1451,8 +1447,8 @@ TEST_F(ProxyTest, ConcurrentClients) {
           std::string v(rng() % 5000, static_cast<char>('a' + t));
           v += std::to_string(i);
           if (c.roundtrip(set_command(k, v)) != "STORED\r\n") ++failures;
-          std::string want = "VALUE " + k + " 0 " + std::to_string(v.size()) + "\r\n" + v +
-                             "\r\nEND\r\n";
+          std::string want =
+              "VALUE " + k + " 0 " + std::to_string(v.size()) + "\r\n" + v + "\r\nEND\r\n";
           if (c.roundtrip("get " + k + "\r\n", "\r\nEND\r\n") != want) ++failures;
         }
       } catch (const std::exception&) {
@@ -1479,7 +1475,8 @@ TEST_F(ProxyTest, ConcurrentClientsOverSeveralServerConnections) {
           std::string req, want;
           for (size_t s = 0; s < kServers; ++s) {
             std::string k = keys[s][static_cast<size_t>(i) % 30] + "_" + std::to_string(t);
-            std::string v = std::to_string(t * 1000 + i) + std::string(static_cast<size_t>(i) * 7, 'x');
+            std::string v =
+                std::to_string(t * 1000 + i) + std::string(static_cast<size_t>(i) * 7, 'x');
             req += set_command(k, v) + "get " + k + "\r\n";
             want += "STORED\r\nVALUE " + k + " 0 " + std::to_string(v.size()) + "\r\n" + v +
                     "\r\nEND\r\n";
@@ -1561,8 +1558,8 @@ bool ipv6_loopback_usable() {
 TEST_F(ProxyTest, Ipv6ListenerAndBackend) {
   if (!ipv6_loopback_usable()) GTEST_SKIP() << "no IPv6 loopback here";
   uint16_t mc_port = free_port();
-  std::vector<std::string> argv = {"memcached", "-l", "::1", "-p", std::to_string(mc_port),
-                                   "-U", "0", "-t", "1", "-m", "64"};
+  std::vector<std::string> argv = {
+      "memcached", "-l", "::1", "-p", std::to_string(mc_port), "-U", "0", "-t", "1", "-m", "64"};
   if (geteuid() == 0) {
     argv.push_back("-u");
     argv.push_back("root");
@@ -1685,7 +1682,8 @@ TEST_F(ProxyTest, UnixSocketBackend) {
   // with nutcracker): salt them.
   std::vector<std::string> keys;
   std::mt19937 rng(11);
-  for (int i = 0; i < 300; ++i) keys.push_back("uxb:" + std::to_string(rng()) + ":" + std::to_string(i));
+  for (int i = 0; i < 300; ++i)
+    keys.push_back("uxb:" + std::to_string(rng()) + ":" + std::to_string(i));
   std::vector<std::string> where = ring_lookup(config_, keys);
   ASSERT_EQ(where.size(), keys.size());
   auto c = client();

@@ -44,8 +44,7 @@ struct Case {
 std::vector<std::string> mixed_keys(size_t n, uint32_t seed = 42) {
   std::mt19937 rng(seed);  // fixed seed: the same keys every run
   std::vector<std::string> keys;
-  const std::vector<std::string> utf8 = {"ключ", "キー", "café", "日本語", "ñandú", "Ω≈ç√",
-                                         "🙂"};
+  const std::vector<std::string> utf8 = {"ключ", "キー", "café", "日本語", "ñandú", "Ω≈ç√", "🙂"};
   for (size_t i = 0; keys.size() < n; ++i) {
     std::string k;
     switch (i % 6) {
@@ -89,16 +88,36 @@ std::vector<std::string> hash_tag_keys(size_t n) {
   for (size_t i = 0; keys.size() < n; ++i) {
     std::string id = std::to_string(i / 4);
     switch (i % 10) {
-      case 0: keys.push_back("user{" + id + "}:a#" + std::to_string(i)); break;
-      case 1: keys.push_back("{" + id + "}:b#" + std::to_string(i)); break;
-      case 2: keys.push_back("x{" + id + "}#" + std::to_string(i)); break;
-      case 3: keys.push_back("{}empty#" + std::to_string(i)); break;
-      case 4: keys.push_back("open{only#" + std::to_string(i)); break;
-      case 5: keys.push_back("close}only{#" + std::to_string(i)); break;
-      case 6: keys.push_back("{{" + id + "}}#" + std::to_string(i)); break;
-      case 7: keys.push_back("{a" + id + "}{b}#" + std::to_string(i)); break;
-      case 8: keys.push_back("ключ{é" + id + "}#" + std::to_string(i)); break;
-      default: keys.push_back("plain#" + std::to_string(i)); break;
+      case 0:
+        keys.push_back("user{" + id + "}:a#" + std::to_string(i));
+        break;
+      case 1:
+        keys.push_back("{" + id + "}:b#" + std::to_string(i));
+        break;
+      case 2:
+        keys.push_back("x{" + id + "}#" + std::to_string(i));
+        break;
+      case 3:
+        keys.push_back("{}empty#" + std::to_string(i));
+        break;
+      case 4:
+        keys.push_back("open{only#" + std::to_string(i));
+        break;
+      case 5:
+        keys.push_back("close}only{#" + std::to_string(i));
+        break;
+      case 6:
+        keys.push_back("{{" + id + "}}#" + std::to_string(i));
+        break;
+      case 7:
+        keys.push_back("{a" + id + "}{b}#" + std::to_string(i));
+        break;
+      case 8:
+        keys.push_back("ключ{é" + id + "}#" + std::to_string(i));
+        break;
+      default:
+        keys.push_back("plain#" + std::to_string(i));
+        break;
     }
   }
   return keys;
@@ -128,8 +147,8 @@ class RingCompat : public ::testing::Test {
         }
         unix_procs.emplace_back(argv);
         ASSERT_TRUE(wait_listening(path)) << "memcached did not start on " << path;
-        servers.push_back(Server{path + suffix, path,
-                                 [path] { return std::make_unique<RawClient>(path); }});
+        servers.push_back(
+            Server{path + suffix, path, [path] { return std::make_unique<RawClient>(path); }});
       } else {
         tcp.push_back(std::make_unique<Memcached>());
         Memcached* m = tcp.back().get();
@@ -144,9 +163,8 @@ class RingCompat : public ::testing::Test {
         GTEST_SKIP() << "cannot run memcached on 127.0.0.2:11211: " << e.what();
       }
       Memcached* m = tcp.back().get();
-      servers.push_back(Server{m->address() + ":1", m->address(), [m] {
-                                 return std::make_unique<RawClient>(m->host(), m->port());
-                               }});
+      servers.push_back(Server{m->address() + ":1", m->address(),
+                               [m] { return std::make_unique<RawClient>(m->host(), m->port()); }});
     }
 
     uint16_t port = free_port();
@@ -426,11 +444,10 @@ TEST_F(RingCompat, AutoEjectedServerPlacementMatchesNutcracker) {
   const size_t dead = 2;
   std::vector<std::string> lines = {fleet[0].address() + ":1", fleet[1].address() + ":2 two",
                                     fleet[2].address() + ":1", fleet[3].address() + ":1"};
-  std::vector<std::pair<std::string, std::string>> directives = {
-      {"auto_eject_hosts", "true"},
-      {"server_failure_limit", "1"},
-      {"server_retry_timeout", "600000"},
-      {"timeout", "2000"}};
+  std::vector<std::pair<std::string, std::string>> directives = {{"auto_eject_hosts", "true"},
+                                                                 {"server_failure_limit", "1"},
+                                                                 {"server_retry_timeout", "600000"},
+                                                                 {"timeout", "2000"}};
   uint16_t nc_port = free_port(), ms_port = free_port();
   PoolSpec pool{"eject", "127.0.0.1:" + std::to_string(nc_port), directives, lines};
   std::string nc_config = dir_.write("nc.yml", pool_yaml(pool));

@@ -225,7 +225,6 @@ TEST(Diff, FromOrToNothingLive) {
   EXPECT_EQ(diff(all, none).servers[0].gained, 0.0);
 }
 
-
 // A new key hash moves keys to new points, so comparing the continua point
 // by point would say nothing moved. The diff must instead report what
 // happens to real keys, which we sample here.

@@ -40,7 +40,8 @@ class Load {
  public:
   Load(uint16_t port, std::vector<std::string> keys, std::vector<size_t> owners, size_t threads)
       : port_(port), keys_(std::move(keys)), owners_(std::move(owners)), t0_(Clock::now()) {
-    for (size_t t = 0; t < threads; ++t) threads_.emplace_back([this, t, threads] { run(t, threads); });
+    for (size_t t = 0; t < threads; ++t)
+      threads_.emplace_back([this, t, threads] { run(t, threads); });
   }
   ~Load() { stop(); }
 
@@ -103,8 +104,8 @@ class Load {
           op.miss = true;
         } else {
           std::vector<Value> values;
-          op.error = !parse_values(reply, values) || values.size() != 1 ||
-                     values[0].key != keys_[k];
+          op.error =
+              !parse_values(reply, values) || values.size() != 1 || values[0].key != keys_[k];
           op.stale = !op.error && values[0].data != value;
         }
         if (op.error) op.reply = reply.empty() ? "<no reply>" : reply.substr(0, 200);
@@ -146,7 +147,8 @@ Summary summarize(const std::vector<Op>& ops, Pred pred) {
     s.stale += op.stale;
     s.max_latency_ms = std::max(s.max_latency_ms, op.end_ms - op.start_ms);
     if (op.error) {
-      if (s.errors++ == 0) s.first_error = printable(op.reply) + " at " + std::to_string(op.start_ms) + " ms";
+      if (s.errors++ == 0)
+        s.first_error = printable(op.reply) + " at " + std::to_string(op.start_ms) + " ms";
     }
   }
   return s;
@@ -214,7 +216,8 @@ TEST_F(BackendFailures, KilledServerIsEjectedKeysRerouteThenReadmittedAfterResta
   int64_t t_restart = load.now_ms();
   victim.restart();  // same port
   int64_t t_restarted = load.now_ms();
-  ASSERT_TRUE(eventually([&] { return proxy_stat(proxy_->port(), "server_readmissions") >= 1; }, 5s))
+  ASSERT_TRUE(
+      eventually([&] { return proxy_stat(proxy_->port(), "server_readmissions") >= 1; }, 5s))
       << "the restarted server was not re-admitted within 5 s (probe every 500 ms)";
   int64_t t_readmit = load.now_ms();
   std::this_thread::sleep_for(1000ms);
@@ -229,13 +232,15 @@ TEST_F(BackendFailures, KilledServerIsEjectedKeysRerouteThenReadmittedAfterResta
             << " ms\n";
   Summary before = summarize(ops, [&](const Op& o) { return o.end_ms < t_kill; });
   Summary others = summarize(ops, [&](const Op& o) { return o.server != 0; });
-  Summary victim_until_eject =
-      summarize(ops, [&](const Op& o) { return o.server == 0 && o.start_ms >= t_kill && o.start_ms < t_eject; });
+  Summary victim_until_eject = summarize(ops, [&](const Op& o) {
+    return o.server == 0 && o.start_ms >= t_kill && o.start_ms < t_eject;
+  });
   // Workers install the new ring a moment after the main thread counts the
   // ejection: 200 ms of grace.
   Summary after_eject = summarize(ops, [&](const Op& o) { return o.start_ms > t_eject + 200; });
-  Summary victim_ejected = summarize(
-      ops, [&](const Op& o) { return o.server == 0 && o.start_ms > t_eject + 200 && o.end_ms < t_restart; });
+  Summary victim_ejected = summarize(ops, [&](const Op& o) {
+    return o.server == 0 && o.start_ms > t_eject + 200 && o.end_ms < t_restart;
+  });
   Summary after_readmit = summarize(ops, [&](const Op& o) { return o.start_ms > t_readmit + 200; });
   Summary all = summarize(ops, [](const Op&) { return true; });
   std::cout << "before kill:                " << before << "\n"
@@ -360,7 +365,8 @@ TEST_F(BackendFailures, ServerDyingAgainRightAfterReadmissionIsEjectedAgain) {
   victim.process().signal(SIGKILL);
   ASSERT_TRUE(fail_until_ejected(1));
   victim.restart();
-  ASSERT_TRUE(eventually([&] { return proxy_stat(proxy_->port(), "server_readmissions") >= 1; }, 5s));
+  ASSERT_TRUE(
+      eventually([&] { return proxy_stat(proxy_->port(), "server_readmissions") >= 1; }, 5s));
   // Dies again before any request reached it.
   victim.process().signal(SIGKILL);
   fail_until_ejected(2);
@@ -412,9 +418,9 @@ TEST_F(BackendFailures, StoppedServerTimesOutOthersStayPromptAndItRecoversOnSigc
   slow.join();
   RawClient multi(proxy_->port());
   auto tm = Clock::now();
-  std::string mg = multi.roundtrip("get " + by_server_[0][3] + " " + by_server_[1][3] + " " +
-                                       by_server_[2][3] + "\r\n",
-                                   "END\r\n");
+  std::string mg = multi.roundtrip(
+      "get " + by_server_[0][3] + " " + by_server_[1][3] + " " + by_server_[2][3] + "\r\n",
+      "END\r\n");
   int64_t multi_ms = ms_between(tm, Clock::now());
 
   std::cout << "stopped server's gets: ";
@@ -454,7 +460,8 @@ TEST_F(BackendFailures, StoppedServerTimesOutOthersStayPromptAndItRecoversOnSigc
   RawClient fresh(proxy_->port());
   for (RawClient* client : {&c, &fresh}) {
     for (const auto& k : keys_) {
-      EXPECT_EQ(client->roundtrip("get " + k + "\r\n", "END\r\n"), "VALUE " + k + " 0 1\r\nv\r\nEND\r\n");
+      EXPECT_EQ(client->roundtrip("get " + k + "\r\n", "END\r\n"),
+                "VALUE " + k + " 0 1\r\nv\r\nEND\r\n");
     }
   }
 }
@@ -488,13 +495,16 @@ void hammer_all_down(Proxy& proxy, Fleet& fleet,
       std::vector<int64_t> mine;
       for (size_t i = 0; !stop && i < 200'000; ++i) {
         const std::string& k = by_server[i % by_server.size()][(i / 3) % by_server[0].size()];
-        std::string req = i % 3 == 0 ? set_command(k, "x") : i % 3 == 1 ? "get " + k + "\r\n" : multi;
+        std::string req = i % 3 == 0   ? set_command(k, "x")
+                          : i % 3 == 1 ? "get " + k + "\r\n"
+                                       : multi;
         auto t0 = Clock::now();
         std::string r = c.roundtrip(req, "\r\n");
         mine.push_back(ms_between(t0, Clock::now()));
         if (!r.starts_with("SERVER_ERROR ") || !r.ends_with("\r\n") ||
             r.find("\r\n") != r.size() - 2) {
-          note_bad("thread " + std::to_string(t) + ": " + printable(req, 80) + " → " + printable(r));
+          note_bad("thread " + std::to_string(t) + ": " + printable(req, 80) + " → " +
+                   printable(r));
           return;
         }
       }
@@ -569,9 +579,11 @@ void hammer_all_down(Proxy& proxy, Fleet& fleet,
         },
         5s);
     EXPECT_TRUE(ok) << "server " << s << " not used again within 5 s: " << printable(r);
-    EXPECT_EQ(c.roundtrip("get " + k + "\r\n", "END\r\n"), "VALUE " + k + " 0 4\r\nback\r\nEND\r\n");
+    EXPECT_EQ(c.roundtrip("get " + k + "\r\n", "END\r\n"),
+              "VALUE " + k + " 0 4\r\nback\r\nEND\r\n");
     RawClient direct(fleet[s].port());
-    EXPECT_EQ(direct.roundtrip("get " + k + "\r\n", "END\r\n"), "VALUE " + k + " 0 4\r\nback\r\nEND\r\n")
+    EXPECT_EQ(direct.roundtrip("get " + k + "\r\n", "END\r\n"),
+              "VALUE " + k + " 0 4\r\nback\r\nEND\r\n")
         << "the key is not on its own server";
   }
   if (ejecting) {

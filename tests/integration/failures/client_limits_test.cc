@@ -191,7 +191,8 @@ TEST_F(ClientLimits, SixthConnectionIsRefusedAndAcceptedAgainOnceOneCloses) {
     EXPECT_TRUE(sixth.closed_by_peer(2s)) << "the refused connection was left open";
   }
   // The five are unaffected.
-  for (auto& c : clients) EXPECT_EQ(c->roundtrip("get c0\r\n", "END\r\n"), "VALUE c0 0 1\r\nv\r\nEND\r\n");
+  for (auto& c : clients)
+    EXPECT_EQ(c->roundtrip("get c0\r\n", "END\r\n"), "VALUE c0 0 1\r\nv\r\nEND\r\n");
   std::string stats = clients[0]->roundtrip("stats\r\n", "END\r\n");
   EXPECT_NE(stats.find("STAT rejected_connections 1\r\n"), std::string::npos) << printable(stats);
 
@@ -237,7 +238,8 @@ TEST_F(ClientLimits, SigtermDrainsRequestsInFlightThenExitsZero) {
               "STORED\r\nSTORED\r\n");
   }
   RawClient idle(proxy.port());
-  ASSERT_EQ(idle.roundtrip("get " + other + "\r\n", "END\r\n"), "VALUE " + other + " 0 1\r\no\r\nEND\r\n");
+  ASSERT_EQ(idle.roundtrip("get " + other + "\r\n", "END\r\n"),
+            "VALUE " + other + " 0 1\r\no\r\nEND\r\n");
   ASSERT_TRUE(fleet[0].process().suspend()) << "memcached did not stop";
   RawClient waiting(proxy.port());
   waiting.send("get " + held + "\r\nget " + other + "\r\n");
@@ -259,7 +261,8 @@ TEST_F(ClientLimits, SigtermDrainsRequestsInFlightThenExitsZero) {
   EXPECT_TRUE(refused) << "still accepting connections after SIGTERM";
   // A client owed nothing is closed.
   EXPECT_TRUE(idle.closed_by_peer(2s)) << "an idle client was not closed by the drain";
-  std::this_thread::sleep_for(300ms - std::min<std::chrono::nanoseconds>(300ms, Clock::now() - t_term));
+  std::this_thread::sleep_for(300ms -
+                              std::min<std::chrono::nanoseconds>(300ms, Clock::now() - t_term));
   EXPECT_TRUE(proxy.process().running()) << "memshard exited with a request in flight";
   fleet[0].process().resume();
 
@@ -318,8 +321,8 @@ TEST_F(ClientLimits, HalfSentCommandsCostBoundedMemoryPerConnection) {
     halves.push_back(std::make_unique<RawClient>(proxy.port()));
     halves.back()->send("set half" + std::to_string(i) + " 0 0 10\r\nab");
   }
-  EXPECT_TRUE(eventually(
-      [&] { return proxy_stat(proxy.port(), "curr_connections") >= kConns; }, 10s));
+  EXPECT_TRUE(
+      eventually([&] { return proxy_stat(proxy.port(), "curr_connections") >= kConns; }, 10s));
   std::this_thread::sleep_for(300ms);
   uint64_t with = rss_kib(proxy.pid());
   double per_conn = (static_cast<double>(with) - static_cast<double>(base)) / kConns;

@@ -47,7 +47,8 @@ struct Transcript {
 
 size_t count_of(std::string_view hay, std::string_view needle) {
   size_t n = 0;
-  for (size_t at = hay.find(needle); at != std::string_view::npos; at = hay.find(needle, at + 1)) ++n;
+  for (size_t at = hay.find(needle); at != std::string_view::npos; at = hay.find(needle, at + 1))
+    ++n;
   return n;
 }
 
@@ -58,7 +59,8 @@ size_t expected_mn(std::string_view request) {
   size_t start = 0;
   while (start < request.size()) {
     size_t eol = request.find('\n', start);
-    std::string_view line = request.substr(start, eol == std::string_view::npos ? std::string_view::npos : eol - start);
+    std::string_view line =
+        request.substr(start, eol == std::string_view::npos ? std::string_view::npos : eol - start);
     if (line == "mn" || line == "mn\r" || line.starts_with("mn ")) ++n;
     if (eol == std::string_view::npos) break;
     start = eol + 1;
@@ -68,7 +70,8 @@ size_t expected_mn(std::string_view request) {
 
 // Sends `request` + "mn\r\n" on a fresh connection to each port at once
 // and reads both answers.
-std::pair<Transcript, Transcript> exchange(uint16_t ref_port, uint16_t ms_port, std::string_view request,
+std::pair<Transcript, Transcript> exchange(uint16_t ref_port, uint16_t ms_port,
+                                           std::string_view request,
                                            std::chrono::milliseconds idle = 250ms) {
   RawClient ref(ref_port), ms(ms_port);
   RawClient* clients[2] = {&ref, &ms};
@@ -148,7 +151,9 @@ class Gen {
   size_t below(size_t n) { return static_cast<size_t>(rng_() % n); }
   bool chance(int percent) { return below(100) < static_cast<size_t>(percent); }
   template <typename T>
-  const T& pick(const std::vector<T>& v) { return v[below(v.size())]; }
+  const T& pick(const std::vector<T>& v) {
+    return v[below(v.size())];
+  }
 
   std::string key() {
     int r = static_cast<int>(below(100));
@@ -158,27 +163,45 @@ class Gen {
     if (r < 84) return std::string("k\x01") + std::to_string(below(3));  // control byte
     if (r < 87) return "k\x7f";
     if (r < 90) return "k\xff\xfe";
-    if (r < 93) return "k\tt";   // a tab is part of the key
+    if (r < 93) return "k\tt";  // a tab is part of the key
     if (r < 95) return "k\x1b[0m";
     if (r < 97) return std::string(249, 'M' + 1) + "é";  // 251 bytes
-    return "n" + std::to_string(below(3));                // numeric values live here
+    return "n" + std::to_string(below(3));               // numeric values live here
   }
 
   std::string number() {
-    static const std::vector<std::string> good = {"0", "1", "2", "10", "100", "65535", "4294967295"};
-    static const std::vector<std::string> bad = {
-        "-1", "-100", "abc", "1a", "0x10", "+5", "1.5", "", "4294967296", "18446744073709551615",
-        "18446744073709551616", "99999999999999999999999", "-0", "00001", "2147483647", "2147483648",
-        "-2147483648", "-2147483649", "9223372036854775807", "1e3", "\x01", "%d"};
+    static const std::vector<std::string> good = {"0",   "1",     "2",         "10",
+                                                  "100", "65535", "4294967295"};
+    static const std::vector<std::string> bad = {"-1",
+                                                 "-100",
+                                                 "abc",
+                                                 "1a",
+                                                 "0x10",
+                                                 "+5",
+                                                 "1.5",
+                                                 "",
+                                                 "4294967296",
+                                                 "18446744073709551615",
+                                                 "18446744073709551616",
+                                                 "99999999999999999999999",
+                                                 "-0",
+                                                 "00001",
+                                                 "2147483647",
+                                                 "2147483648",
+                                                 "-2147483648",
+                                                 "-2147483649",
+                                                 "9223372036854775807",
+                                                 "1e3",
+                                                 "\x01",
+                                                 "%d"};
     return chance(55) ? pick(good) : pick(bad);
   }
 
   // Never a small positive TTL: expiry must not depend on when the test runs.
   std::string exptime() {
-    static const std::vector<std::string> v = {"0",          "-1",          "100000",  "2592001",
-                                               "abc",        "4294967296",  "-2147483649",
-                                               "2147483647", "1.5",         "",         "+3",
-                                               "0x10",       "-0",          "1000000"};
+    static const std::vector<std::string> v = {
+        "0",          "-1",  "100000", "2592001", "abc",  "4294967296", "-2147483649",
+        "2147483647", "1.5", "",       "+3",      "0x10", "-0",         "1000000"};
     return pick(v);
   }
 
@@ -197,7 +220,8 @@ class Gen {
     int r = static_cast<int>(below(100));
     if (r < 75) return "";
     if (r < 92) return " noreply";
-    static const std::vector<std::string> odd = {" norepy", " NOREPLY", " noreply noreply", " noreply x"};
+    static const std::vector<std::string> odd = {" norepy", " NOREPLY", " noreply noreply",
+                                                 " noreply x"};
     return pick(odd);
   }
 
@@ -217,11 +241,13 @@ class Gen {
   }
 
   std::string storage() {
-    static const std::vector<std::string> verbs = {"set", "add", "replace", "append", "prepend", "cas"};
+    static const std::vector<std::string> verbs = {"set",    "add",     "replace",
+                                                   "append", "prepend", "cas"};
     const std::string& verb = pick(verbs);
     std::string k = key(), v = value();
-    std::vector<std::string> t = {verb, k, chance(85) ? std::to_string(below(70000)) : number(),
-                                  chance(85) ? pick(std::vector<std::string>{"0", "100000", "-1"}) : exptime()};
+    std::vector<std::string> t = {
+        verb, k, chance(85) ? std::to_string(below(70000)) : number(),
+        chance(85) ? pick(std::vector<std::string>{"0", "100000", "-1"}) : exptime()};
     // The length: mostly right, sometimes off or nonsense.
     int r = static_cast<int>(below(100));
     std::string len = std::to_string(v.size());
@@ -229,7 +255,8 @@ class Gen {
     if (r < 70) {
     } else if (r < 75) {
       len = std::to_string(v.size() + 1 + below(3));  // data shorter than announced...
-      data = v + "\r\n" + std::string(v.size() + 5, 'p').substr(0, 1 + below(3)) + "\r\n";  // ...padded
+      data = v + "\r\n" + std::string(v.size() + 5, 'p').substr(0, 1 + below(3)) +
+             "\r\n";  // ...padded
     } else if (r < 80) {
       len = std::to_string(v.size() > 0 ? v.size() - 1 : 0);  // data longer than announced
     } else if (r < 83) {
@@ -269,7 +296,8 @@ class Gen {
     size_t args = chance(85) ? 2 : below(5);
     if (args >= 1) line += sep() + (chance(60) ? "n" + std::to_string(below(3)) : key());
     if (args >= 2) line += sep() + number();
-    for (size_t i = 2; i < args; ++i) line += sep() + pick(std::vector<std::string>{"1", "x", "noreply"});
+    for (size_t i = 2; i < args; ++i)
+      line += sep() + pick(std::vector<std::string>{"1", "x", "noreply"});
     return line + noreply() + eol();
   }
 
@@ -277,7 +305,8 @@ class Gen {
     std::string line = "delete";
     size_t args = below(5);
     if (args >= 1) line += sep() + key();
-    for (size_t i = 1; i < args; ++i) line += sep() + pick(std::vector<std::string>{"0", "5", "noreply", "x", "-1"});
+    for (size_t i = 1; i < args; ++i)
+      line += sep() + pick(std::vector<std::string>{"0", "5", "noreply", "x", "-1"});
     return line + (chance(20) ? " noreply" : "") + eol();
   }
 
@@ -286,13 +315,15 @@ class Gen {
     size_t args = chance(80) ? 2 : below(5);
     if (args >= 1) line += sep() + key();
     if (args >= 2) line += sep() + exptime();
-    for (size_t i = 2; i < args; ++i) line += sep() + pick(std::vector<std::string>{"1", "x", "noreply"});
+    for (size_t i = 2; i < args; ++i)
+      line += sep() + pick(std::vector<std::string>{"1", "x", "noreply"});
     return line + noreply() + eol();
   }
 
   std::string base64_key() {
-    static const std::vector<std::string> v = {"azA=", "azE=", "azI=", "!!!notbase64", "a", "azA", "====",
-                                               "azA=azA=", "", "YWJj", "a b", "Zm9v\x01"};
+    static const std::vector<std::string> v = {
+        "azA=", "azE=",     "azI=", "!!!notbase64", "a",   "azA",
+        "====", "azA=azA=", "",     "YWJj",         "a b", "Zm9v\x01"};
     return pick(v);
   }
 
@@ -302,21 +333,32 @@ class Gen {
     static const std::string valid_md = "bCEIkOqTx";
     static const std::string valid_ma = "bCENJDTMqOtcvk";
     static const std::string invalid = "zZXAaBdegijmnoprwxy!1~\x80";
-    const std::string& valid = cmd == 'g' ? valid_mg : cmd == 's' ? valid_ms : cmd == 'd' ? valid_md : valid_ma;
+    const std::string& valid = cmd == 'g'   ? valid_mg
+                               : cmd == 's' ? valid_ms
+                               : cmd == 'd' ? valid_md
+                                            : valid_ma;
     char f = chance(85) ? valid[below(valid.size())] : invalid[below(invalid.size())];
     std::string flag(1, f);
     switch (f) {
-      case 'N': case 'T': case 'R': case 'E':
-        flag += chance(70) ? pick(std::vector<std::string>{"0", "-1", "100000", "2592001"}) : number();
+      case 'N':
+      case 'T':
+      case 'R':
+      case 'E':
+        flag +=
+            chance(70) ? pick(std::vector<std::string>{"0", "-1", "100000", "2592001"}) : number();
         break;
-      case 'C': case 'F': case 'J': case 'D':
+      case 'C':
+      case 'F':
+      case 'J':
+      case 'D':
         flag += chance(70) ? std::to_string(below(50)) : number();
         break;
       case 'O':
         flag += chance(80) ? "op" + std::to_string(below(100)) : std::string(31 + below(4), 'o');
         break;
       case 'M':
-        flag += chance(80) ? std::string(1, "EAPRSI+D-xz"[below(11)]) : pick(std::vector<std::string>{"", "EA", "e"});
+        flag += chance(80) ? std::string(1, "EAPRSI+D-xz"[below(11)])
+                           : pick(std::vector<std::string>{"", "EA", "e"});
         break;
       case 'S':
         flag += number();
@@ -359,20 +401,68 @@ class Gen {
 
   std::string misc() {
     static const std::vector<std::string> v = {
-        "\r\n", "\n", "   \r\n", "\r\r\n", "foo\r\n", "GET k0\r\n", "Set k0 0 0 1\r\nx\r\n", "gett k0\r\n",
-        "g\r\n", "m\r\n", "mgg k0\r\n", "getk0\r\n", "get\r\n", "gets\r\n", "gat\r\n", "gats 0\r\n",
-        "incr\r\n", "decr\r\n", "touch\r\n", "delete\r\n", "cas\r\n", "set\r\n", "ms\r\n", "mg\r\n",
-        "md\r\n", "ma\r\n", "me\r\n",
+        "\r\n",
+        "\n",
+        "   \r\n",
+        "\r\r\n",
+        "foo\r\n",
+        "GET k0\r\n",
+        "Set k0 0 0 1\r\nx\r\n",
+        "gett k0\r\n",
+        "g\r\n",
+        "m\r\n",
+        "mgg k0\r\n",
+        "getk0\r\n",
+        "get\r\n",
+        "gets\r\n",
+        "gat\r\n",
+        "gats 0\r\n",
+        "incr\r\n",
+        "decr\r\n",
+        "touch\r\n",
+        "delete\r\n",
+        "cas\r\n",
+        "set\r\n",
+        "ms\r\n",
+        "mg\r\n",
+        "md\r\n",
+        "ma\r\n",
+        "me\r\n",
         // (level 0 only: a chatty reference server would fill the test log)
-        "verbosity\r\n", "verbosity 0\r\n", "verbosity 0 noreply\r\n", "verbosity abc\r\n",
-        "verbosity -1\r\n", "verbosity 0 2\r\n", "verbosity 0 2 3\r\n", "verbosity noreply\r\n",
-        "flush_all\r\n", "flush_all 0\r\n", "flush_all noreply\r\n", "flush_all 0 noreply\r\n",
-        "flush_all -1\r\n", "flush_all abc\r\n", "flush_all 100000\r\n", "flush_all 1 2 3\r\n",
-        "quit\r\n", "quit now\r\n", "quit\r\nget k0\r\n", std::string("get k0\0x\r\n", 10),
-        std::string("\0\r\n", 3), std::string("set k0 0 0 1\0\r\nx\r\n", 18), "get k0 \r\n",
-        " get k0\r\n", "get  k0\r\n", "get\tk0\r\n", "\x01\x02\x03\r\n", "\xff\xfe\r\n",
-        "mn\r\n", "mn extra\r\n", "mn\r\nmn\r\n", std::string(2040, 'x') + "\r\n",
-        "get " + std::string(2040, 'k') + "\r\n", "set k0 0 0 4294967297\r\nabc\r\n",
+        "verbosity\r\n",
+        "verbosity 0\r\n",
+        "verbosity 0 noreply\r\n",
+        "verbosity abc\r\n",
+        "verbosity -1\r\n",
+        "verbosity 0 2\r\n",
+        "verbosity 0 2 3\r\n",
+        "verbosity noreply\r\n",
+        "flush_all\r\n",
+        "flush_all 0\r\n",
+        "flush_all noreply\r\n",
+        "flush_all 0 noreply\r\n",
+        "flush_all -1\r\n",
+        "flush_all abc\r\n",
+        "flush_all 100000\r\n",
+        "flush_all 1 2 3\r\n",
+        "quit\r\n",
+        "quit now\r\n",
+        "quit\r\nget k0\r\n",
+        std::string("get k0\0x\r\n", 10),
+        std::string("\0\r\n", 3),
+        std::string("set k0 0 0 1\0\r\nx\r\n", 18),
+        "get k0 \r\n",
+        " get k0\r\n",
+        "get  k0\r\n",
+        "get\tk0\r\n",
+        "\x01\x02\x03\r\n",
+        "\xff\xfe\r\n",
+        "mn\r\n",
+        "mn extra\r\n",
+        "mn\r\nmn\r\n",
+        std::string(2040, 'x') + "\r\n",
+        "get " + std::string(2040, 'k') + "\r\n",
+        "set k0 0 0 4294967297\r\nabc\r\n",
         "set k0 0 0 1048577\r\n" + std::string(1048577, 'b') + "\r\n",
         "ms k0 1048577 T0\r\n" + std::string(1048577, 'b') + "\r\n",
         "set k0 0 0 1048500\r\n" + std::string(1048500, 'c') + "\r\n",
@@ -473,8 +563,7 @@ const std::vector<Exception> kExceptions = {
 // two writes get both errors. memshard always answers every request, as
 // memcached does when the commands arrive apart. Such cases are not
 // generated; this one is checked against memcached fed in two writes.
-const std::string kPipelinedLongKey =
-    "mg k zz\r\nget " + std::string(251, 'L') + "\r\n";
+const std::string kPipelinedLongKey = "mg k zz\r\nget " + std::string(251, 'L') + "\r\n";
 
 // When a case leaves both servers waiting for a value, memcached has not
 // sent the replies of the commands before it yet (it writes them once it
@@ -541,10 +630,11 @@ TEST_F(Differential, GeneratedMalformedRequestsGetMemcachedsExactReplies) {
     }
   }
   auto took = ms_between(t0, Clock::now());
-  std::cout << cases.size() << " generated cases (seed " << kSeed << ") in " << took << " ms: "
-            << identical << " identical, " << held_back << " identical up to what memcached holds back, "
-            << mismatches.size() << " mismatches; " << closed
-            << " closed the connection, " << waiting << " left the server waiting for data\n";
+  std::cout << cases.size() << " generated cases (seed " << kSeed << ") in " << took
+            << " ms: " << identical << " identical, " << held_back
+            << " identical up to what memcached holds back, " << mismatches.size()
+            << " mismatches; " << closed << " closed the connection, " << waiting
+            << " left the server waiting for data\n";
   for (size_t i = 0; i < mismatches.size() && i < 25; ++i) {
     const Mismatch& m = mismatches[i];
     std::cout << "---- mismatch " << i + 1 << " (case " << m.index << ")\n"
@@ -571,7 +661,8 @@ TEST_F(Differential, DocumentedExceptionsGetMemshardsOwnAnswer) {
   RawClient direct(backend_->port());
   std::string settings = direct.roundtrip("stats settings\r\n", "END\r\n");
   EXPECT_NE(settings.find("STAT slab_reassign "), std::string::npos);
-  EXPECT_NE(settings.find("STAT maxbytes 67108864\r\n"), std::string::npos) << "cache_memlimit reached the server";
+  EXPECT_NE(settings.find("STAT maxbytes 67108864\r\n"), std::string::npos)
+      << "cache_memlimit reached the server";
   EXPECT_NE(settings.find("STAT verbosity 0\r\n"), std::string::npos);
   EXPECT_TRUE(backend_->process().running()) << "shutdown reached the server";
 }
@@ -603,15 +694,17 @@ TEST_F(Differential, LongRetrievalLineSentInOneWriteIsAnsweredLikeMemcached) {
   std::string keys;
   for (int i = 0; i < 30; ++i) keys += " " + std::string(200, static_cast<char>('a' + i % 26));
   keys += " k7";
-  for (const std::string& line : {"gat 0" + keys + "\r\n", "gats 0" + keys + "\r\n", "bget" + keys + "\r\n",
-                                  "gat abc" + keys + "\r\n", "gets\t" + keys + "\r\n"}) {
+  for (const std::string& line :
+       {"gat 0" + keys + "\r\n", "gats 0" + keys + "\r\n", "bget" + keys + "\r\n",
+        "gat abc" + keys + "\r\n", "gets\t" + keys + "\r\n"}) {
     SCOPED_TRACE(printable(line.substr(0, 12)) + "... (" + std::to_string(line.size()) + " bytes)");
     auto [want, got] = exchange(ref_->port(), proxy_->port(), line);
     std::string w = normalize(want.bytes), g = normalize(got.bytes);
     // (cas values of gats differ between the two servers' histories)
     w = std::regex_replace(w, std::regex(R"(VALUE k7 0 5 \d+)"), "VALUE k7 0 5 <cas>");
     g = std::regex_replace(g, std::regex(R"(VALUE k7 0 5 \d+)"), "VALUE k7 0 5 <cas>");
-    EXPECT_EQ(printable(g) + (got.closed ? " <closed>" : ""), printable(w) + (want.closed ? " <closed>" : ""));
+    EXPECT_EQ(printable(g) + (got.closed ? " <closed>" : ""),
+              printable(w) + (want.closed ? " <closed>" : ""));
   }
 }
 

@@ -8,8 +8,8 @@
 
 #include <cstdio>
 #include <fstream>
-#include <iterator>
 #include <iostream>
+#include <iterator>
 #include <sstream>
 #include <stdexcept>
 
@@ -143,7 +143,8 @@ void Proxy::dump_log_on_failure() const {
 
 std::vector<std::vector<std::string>> keys_by_address(const std::string& config,
                                                       const std::vector<std::string>& addresses,
-                                                      size_t per_server, const std::string& prefix) {
+                                                      size_t per_server,
+                                                      const std::string& prefix) {
   std::vector<std::vector<std::string>> out(addresses.size());
   for (size_t round = 0; round < 10; ++round) {
     std::vector<std::string> candidates;
@@ -158,7 +159,8 @@ std::vector<std::vector<std::string>> keys_by_address(const std::string& config,
     }
     for (size_t i = 0; i < owners.size(); ++i) {
       for (size_t s = 0; s < addresses.size(); ++s) {
-        if (owners[i] == addresses[s] && out[s].size() < per_server) out[s].push_back(candidates[i]);
+        if (owners[i] == addresses[s] && out[s].size() < per_server)
+          out[s].push_back(candidates[i]);
       }
     }
     bool done = true;

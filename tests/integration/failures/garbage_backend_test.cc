@@ -106,7 +106,9 @@ const Garbage kGarbage[] = {
 };
 
 // ctest and gtest name a case by its name, not by its bytes.
-void PrintTo(const Garbage& g, std::ostream* os) { *os << g.name; }
+void PrintTo(const Garbage& g, std::ostream* os) {
+  *os << g.name;
+}
 
 class GarbageBackend : public ::testing::TestWithParam<Garbage> {};
 
@@ -128,8 +130,8 @@ TEST_P(GarbageBackend, FailsOnlyItsOwnRequests) {
   std::vector<std::string> servers = fleet.server_lines();
   servers.push_back(fake.address() + ":1");
   Proxy proxy(dir, servers, {{"timeout", "1000"}});
-  auto keys = keys_by_address(proxy.config(), {fleet[0].address(), fleet[1].address(), fake.address()},
-                              6, "gb");
+  auto keys = keys_by_address(proxy.config(),
+                              {fleet[0].address(), fleet[1].address(), fake.address()}, 6, "gb");
   const auto& a = keys[0];
   const auto& b = keys[1];
   const auto& bad = keys[2];
@@ -152,10 +154,10 @@ TEST_P(GarbageBackend, FailsOnlyItsOwnRequests) {
     EXPECT_EQ(printable(replies.next()), printable(hit(b[round])));
     ASSERT_EQ(printable(replies.pending()), "") << "bytes beyond the three replies";
     // A multi-get over all three: the fake's key reads as a miss.
-    std::string mg = c.roundtrip("get " + a[round + 3] + " " + bad[round + 3] + " " + b[round + 3] + "\r\n",
-                                 "END\r\n");
-    EXPECT_EQ(printable(mg), printable("VALUE " + a[round + 3] + " 0 2\r\nok\r\nVALUE " + b[round + 3] +
-                                       " 0 2\r\nok\r\nEND\r\n"));
+    std::string mg = c.roundtrip(
+        "get " + a[round + 3] + " " + bad[round + 3] + " " + b[round + 3] + "\r\n", "END\r\n");
+    EXPECT_EQ(printable(mg), printable("VALUE " + a[round + 3] + " 0 2\r\nok\r\nVALUE " +
+                                       b[round + 3] + " 0 2\r\nok\r\nEND\r\n"));
     // The fake's keys alone: the whole multi-get fails.
     std::string only = c.roundtrip("get " + bad[round] + " " + bad[round + 3] + "\r\n", "\r\n");
     EXPECT_TRUE(only.starts_with("SERVER_ERROR ")) << printable(only);
@@ -166,14 +168,17 @@ TEST_P(GarbageBackend, FailsOnlyItsOwnRequests) {
   }
   // The same client connection still works for the real servers.
   EXPECT_EQ(c.roundtrip(set_command(a[0], "after")), "STORED\r\n");
-  EXPECT_EQ(c.roundtrip("get " + a[0] + "\r\n", "END\r\n"), "VALUE " + a[0] + " 0 5\r\nafter\r\nEND\r\n");
+  EXPECT_EQ(c.roundtrip("get " + a[0] + "\r\n", "END\r\n"),
+            "VALUE " + a[0] + " 0 5\r\nafter\r\nEND\r\n");
   EXPECT_TRUE(proxy.process().running()) << "memshard died";
   EXPECT_GE(proxy_stat(proxy.port(), "forward_error"), 3u);
   std::cout << g.name << ": fake accepted " << fake.accepted() << " connection(s); memshard RSS "
             << rss_before << " KiB before, " << rss_kib(proxy.pid()) << " KiB after\n";
 }
 
-std::string garbage_name(const ::testing::TestParamInfo<Garbage>& p) { return p.param.name; }
+std::string garbage_name(const ::testing::TestParamInfo<Garbage>& p) {
+  return p.param.name;
+}
 
 INSTANTIATE_TEST_SUITE_P(Fake, GarbageBackend, ::testing::ValuesIn(kGarbage), garbage_name);
 

@@ -20,7 +20,8 @@ namespace {
 
 std::string fd_target(pid_t pid, int fd) {
   std::error_code ec;
-  return std::filesystem::read_symlink("/proc/" + std::to_string(pid) + "/fd/" + std::to_string(fd), ec)
+  return std::filesystem::read_symlink("/proc/" + std::to_string(pid) + "/fd/" + std::to_string(fd),
+                                       ec)
       .string();
 }
 
@@ -57,8 +58,8 @@ class Daemon : public ::testing::Test {
   }
 
   std::vector<std::string> daemon_argv(const std::string& config) const {
-    return {memshard_binary(), "-d",        "-p", pid_file_, "-c", config, "-s",
-            std::to_string(stats_port_), "-a", "127.0.0.1", "-o", log_};
+    return {memshard_binary(),           "-d", "-p",        pid_file_, "-c", config, "-s",
+            std::to_string(stats_port_), "-a", "127.0.0.1", "-o",      log_};
   }
 
   // The pid in the pid file once it is there (bounded), else -1.
@@ -125,7 +126,8 @@ TEST_F(Daemon, DetachesAndThePidFileNamesTheServingProcess) {
 }
 
 TEST_F(Daemon, BrokenConfigFailsOnTheTerminalBeforeDetaching) {
-  const std::string broken = dir_.write("broken.yml", "alpha:\n  listen: 127.0.0.1:1\n  servers: []\n  bogus: 1\n");
+  const std::string broken =
+      dir_.write("broken.yml", "alpha:\n  listen: 127.0.0.1:1\n  servers: []\n  bogus: 1\n");
   CommandResult r = run_command(daemon_argv(broken), {}, 15s);
   ASSERT_FALSE(r.timed_out);
   EXPECT_EQ(r.exit_code, 1);
@@ -135,9 +137,12 @@ TEST_F(Daemon, BrokenConfigFailsOnTheTerminalBeforeDetaching) {
 }
 
 TEST_F(Daemon, ForegroundPidFileIsRemovedAtAGracefulExit) {
-  Memshard ms(config_, {"-p", pid_file_, "-s", std::to_string(stats_port_), "-a", "127.0.0.1"}, port_);
-  ASSERT_TRUE(wait_until([&] { return read_file(pid_file_) == std::to_string(ms.process().pid()) + "\n"; }))
-      << "pid file holds '" << read_file(pid_file_) << "'";
+  Memshard ms(config_, {"-p", pid_file_, "-s", std::to_string(stats_port_), "-a", "127.0.0.1"},
+              port_);
+  ASSERT_TRUE(wait_until([&] {
+    return read_file(pid_file_) == std::to_string(ms.process().pid()) + "\n";
+  })) << "pid file holds '"
+      << read_file(pid_file_) << "'";
   int status = ms.process().stop(10s);
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "exit status " << status;
   EXPECT_FALSE(file_exists(pid_file_));
@@ -156,8 +161,8 @@ TEST_F(Daemon, UnwritablePidFileIsNotSilent) {
   const bool exited = p.wait_exit(3s) != -1;
   const std::string said = read_file(dir_.path() + "/stderr.log") + read_file(log_);
   EXPECT_NE(said.find(bad), std::string::npos)
-      << (exited ? "memshard exited" : "memshard runs") << " without a word about the pid file " << bad
-      << "; it said:\n"
+      << (exited ? "memshard exited" : "memshard runs") << " without a word about the pid file "
+      << bad << "; it said:\n"
       << said;
 }
 
@@ -183,8 +188,9 @@ TEST_F(Daemon, StartFailureAfterDetachingIsLogged) {
   pid_t pid = -1;
   if (r.exit_code == 0) {
     // Detached: whatever went wrong must be in the log.
-    EXPECT_TRUE(wait_until([&] { return read_file(log_).find("cannot listen") != std::string::npos; }))
-        << "memshard -d exited 0, and the log says nothing of the busy listen address:\n"
+    EXPECT_TRUE(wait_until([&] {
+      return read_file(log_).find("cannot listen") != std::string::npos;
+    })) << "memshard -d exited 0, and the log says nothing of the busy listen address:\n"
         << read_file(log_);
     std::string text = read_file(pid_file_);
     if (!text.empty()) pid = static_cast<pid_t>(std::stol(text));

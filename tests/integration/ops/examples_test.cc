@@ -31,9 +31,10 @@ Unit parse_unit(const std::string& text) {
   std::string section, pending;
   for (std::string line : lines_of(text)) {
     if (!pending.empty()) {
-      line = pending + " " + line.substr(line.find_first_not_of(" \t") == std::string::npos
-                                             ? line.size()
-                                             : line.find_first_not_of(" \t"));
+      line = pending + " " +
+             line.substr(line.find_first_not_of(" \t") == std::string::npos
+                             ? line.size()
+                             : line.find_first_not_of(" \t"));
       pending.clear();
     }
     size_t first = line.find_first_not_of(" \t");
@@ -62,7 +63,8 @@ std::vector<std::string> words(const std::string& command) {
 }
 
 // The value following `option` (any of its spellings) in argv, or "".
-std::string option_value(const std::vector<std::string>& argv, const std::set<std::string>& option) {
+std::string option_value(const std::vector<std::string>& argv,
+                         const std::set<std::string>& option) {
   for (size_t i = 0; i + 1 < argv.size(); ++i) {
     if (option.contains(argv[i])) return argv[i + 1];
   }
@@ -125,8 +127,8 @@ TEST_F(SystemdUnit, SystemdAnalyzeVerifyAcceptsIt) {
 TEST_F(SystemdUnit, ReloadChecksTheFileThenSendsSighup) {
   const auto& reload = unit_["Service"]["ExecReload"];
   ASSERT_FALSE(reload.empty()) << "no ExecReload";
-  EXPECT_TRUE(std::regex_search(reload.back(),
-                                std::regex(R"(\bkill\s+(-HUP|-SIGHUP|-s\s+(SIG)?HUP|-1)\s+\$MAINPID\b)")))
+  EXPECT_TRUE(std::regex_search(
+      reload.back(), std::regex(R"(\bkill\s+(-HUP|-SIGHUP|-s\s+(SIG)?HUP|-1)\s+\$MAINPID\b)")))
       << "the last ExecReload does not send SIGHUP to $MAINPID: " << reload.back();
   for (size_t i = 0; i + 1 < reload.size(); ++i) {
     std::vector<std::string> check = words(reload[i]);
@@ -138,10 +140,13 @@ TEST_F(SystemdUnit, ReloadChecksTheFileThenSendsSighup) {
 }
 
 TEST_F(SystemdUnit, CommandLinesAreMemshardOptions) {
-  const std::string type = unit_["Service"]["Type"].empty() ? "simple" : unit_["Service"]["Type"][0];
-  const bool daemonizes = std::find(exec_start_.begin(), exec_start_.end(), "-d") != exec_start_.end() ||
-                          std::find(exec_start_.begin(), exec_start_.end(), "--daemonize") != exec_start_.end();
-  EXPECT_EQ(daemonizes, type == "forking") << "Type=" << type << " with ExecStart " << unit_["Service"]["ExecStart"][0];
+  const std::string type =
+      unit_["Service"]["Type"].empty() ? "simple" : unit_["Service"]["Type"][0];
+  const bool daemonizes =
+      std::find(exec_start_.begin(), exec_start_.end(), "-d") != exec_start_.end() ||
+      std::find(exec_start_.begin(), exec_start_.end(), "--daemonize") != exec_start_.end();
+  EXPECT_EQ(daemonizes, type == "forking")
+      << "Type=" << type << " with ExecStart " << unit_["Service"]["ExecStart"][0];
   EXPECT_FALSE(option_value(exec_start_, kConfOption).empty()) << "ExecStart names no config";
 
   // CLI11 refuses options it does not know: with --test-conf added, every
@@ -179,7 +184,8 @@ TEST_F(SystemdUnit, StartReloadStopCycleOnARealMemshard) {
   ASSERT_TRUE(wait_listening(stats));
 
   for (const std::string& line : unit_["Service"]["ExecReload"]) {
-    std::string command = std::regex_replace(line, std::regex(R"(\$MAINPID)"), std::to_string(p.pid()));
+    std::string command =
+        std::regex_replace(line, std::regex(R"(\$MAINPID)"), std::to_string(p.pid()));
     std::vector<std::string> reload = words(command);
     if (reload[0].find("memshard") != std::string::npos) reload = localize(reload, config_);
     CommandResult r = run_command(reload, {}, 20s);
@@ -325,7 +331,8 @@ TEST_F(KubernetesSidecar, IsYamlWithTheFleetTheConfigAndTheApplication) {
   YAML::Node svc = one("Service");
   EXPECT_EQ(svc["spec"]["clusterIP"].as<std::string>(), "None") << "the Service must be headless";
   YAML::Node sts = one("StatefulSet");
-  EXPECT_EQ(sts["spec"]["serviceName"].as<std::string>(), svc["metadata"]["name"].as<std::string>());
+  EXPECT_EQ(sts["spec"]["serviceName"].as<std::string>(),
+            svc["metadata"]["name"].as<std::string>());
   // The Service selects the StatefulSet's pods.
   for (const auto& kv : svc["spec"]["selector"]) {
     YAML::Node label = sts["spec"]["template"]["metadata"]["labels"][kv.first.as<std::string>()];
@@ -389,7 +396,8 @@ TEST_F(KubernetesSidecar, ConfigMapConfigIsValidAndNamesTheStatefulSetPods) {
     size_t weight_colon = address.rfind(':');
     size_t port_colon = address.rfind(':', weight_colon - 1);
     hosts.push_back(address.substr(0, port_colon));
-    EXPECT_EQ(address.substr(port_colon + 1, weight_colon - port_colon - 1), std::to_string(container_port));
+    EXPECT_EQ(address.substr(port_colon + 1, weight_colon - port_colon - 1),
+              std::to_string(container_port));
     // A stable name per shard keeps keys in place when addresses change.
     EXPECT_EQ(w.size(), 2u) << "server without a name: " << s.as<std::string>();
   }
@@ -410,7 +418,8 @@ TEST_F(KubernetesSidecar, StatsPortIsScrapableAndProbed) {
   ASSERT_FALSE(port.empty());
   YAML::Node c = memshard_container();
   std::map<std::string, int> named;
-  for (const YAML::Node& p : c["ports"]) named[p["name"].as<std::string>()] = p["containerPort"].as<int>();
+  for (const YAML::Node& p : c["ports"])
+    named[p["name"].as<std::string>()] = p["containerPort"].as<int>();
   EXPECT_EQ(std::to_string(named["stats"]), port);
   YAML::Node annotations = one("Deployment")["spec"]["template"]["metadata"]["annotations"];
   if (annotations && annotations["prometheus.io/port"]) {
@@ -431,7 +440,8 @@ TEST_F(KubernetesSidecar, StatsPortIsScrapableAndProbed) {
   const uint16_t listen = free_port();
   PoolSpec pool{"cache", "127.0.0.1:" + std::to_string(listen), {}, {mc.address() + ":1"}};
   std::unique_ptr<Proxy> proxy = start_proxy(dir, config_yaml({pool}), listen);
-  HttpResponse h = http_get(proxy->stats_port, c["livenessProbe"]["httpGet"]["path"].as<std::string>());
+  HttpResponse h =
+      http_get(proxy->stats_port, c["livenessProbe"]["httpGet"]["path"].as<std::string>());
   EXPECT_EQ(h.status, 200) << h.raw;
 }
 

@@ -51,7 +51,8 @@ class Logs : public ::testing::Test {
 };
 
 // "[2026-11-30 00:16:01.641] NOTICE message"
-const std::regex kLine(R"(^\[\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}\.\d{3}\] (ERROR|WARN|NOTICE|INFO|DEBUG) +\S.*$)");
+const std::regex kLine(
+    R"(^\[\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}\.\d{3}\] (ERROR|WARN|NOTICE|INFO|DEBUG) +\S.*$)");
 
 TEST_F(Logs, EveryLineHasATimestampAndRequestsLogNothing) {
   start({});
@@ -90,7 +91,8 @@ TEST_F(Logs, SighupReopensTheLogFileAfterRotation) {
     ASSERT_EQ(std::rename(log_.c_str(), rotated.c_str()), 0);  // logrotate's default: move away
     ASSERT_FALSE(file_exists(log_));
     proxy_->process().signal(SIGHUP);
-    const std::string in_force = "configuration generation " + std::to_string(round + 1) + " in force";
+    const std::string in_force =
+        "configuration generation " + std::to_string(round + 1) + " in force";
     ASSERT_TRUE(wait_until([&] { return log().find(in_force) != std::string::npos; }))
         << "round " << round << ": no '" << in_force << "' in a new " << log_ << "; it holds:\n"
         << log() << "\nthe moved file holds:\n"
@@ -104,9 +106,8 @@ TEST_F(Logs, SighupReopensTheLogFileAfterRotation) {
       }
     }
     // The moved file got nothing of this reload: the reopen came first.
-    EXPECT_EQ(read_file(rotated).find(in_force), std::string::npos)
-        << "round " << round << ":\n"
-        << read_file(rotated);
+    EXPECT_EQ(read_file(rotated).find(in_force), std::string::npos) << "round " << round << ":\n"
+                                                                    << read_file(rotated);
     EXPECT_EQ(count_of(fresh, "reloading configuration"), 1u) << fresh;
   }
   EXPECT_NE(read_file(log_ + ".1").find(" started: "), std::string::npos);
@@ -169,9 +170,9 @@ TEST(LogFile, UnwritableLogFileIsAnErrorAtStart) {
   Memcached mc;
   PoolSpec pool{"alpha", "127.0.0.1:" + std::to_string(free_port()), {}, {mc.address() + ":1"}};
   std::string config = dir.write("memshard.yml", config_yaml({pool}));
-  CommandResult r = run_command({memshard_binary(), "-c", config, "-s", "0", "-o",
-                                 dir.path() + "/no/such/dir/memshard.log"},
-                                {}, 10s);
+  CommandResult r = run_command(
+      {memshard_binary(), "-c", config, "-s", "0", "-o", dir.path() + "/no/such/dir/memshard.log"},
+      {}, 10s);
   EXPECT_FALSE(r.timed_out);
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("cannot open log file"), std::string::npos) << r.err;

@@ -2,13 +2,13 @@
 // complaint, whose counters say exactly what the test sent, and that
 // agrees with the JSON document.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
-#include <csignal>
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <csignal>
 #include <set>
-#include <unistd.h>
 
 #include "ops_util.h"
 
@@ -36,7 +36,9 @@ class Metrics : public ::testing::Test {
   void SetUp() override {
     fleet_ = std::make_unique<Fleet>(3);
     port_ = free_port();
-    PoolSpec alpha{"alpha", "127.0.0.1:" + std::to_string(port_), {{"timeout", "400"}},
+    PoolSpec alpha{"alpha",
+                   "127.0.0.1:" + std::to_string(port_),
+                   {{"timeout", "400"}},
                    {(*fleet_)[0].address() + ":1", (*fleet_)[1].address() + ":1",
                     (*fleet_)[2].address() + ":1 gamma"}};
     proxy_ = start_proxy(dir_, config_yaml({alpha}), port_, {"--threads", "2"});
@@ -176,11 +178,15 @@ TEST(MetricsShapes, PromtoolAcceptsSeveralPoolsNamedAndSocketServers) {
   Process unix_memcached(argv);
   ASSERT_TRUE(wait_listening(sock)) << "memcached on " << sock;
   const uint16_t p1 = free_port(), p2 = free_port(), p3 = free_port();
-  PoolSpec first{"first-pool", "127.0.0.1:" + std::to_string(p1), {},
-                 {tcp.address() + ":1", sock + ":1"}};
-  PoolSpec second{"second_pool", "127.0.0.1:" + std::to_string(p2), {{"ketama_compat", "libmemcached"}},
+  PoolSpec first{
+      "first-pool", "127.0.0.1:" + std::to_string(p1), {}, {tcp.address() + ":1", sock + ":1"}};
+  PoolSpec second{"second_pool",
+                  "127.0.0.1:" + std::to_string(p2),
+                  {{"ketama_compat", "libmemcached"}},
                   {tcp.address() + ":1 shard-a", sock + ":2 shard-b"}};
-  PoolSpec third{"third", "127.0.0.1:" + std::to_string(p3), {{"distribution", "modula"}},
+  PoolSpec third{"third",
+                 "127.0.0.1:" + std::to_string(p3),
+                 {{"distribution", "modula"}},
                  {tcp.address() + ":1"}};
   std::unique_ptr<Proxy> proxy = start_proxy(dir, config_yaml({first, second, third}), p1);
   for (uint16_t port : {p1, p2, p3}) {
@@ -211,7 +217,8 @@ TEST(MetricsShapes, PromtoolAcceptsSeveralPoolsNamedAndSocketServers) {
     if (line.empty() || line[0] == '#') continue;
     std::string name = line.substr(0, line.find_first_of("{ "));
     for (const char* suffix : {"_bucket", "_sum", "_count"}) {
-      if (name.ends_with(suffix) && types.contains(name.substr(0, name.size() - std::string(suffix).size()))) {
+      if (name.ends_with(suffix) &&
+          types.contains(name.substr(0, name.size() - std::string(suffix).size()))) {
         name = name.substr(0, name.size() - std::string(suffix).size());
       }
     }
@@ -222,10 +229,12 @@ TEST(MetricsShapes, PromtoolAcceptsSeveralPoolsNamedAndSocketServers) {
     EXPECT_EQ(metric(m, "memshard_request_duration_seconds_count", {{"pool", pool}}), 40.0) << pool;
   }
   EXPECT_EQ(samples_of(m, "memshard_server_requests_total", {{"pool", "second_pool"}}).size(), 2u);
-  EXPECT_TRUE(metric(m, "memshard_server_requests_total", {{"pool", "second_pool"}, {"server", "shard-b"}, {"address", sock}})
+  EXPECT_TRUE(metric(m, "memshard_server_requests_total",
+                     {{"pool", "second_pool"}, {"server", "shard-b"}, {"address", sock}})
                   .has_value());
   double first_requests = 0;
-  for (const Sample& s : samples_of(m, "memshard_server_requests_total", {{"pool", "first-pool"}})) {
+  for (const Sample& s :
+       samples_of(m, "memshard_server_requests_total", {{"pool", "first-pool"}})) {
     first_requests += s.value;
   }
   EXPECT_EQ(first_requests, metric(m, "memshard_pool_fragments_total", {{"pool", "first-pool"}}));

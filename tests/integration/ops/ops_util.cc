@@ -69,7 +69,8 @@ class JsonParser {
     return false;
   }
   void skip_ws() {
-    while (i_ < s_.size() && (s_[i_] == ' ' || s_[i_] == '\t' || s_[i_] == '\n' || s_[i_] == '\r')) {
+    while (i_ < s_.size() &&
+           (s_[i_] == ' ' || s_[i_] == '\t' || s_[i_] == '\n' || s_[i_] == '\r')) {
       ++i_;
     }
   }
@@ -219,14 +220,30 @@ class JsonParser {
       if (i_ >= s_.size()) return fail("unterminated escape");
       char e = s_[i_++];
       switch (e) {
-        case '"': out.push_back('"'); break;
-        case '\\': out.push_back('\\'); break;
-        case '/': out.push_back('/'); break;
-        case 'b': out.push_back('\b'); break;
-        case 'f': out.push_back('\f'); break;
-        case 'n': out.push_back('\n'); break;
-        case 'r': out.push_back('\r'); break;
-        case 't': out.push_back('\t'); break;
+        case '"':
+          out.push_back('"');
+          break;
+        case '\\':
+          out.push_back('\\');
+          break;
+        case '/':
+          out.push_back('/');
+          break;
+        case 'b':
+          out.push_back('\b');
+          break;
+        case 'f':
+          out.push_back('\f');
+          break;
+        case 'n':
+          out.push_back('\n');
+          break;
+        case 'r':
+          out.push_back('\r');
+          break;
+        case 't':
+          out.push_back('\t');
+          break;
         case 'u': {
           uint32_t cp;
           if (!hex4(cp)) return false;
@@ -475,7 +492,7 @@ bool fetch_metrics(uint16_t port, std::vector<Sample>& out, std::string* body, s
 }
 
 std::map<std::string, std::map<std::string, std::string>> stats_servers(uint16_t proxy_port,
-                                                                       const std::string& pool) {
+                                                                        const std::string& pool) {
   std::map<std::string, std::map<std::string, std::string>> out;
   RawClient c(proxy_port);
   std::string reply = c.roundtrip("stats servers\r\n", "END\r\n");
@@ -545,7 +562,9 @@ std::string read_file(const std::string& path) {
   return s.str();
 }
 
-bool file_exists(const std::string& path) { return access(path.c_str(), F_OK) == 0; }
+bool file_exists(const std::string& path) {
+  return access(path.c_str(), F_OK) == 0;
+}
 
 size_t count_of(std::string_view text, std::string_view needle) {
   size_t n = 0;
@@ -657,7 +676,9 @@ bool pid_alive(pid_t pid) {
 namespace memshard::testing::ops {
 
 namespace {
-std::string value_for(const std::string& key) { return "value-of-" + key + "-" + std::string(key.size() % 7, 'x'); }
+std::string value_for(const std::string& key) {
+  return "value-of-" + key + "-" + std::string(key.size() % 7, 'x');
+}
 std::string hit_block(const std::string& key) {
   std::string v = value_for(key);
   return "VALUE " + key + " 0 " + std::to_string(v.size()) + "\r\n" + v + "\r\n";
@@ -681,7 +702,8 @@ bool run_traffic(uint16_t port, const std::map<std::string, std::vector<std::str
   for (const auto& [server, ks] : keys) {
     ServerExpect& e = out.servers[server];
     for (int i = 0; i < 2; ++i) {
-      std::string cmd = set_command(ks[static_cast<size_t>(i)], value_for(ks[static_cast<size_t>(i)]));
+      std::string cmd =
+          set_command(ks[static_cast<size_t>(i)], value_for(ks[static_cast<size_t>(i)]));
       std::string reply = setter.roundtrip(cmd);
       if (reply != "STORED\r\n") return fail("set " + ks[static_cast<size_t>(i)] + ": " + reply);
       e.requests += 1;

@@ -104,7 +104,7 @@ bool fetch_metrics(uint16_t port, std::vector<Sample>& out, std::string* body = 
 
 // `stats servers` over the proxy port: server -> field -> value.
 std::map<std::string, std::map<std::string, std::string>> stats_servers(uint16_t proxy_port,
-                                                                       const std::string& pool);
+                                                                        const std::string& pool);
 
 // The value of "STAT name" in a `stats` reply, or nullopt.
 std::optional<std::string> stat_value(const std::string& stats_reply, const std::string& name);

@@ -17,18 +17,21 @@ namespace memshard::testing::ops {
 namespace {
 
 // twemproxy's fields, as its stats readers expect them.
-const std::vector<std::string> kTopFields = {"uptime",           "timestamp",
-                                             "total_connections", "curr_connections",
-                                             "config_generation", "config_reloads",
+const std::vector<std::string> kTopFields = {"uptime",
+                                             "timestamp",
+                                             "total_connections",
+                                             "curr_connections",
+                                             "config_generation",
+                                             "config_reloads",
                                              "config_reload_failures"};
-const std::vector<std::string> kPoolFields = {"client_eof",     "client_err",    "client_connections",
-                                              "server_ejects",  "forward_error", "fragments",
-                                              "requests"};
+const std::vector<std::string> kPoolFields = {
+    "client_eof", "client_err", "client_connections", "server_ejects", "forward_error",
+    "fragments",  "requests"};
 const std::vector<std::string> kServerFields = {
-    "server_eof",    "server_err",     "server_timedout", "server_connections", "server_ejected_at",
-    "requests",      "request_bytes",  "responses",       "response_bytes",     "in_queue",
-    "in_queue_bytes", "out_queue",     "out_queue_bytes", "replies_hit",        "replies_miss",
-    "replies_stored"};
+    "server_eof",        "server_err",  "server_timedout", "server_connections",
+    "server_ejected_at", "requests",    "request_bytes",   "responses",
+    "response_bytes",    "in_queue",    "in_queue_bytes",  "out_queue",
+    "out_queue_bytes",   "replies_hit", "replies_miss",    "replies_stored"};
 
 std::string hostname() {
   char buf[256] = {};
@@ -76,11 +79,13 @@ class StatsJson : public ::testing::Test {
     fleet_ = std::make_unique<Fleet>(3);
     alpha_port_ = free_port();
     beta_port_ = free_port();
-    PoolSpec alpha{"alpha", "127.0.0.1:" + std::to_string(alpha_port_), {},
+    PoolSpec alpha{"alpha",
+                   "127.0.0.1:" + std::to_string(alpha_port_),
+                   {},
                    {(*fleet_)[0].address() + ":1", (*fleet_)[1].address() + ":1",
                     (*fleet_)[2].address() + ":1 gamma"}};
-    PoolSpec beta{"beta", "127.0.0.1:" + std::to_string(beta_port_), {},
-                  {(*fleet_)[0].address() + ":1"}};
+    PoolSpec beta{
+        "beta", "127.0.0.1:" + std::to_string(beta_port_), {}, {(*fleet_)[0].address() + ":1"}};
     proxy_ = start_proxy(dir_, config_yaml({alpha, beta}), alpha_port_, std::move(extra));
     names_ = {{(*fleet_)[0].address(), (*fleet_)[0].address()},
               {(*fleet_)[1].address(), (*fleet_)[1].address()},
@@ -89,9 +94,10 @@ class StatsJson : public ::testing::Test {
 
   std::map<std::string, std::vector<std::string>> keys(size_t per_server) {
     std::string error;
-    auto k = keys_by_server(proxy_->config_path,
-                            {(*fleet_)[0].address(), (*fleet_)[1].address(), (*fleet_)[2].address()},
-                            "ops-json-", per_server, "alpha", &error);
+    auto k =
+        keys_by_server(proxy_->config_path,
+                       {(*fleet_)[0].address(), (*fleet_)[1].address(), (*fleet_)[2].address()},
+                       "ops-json-", per_server, "alpha", &error);
     EXPECT_FALSE(k.empty()) << error;
     return k;
   }
@@ -260,7 +266,8 @@ TEST_F(StatsJson, CarriesEveryTwemproxyFieldWithTheCountsOfTheTraffic) {
     return a != nullptr && a->get("client_connections") != nullptr &&
            a->get("client_connections")->u64() == 2u && a->get("client_eof")->u64() == 2u &&
            now_doc.get("curr_connections")->u64() == 3u;
-  })) << "after a client closed: " << stats_exchange(proxy_->stats_port, "", true).bytes;
+  })) << "after a client closed: "
+      << stats_exchange(proxy_->stats_port, "", true).bytes;
 }
 
 TEST_F(StatsJson, TwemproxyNamesServersAsItsRingDoes) {
@@ -274,18 +281,21 @@ TEST_F(StatsJson, TwemproxyNamesServersAsItsRingDoes) {
   }
   Memcached other;
   const uint16_t p1 = free_port(), p2 = free_port(), p3 = free_port();
-  PoolSpec twem{"twem", "127.0.0.1:" + std::to_string(p1), {},
-                {"127.0.0.7:11211:1", other.address() + ":1"}};
-  PoolSpec named{"named", "127.0.0.1:" + std::to_string(p2), {},
+  PoolSpec twem{
+      "twem", "127.0.0.1:" + std::to_string(p1), {}, {"127.0.0.7:11211:1", other.address() + ":1"}};
+  PoolSpec named{"named",
+                 "127.0.0.1:" + std::to_string(p2),
+                 {},
                  {"127.0.0.7:11211:1 first", other.address() + ":1 second"}};
-  PoolSpec libm{"libm", "127.0.0.1:" + std::to_string(p3), {{"ketama_compat", "libmemcached"}},
+  PoolSpec libm{"libm",
+                "127.0.0.1:" + std::to_string(p3),
+                {{"ketama_compat", "libmemcached"}},
                 {"127.0.0.7:11211:1", other.address() + ":1"}};
   TempDir dir;
   std::unique_ptr<Proxy> proxy = start_proxy(dir, config_yaml({twem, named, libm}), p1);
   Json j = stats_or_fail(proxy->stats_port);
   ASSERT_NE(j.get("twem"), nullptr);
-  EXPECT_EQ(object_members(*j.get("twem")),
-            (std::set<std::string>{"127.0.0.7", other.address()}));
+  EXPECT_EQ(object_members(*j.get("twem")), (std::set<std::string>{"127.0.0.7", other.address()}));
   ASSERT_NE(j.get("named"), nullptr);
   EXPECT_EQ(object_members(*j.get("named")), (std::set<std::string>{"first", "second"}));
   ASSERT_NE(j.get("libm"), nullptr);
@@ -305,7 +315,8 @@ TEST_F(StatsJson, ReloadKeepsCountersOfWhatStays) {
     return config_yaml({alpha});
   };
   proxy_ = start_proxy(dir_, pool_with({0, 1}), alpha_port_, {"--threads", "2"});
-  const std::string s0 = (*fleet_)[0].address(), s1 = (*fleet_)[1].address(), s2 = (*fleet_)[2].address();
+  const std::string s0 = (*fleet_)[0].address(), s1 = (*fleet_)[1].address(),
+                    s2 = (*fleet_)[2].address();
   // fnv1a_64 (twemproxy keeps its low 32 bits) puts keys that differ in a
   // last digit next to each other on the ring: pick keys per server.
   std::string error;
@@ -327,7 +338,8 @@ TEST_F(StatsJson, ReloadKeepsCountersOfWhatStays) {
   EXPECT_TRUE(wait_until([&] {
     Json j = stats_or_fail(proxy_->stats_port);
     return j.get("config_generation") != nullptr && j.get("config_generation")->u64() == 2u &&
-           j.get("alpha") != nullptr && object_members(*j.get("alpha")) == std::set<std::string>{s1, s2};
+           j.get("alpha") != nullptr &&
+           object_members(*j.get("alpha")) == std::set<std::string>{s1, s2};
   })) << stats_exchange(proxy_->stats_port, "", true).bytes;
 
   Json after = stats_or_fail(proxy_->stats_port);
@@ -337,13 +349,15 @@ TEST_F(StatsJson, ReloadKeepsCountersOfWhatStays) {
   EXPECT_EQ(num(alpha, "requests", "alpha"), 40u) << "the pool's counters were reset by the reload";
   EXPECT_EQ(num(alpha, "client_connections", "alpha"), 1u);
   ASSERT_NE(alpha.get(s1), nullptr);
-  EXPECT_EQ(num(*alpha.get(s1), "requests", "s1"), s1_requests) << "a kept server's counters were reset";
+  EXPECT_EQ(num(*alpha.get(s1), "requests", "s1"), s1_requests)
+      << "a kept server's counters were reset";
   ASSERT_NE(alpha.get(s2), nullptr);
   EXPECT_EQ(num(*alpha.get(s2), "requests", "s2"), 0u);
 
   std::vector<Sample> m;
   ASSERT_TRUE(fetch_metrics(proxy_->stats_port, m, nullptr, &error)) << error;
-  EXPECT_EQ(metric(m, "memshard_server_requests_total", {{"address", s1}}), static_cast<double>(s1_requests));
+  EXPECT_EQ(metric(m, "memshard_server_requests_total", {{"address", s1}}),
+            static_cast<double>(s1_requests));
   EXPECT_TRUE(samples_of(m, "memshard_server_requests_total", {{"address", s0}}).empty());
   EXPECT_EQ(metric(m, "memshard_config_reloads_total"), 1.0);
   EXPECT_EQ(metric(m, "memshard_config_generation"), 2.0);
@@ -354,7 +368,9 @@ TEST_F(StatsJson, StoppedKilledAndSlowServersShowInTheirErrorCounters) {
   // One worker thread: one connection per server, so counts are exact.
   fleet_ = std::make_unique<Fleet>(3);
   alpha_port_ = free_port();
-  PoolSpec alpha{"alpha", "127.0.0.1:" + std::to_string(alpha_port_), {{"timeout", "400"}},
+  PoolSpec alpha{"alpha",
+                 "127.0.0.1:" + std::to_string(alpha_port_),
+                 {{"timeout", "400"}},
                  {(*fleet_)[0].address() + ":1", (*fleet_)[1].address() + ":1",
                   (*fleet_)[2].address() + ":1"}};
   proxy_ = start_proxy(dir_, config_yaml({alpha}), alpha_port_, {"--threads", "1"});

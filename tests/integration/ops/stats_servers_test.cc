@@ -17,7 +17,9 @@ class StatsServers : public ::testing::Test {
   void start(std::vector<std::pair<std::string, std::string>> directives) {
     fleet_ = std::make_unique<Fleet>(3);
     port_ = free_port();
-    PoolSpec alpha{"alpha", "127.0.0.1:" + std::to_string(port_), std::move(directives),
+    PoolSpec alpha{"alpha",
+                   "127.0.0.1:" + std::to_string(port_),
+                   std::move(directives),
                    {(*fleet_)[0].address() + ":1", (*fleet_)[1].address() + ":1",
                     (*fleet_)[2].address() + ":1 gamma"}};
     proxy_ = start_proxy(dir_, config_yaml({alpha}), port_, {"--threads", "2"},
@@ -37,9 +39,9 @@ class StatsServers : public ::testing::Test {
 TEST_F(StatsServers, ListsEveryBackendLiveWithItsCounters) {
   start({});
   std::string error;
-  auto keys = keys_by_server(proxy_->config_path,
-                             {(*fleet_)[0].address(), (*fleet_)[1].address(), (*fleet_)[2].address()},
-                             "ops-servers-", 1, "alpha", &error);
+  auto keys = keys_by_server(
+      proxy_->config_path, {(*fleet_)[0].address(), (*fleet_)[1].address(), (*fleet_)[2].address()},
+      "ops-servers-", 1, "alpha", &error);
   ASSERT_FALSE(keys.empty()) << error;
   RawClient c(port_);
   for (const auto& [address, ks] : keys) {
@@ -78,9 +80,9 @@ TEST_F(StatsServers, AutoEjectedServerShowsEjectedEverywhere) {
          {"server_retry_timeout", "60000"}});
   const std::string victim = (*fleet_)[2].address();
   std::string error;
-  auto keys = keys_by_server(proxy_->config_path,
-                             {(*fleet_)[0].address(), (*fleet_)[1].address(), victim},
-                             "ops-eject-", 1, "alpha", &error);
+  auto keys =
+      keys_by_server(proxy_->config_path, {(*fleet_)[0].address(), (*fleet_)[1].address(), victim},
+                     "ops-eject-", 1, "alpha", &error);
   ASSERT_FALSE(keys.empty()) << error;
   RawClient c(port_);
   ASSERT_EQ(c.roundtrip(set_command(keys[victim][0], "v")), "STORED\r\n");
@@ -95,8 +97,9 @@ TEST_F(StatsServers, AutoEjectedServerShowsEjectedEverywhere) {
   std::string reply = c.roundtrip("get " + keys[victim][0] + "\r\n");
   EXPECT_TRUE(reply.rfind("SERVER_ERROR", 0) == 0 || reply == "END\r\n") << reply;
 
-  EXPECT_TRUE(wait_until([&] { return stats_servers(port_, "alpha")["gamma"]["state"] == "ejected"; }))
-      << "gamma never shown ejected";
+  EXPECT_TRUE(wait_until([&] {
+    return stats_servers(port_, "alpha")["gamma"]["state"] == "ejected";
+  })) << "gamma never shown ejected";
   auto servers = stats_servers(port_, "alpha");
   EXPECT_EQ(servers[(*fleet_)[0].address()]["state"], "live");
   EXPECT_EQ(servers[(*fleet_)[1].address()]["state"], "live");
@@ -139,30 +142,35 @@ TEST_F(StatsServers, AutoEjectedServerShowsEjectedEverywhere) {
 // (ServerHealth::eject stores time(nullptr); stats_render.cc prints it as
 // is). A dashboard or alert built on twemproxy's JSON reads 1970.
 TEST_F(StatsServers, EjectedAtIsMicrosecondsSinceTheEpoch) {
-  start({{"auto_eject_hosts", "true"}, {"server_failure_limit", "1"}, {"server_retry_timeout", "60000"}});
-  const auto before_usec = static_cast<uint64_t>(
-      std::chrono::duration_cast<std::chrono::microseconds>(
-          std::chrono::system_clock::now().time_since_epoch())
-          .count());
+  start({{"auto_eject_hosts", "true"},
+         {"server_failure_limit", "1"},
+         {"server_retry_timeout", "60000"}});
+  const auto before_usec =
+      static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
+                                std::chrono::system_clock::now().time_since_epoch())
+                                .count());
   (*fleet_)[2].process().stop();
   {
     // A request makes sure memshard notices, whether or not the server's
     // closing connections already did.
     std::string error;
-    auto keys = keys_by_server(proxy_->config_path, {(*fleet_)[2].address()}, "ops-at-", 1, "alpha", &error);
+    auto keys = keys_by_server(proxy_->config_path, {(*fleet_)[2].address()}, "ops-at-", 1, "alpha",
+                               &error);
     ASSERT_FALSE(keys.empty()) << error;
     RawClient c(port_);
     c.roundtrip("get " + keys.begin()->second[0] + "\r\n");
   }
-  ASSERT_TRUE(wait_until([&] { return stats_servers(port_, "alpha")["gamma"]["state"] == "ejected"; }));
+  ASSERT_TRUE(
+      wait_until([&] { return stats_servers(port_, "alpha")["gamma"]["state"] == "ejected"; }));
   std::optional<Json> j = fetch_stats_json(proxy_->stats_port);
   ASSERT_TRUE(j.has_value());
   const uint64_t at = j->get("alpha")->get("gamma")->get("server_ejected_at")->u64().value_or(0);
-  const auto after_usec = static_cast<uint64_t>(
-      std::chrono::duration_cast<std::chrono::microseconds>(
-          std::chrono::system_clock::now().time_since_epoch())
-          .count());
-  EXPECT_GE(at, before_usec - 1'000'000) << "server_ejected_at " << at << " is not in usec since the epoch";
+  const auto after_usec =
+      static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
+                                std::chrono::system_clock::now().time_since_epoch())
+                                .count());
+  EXPECT_GE(at, before_usec - 1'000'000)
+      << "server_ejected_at " << at << " is not in usec since the epoch";
   EXPECT_LE(at, after_usec + 1'000'000);
 }
 

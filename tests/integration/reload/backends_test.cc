@@ -32,7 +32,9 @@ void traffic(std::vector<std::unique_ptr<Conn>>& conns, const std::string& prefi
   }
 }
 
-uint64_t generation_of(uint16_t port) { return stat_of(proxy_stats(port), "config_generation"); }
+uint64_t generation_of(uint16_t port) {
+  return stat_of(proxy_stats(port), "config_generation");
+}
 
 TEST(ReloadBackends, ServersThatStayKeepTheirConnections) {
   std::vector<std::unique_ptr<Memcached>> mc;
@@ -85,8 +87,9 @@ TEST(ReloadBackends, ServersThatStayKeepTheirConnections) {
   for (size_t i = 0; i < 3; ++i) {
     uint64_t total_after = mc[i]->stat("total_connections");
     EXPECT_EQ(total_after - total_before[i], 1u)
-        << "server " << i << " (kept by the reload) was connected to again: "
-        << total_after - total_before[i] - 1 << " new connection(s) besides the stat query";
+        << "server " << i
+        << " (kept by the reload) was connected to again: " << total_after - total_before[i] - 1
+        << " new connection(s) besides the stat query";
     EXPECT_EQ(mc[i]->stat("curr_connections"), idle_conns[i] + threads) << "server " << i;
   }
   // The added server: one connection per worker, plus the stat query.
@@ -125,7 +128,8 @@ TEST(ReloadBackends, InFlightMultiGetCompletesOnTheRemovedServer) {
   ASSERT_TRUE(wait_ready(port));
 
   Conn c(port);
-  for (size_t i = 0; i < keys.size(); ++i) ASSERT_TRUE(c.set(keys[i], value_for(keys[i], i))) << c.error();
+  for (size_t i = 0; i < keys.size(); ++i)
+    ASSERT_TRUE(c.set(keys[i], value_for(keys[i], i))) << c.error();
   std::vector<Hit> hits;
   ASSERT_TRUE(c.get(keys, hits)) << c.error();
   ASSERT_EQ(hits.size(), keys.size());
@@ -135,7 +139,8 @@ TEST(ReloadBackends, InFlightMultiGetCompletesOnTheRemovedServer) {
   std::string request = "get";
   for (const auto& k : keys) request += " " + k;
   ASSERT_TRUE(c.send(request + "\r\n"));
-  ASSERT_TRUE(wait_stat(port, "cmd_get", [&](uint64_t v) { return v >= gets_before + keys.size(); }).has_value())
+  ASSERT_TRUE(wait_stat(port, "cmd_get", [&](uint64_t v) { return v >= gets_before + keys.size(); })
+                  .has_value())
       << "the multi-get was never dispatched";
   ASSERT_TRUE(c.idle_for(200ms)) << "a reply came while a server is stopped";
 

@@ -2,7 +2,6 @@
 // land where the config in force says, the generation stays, the failure
 // counter moves by one, and the log names the file and line of the error.
 #include <gtest/gtest.h>
-
 #include <unistd.h>
 
 #include <csignal>
@@ -28,8 +27,7 @@ class ReloadBrokenConfig : public ::testing::Test {
     good_ = yaml(p);
     path_ = dir_.write("memshard.yml", good_);
     log_ = dir_.path() + "/memshard.log";
-    ms_ = std::make_unique<Memshard>(path_, memshard_args({"--threads", "2", "-o", log_}),
-                                     port_);
+    ms_ = std::make_unique<Memshard>(path_, memshard_args({"--threads", "2", "-o", log_}), port_);
     ASSERT_TRUE(wait_ready(port_));
     ASSERT_TRUE(keys_land_per_config(port_, good_, ports_, "before:"));
   }
@@ -90,12 +88,17 @@ TEST_F(ReloadBrokenConfig, SemanticErrorNamesFileAndLine) {
 TEST_F(ReloadBrokenConfig, MalformedYamlNamesFileAndLine) {
   // Line 5 opens a flow sequence that line 6 breaks off with a mapping key
   // at a lower indentation.
-  std::string bad = "main:\n"
-                    "  listen: " + listen_on(port_) + "\n"
-                    "  hash: fnv1a_64\n"
-                    "  servers:\n"
-                    "   - [127.0.0.1:" + std::to_string(ports_[0]) + ":1\n"
-                    "  timeout: 400\n";
+  std::string bad =
+      "main:\n"
+      "  listen: " +
+      listen_on(port_) +
+      "\n"
+      "  hash: fnv1a_64\n"
+      "  servers:\n"
+      "   - [127.0.0.1:" +
+      std::to_string(ports_[0]) +
+      ":1\n"
+      "  timeout: 400\n";
   conf::LoadResult expected = conf::parse_config(bad, path_);
   ASSERT_FALSE(expected.errors.empty());
   ASSERT_GT(expected.errors[0].line, 0) << expected.errors[0].to_string();

@@ -1,7 +1,6 @@
 // Reloads that change listeners: a pool whose listen address moves, and a
 // pool that goes away with clients still connected.
 #include <gtest/gtest.h>
-
 #include <sys/stat.h>
 
 #include <cerrno>
@@ -100,18 +99,21 @@ TEST(ReloadListeners, RemovedPoolAnswersPendingRequestsThenCloses) {
   const uint64_t gets_before = stat_of(proxy_stats(alpha_port), "cmd_get");
   ASSERT_TRUE(stop_process(m1.process().pid()));
   ASSERT_TRUE(busy.send("get kb\r\nget nothing-here kb\r\n"));
-  ASSERT_TRUE(wait_stat(alpha_port, "cmd_get", [&](uint64_t v) { return v >= gets_before + 3; })
-                  .has_value());
+  ASSERT_TRUE(wait_stat(alpha_port, "cmd_get", [&](uint64_t v) {
+                return v >= gets_before + 3;
+              }).has_value());
 
   dir.write("memshard.yml", yaml(alpha));
   ms.process().signal(SIGHUP);
-  ASSERT_TRUE(wait_stat(alpha_port, "config_generation", [](uint64_t g) { return g == 2; })
-                  .has_value());
+  ASSERT_TRUE(
+      wait_stat(alpha_port, "config_generation", [](uint64_t g) { return g == 2; }).has_value());
 
-  EXPECT_TRUE(idle.closed_by_peer(3s)) << "a client of the removed pool with nothing owed stays open";
+  EXPECT_TRUE(idle.closed_by_peer(3s))
+      << "a client of the removed pool with nothing owed stays open";
   EXPECT_FALSE(accepts(beta_port)) << "the removed pool still accepts";
-  EXPECT_TRUE(busy.idle_for(200ms)) << "replies came while their server is stopped: " << busy.describe()
-      << " (memcached state " << process_state(m1.process().pid()) << ")";
+  EXPECT_TRUE(busy.idle_for(200ms))
+      << "replies came while their server is stopped: " << busy.describe() << " (memcached state "
+      << process_state(m1.process().pid()) << ")";
 
   m1.process().signal(SIGCONT);
   std::vector<Hit> hits;
@@ -122,14 +124,15 @@ TEST(ReloadListeners, RemovedPoolAnswersPendingRequestsThenCloses) {
   ASSERT_TRUE(busy.read_values(hits)) << busy.error();
   ASSERT_EQ(hits.size(), 1u);
   EXPECT_EQ(hits[0].key, "kb");
-  EXPECT_TRUE(busy.closed_by_peer(3s)) << "the client of the removed pool was not closed after its replies";
+  EXPECT_TRUE(busy.closed_by_peer(3s))
+      << "the client of the removed pool was not closed after its replies";
 
   // The pool that stays is untouched.
   ASSERT_TRUE(a.get({"ka"}, hits)) << a.error();
   ASSERT_EQ(hits.size(), 1u);
   EXPECT_EQ(hits[0].data, "value-a");
-  EXPECT_TRUE(keys_land_per_config(alpha_port, yaml(alpha), {m0.port(), m1.port()}, "alpha:", 20,
-                                   "alpha"));
+  EXPECT_TRUE(
+      keys_land_per_config(alpha_port, yaml(alpha), {m0.port(), m1.port()}, "alpha:", 20, "alpha"));
 }
 
 // The same unix socket path with other permissions: a change of the listen
@@ -163,7 +166,8 @@ TEST(ReloadListeners, UnixSocketPermissionsChange) {
   p.listen = sock + " 0600";
   dir.write("memshard.yml", yaml({p, side}));
   ms.process().signal(SIGHUP);
-  ASSERT_TRUE(wait_stat(tcp_port, "config_generation", [](uint64_t g) { return g == 2; }).has_value());
+  ASSERT_TRUE(
+      wait_stat(tcp_port, "config_generation", [](uint64_t g) { return g == 2; }).has_value());
 
   // Known failure (memshard bug): swap_listeners binds the new listener
   // (open_listener unlinks the path first), then closes the old one, whose
@@ -212,8 +216,8 @@ TEST(ReloadListeners, RefusedReloadLeavesUnixSocketInPlace) {
   p.listen = sock + " 0600";
   dir.write("memshard.yml", yaml({p, side, taken}));
   ms.process().signal(SIGHUP);
-  ASSERT_TRUE(wait_stat(tcp_port, "config_reload_failures", [](uint64_t f) { return f == 1; })
-                  .has_value());
+  ASSERT_TRUE(
+      wait_stat(tcp_port, "config_reload_failures", [](uint64_t f) { return f == 1; }).has_value());
   EXPECT_EQ(stat_of(proxy_stats(tcp_port), "config_generation"), 1u);
 
   // Known failure (memshard bug): open_listener unlinked the live socket's
@@ -225,7 +229,8 @@ TEST(ReloadListeners, RefusedReloadLeavesUnixSocketInPlace) {
   } else {
     ADD_FAILURE() << sock << " is gone after a refused reload: " << strerror(errno);
   }
-  EXPECT_TRUE(wait_listening(sock, 2s)) << "nothing accepts on " << sock << " after a refused reload";
+  EXPECT_TRUE(wait_listening(sock, 2s))
+      << "nothing accepts on " << sock << " after a refused reload";
 }
 
 TEST(ReloadListeners, TwoPoolsSwapListenAddresses) {

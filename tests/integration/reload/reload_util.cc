@@ -22,7 +22,9 @@ using Clock = std::chrono::steady_clock;
 
 // ------------------------------------------------------------ config text
 
-std::string listen_on(uint16_t port) { return "127.0.0.1:" + std::to_string(port); }
+std::string listen_on(uint16_t port) {
+  return "127.0.0.1:" + std::to_string(port);
+}
 
 std::string yaml(const std::vector<PoolDef>& pools) {
   std::string out;
@@ -40,7 +42,9 @@ std::string yaml(const std::vector<PoolDef>& pools) {
   return out;
 }
 
-std::string yaml(const PoolDef& pool) { return yaml(std::vector<PoolDef>{pool}); }
+std::string yaml(const PoolDef& pool) {
+  return yaml(std::vector<PoolDef>{pool});
+}
 
 // --------------------------------------------------------------- client
 
@@ -64,7 +68,9 @@ Conn::Conn(uint16_t port, std::chrono::milliseconds limit) : limit_(limit) {
   setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 }
 
-Conn::~Conn() { close(); }
+Conn::~Conn() {
+  close();
+}
 
 void Conn::close() {
   if (fd_ >= 0) ::close(fd_);
@@ -426,7 +432,8 @@ std::optional<std::string> direct_get(uint16_t port, const std::string& key) {
     for (int i = 0; i < n; ++i) {
       std::string key = key_of(prefix, static_cast<uint64_t>(i));
       if (!c.set(key, value_for(key, static_cast<uint64_t>(i)))) {
-        return ::testing::AssertionFailure() << "set " << key << " through the proxy: " << c.error();
+        return ::testing::AssertionFailure()
+               << "set " << key << " through the proxy: " << c.error();
       }
       keys.push_back(key);
     }
@@ -452,7 +459,8 @@ std::optional<std::string> direct_get(uint16_t port, const std::string& key) {
     const std::string& key = keys[static_cast<size_t>(i)];
     uint16_t want = where.port_of(key);
     const auto& on = found[key];
-    bool good = on.size() == 1 && on[0] == want && data[key] == value_for(key, static_cast<uint64_t>(i));
+    bool good =
+        on.size() == 1 && on[0] == want && data[key] == value_for(key, static_cast<uint64_t>(i));
     if (good) continue;
     if (++wrong <= 5) {
       bad << "\n  " << key << ": config says port " << want << ", found on";
@@ -461,8 +469,8 @@ std::optional<std::string> direct_get(uint16_t port, const std::string& key) {
     }
   }
   if (wrong == 0) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << wrong << " of " << n << " keys not where the config puts them:"
-                                       << bad.str();
+  return ::testing::AssertionFailure()
+         << wrong << " of " << n << " keys not where the config puts them:" << bad.str();
 }
 
 }  // namespace memshard::testing::reload

@@ -4,9 +4,8 @@
 // (computed in-process with memshard_conf + memshard_ketama).
 #pragma once
 
-#include <sys/types.h>
-
 #include <gtest/gtest.h>
+#include <sys/types.h>
 
 #include <chrono>
 #include <cstdint>

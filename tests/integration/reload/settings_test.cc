@@ -25,8 +25,8 @@ class ReloadSettings : public ::testing::Test {
     uint64_t g = stat_of(proxy_stats(port_), "config_generation");
     dir_.write("memshard.yml", yaml(p));
     ms_->process().signal(SIGHUP);
-    ASSERT_TRUE(wait_stat(port_, "config_generation", [&](uint64_t v) { return v == g + 1; })
-                    .has_value())
+    ASSERT_TRUE(
+        wait_stat(port_, "config_generation", [&](uint64_t v) { return v == g + 1; }).has_value())
         << "the reload did not happen";
   }
 
@@ -48,9 +48,11 @@ TEST_F(ReloadSettings, HashAndDistributionChange) {
   }
   start(p, 2);
   ASSERT_TRUE(keys_land_per_config(port_, yaml(p), ports, "start"));
-  const std::vector<std::pair<std::string, std::string>> steps = {
-      {"md5", "ketama"}, {"fnv1a_64", "modula"}, {"crc32a", "ketama"},
-      {"murmur", "modula"}, {"fnv1a_64", "ketama"}};
+  const std::vector<std::pair<std::string, std::string>> steps = {{"md5", "ketama"},
+                                                                  {"fnv1a_64", "modula"},
+                                                                  {"crc32a", "ketama"},
+                                                                  {"murmur", "modula"},
+                                                                  {"fnv1a_64", "ketama"}};
   int n = 0;
   for (const auto& [hash, distribution] : steps) {
     p.hash = hash;
@@ -90,8 +92,9 @@ TEST_F(ReloadSettings, NewTimeoutReachesKeptServers) {
   auto started = Clock::now();
   ASSERT_TRUE(c.send("get " + on_m0 + "\r\n"));
   std::string line;
-  ASSERT_TRUE(c.read_line(line)) << c.error() << ": no answer within 10 s; the new timeout (300 ms) "
-                                                  "did not reach the kept server's connection";
+  ASSERT_TRUE(c.read_line(line)) << c.error()
+                                 << ": no answer within 10 s; the new timeout (300 ms) "
+                                    "did not reach the kept server's connection";
   auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started);
   m0.process().signal(SIGCONT);
   EXPECT_TRUE(line.starts_with("SERVER_ERROR")) << line;

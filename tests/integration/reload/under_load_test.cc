@@ -78,7 +78,8 @@ void run_load(int id, uint16_t port, const std::atomic<bool>& stop, Clock::time_
       for (size_t i = 0; i < recent.size(); ++i) {
         m.keys.push_back(recent[i].first);
         m.counter[recent[i].first] = recent[i].second;
-        if (i % 5 == 0) m.keys.push_back(key_of("never:" + std::to_string(id) + ":" + std::to_string(i), n));
+        if (i % 5 == 0)
+          m.keys.push_back(key_of("never:" + std::to_string(id) + ":" + std::to_string(i), n));
       }
       out += "get";
       for (const auto& k : m.keys) out += " " + k;
@@ -98,8 +99,9 @@ void run_load(int id, uint16_t port, const std::atomic<bool>& stop, Clock::time_
       }
       if (p.kind == Pending::get) {
         ++report.gets;
-        if (hits.size() > 1 || (hits.size() == 1 && (hits[0].key != p.key ||
-                                                     hits[0].data != value_for(p.key, p.counter.at(p.key))))) {
+        if (hits.size() > 1 ||
+            (hits.size() == 1 &&
+             (hits[0].key != p.key || hits[0].data != value_for(p.key, p.counter.at(p.key))))) {
           return error("get " + p.key + ": wrong reply (" + std::to_string(hits.size()) +
                        " values, first key '" + hits[0].key + "', " +
                        std::to_string(hits[0].data.size()) + " bytes)");
@@ -113,13 +115,14 @@ void run_load(int id, uint16_t port, const std::atomic<bool>& stop, Clock::time_
       size_t next = 0;
       for (const Hit& h : hits) {
         while (next < p.keys.size() && p.keys[next] != h.key) ++next;
-        if (next == p.keys.size()) return error("multi-get: '" + h.key + "' out of order or not asked");
+        if (next == p.keys.size())
+          return error("multi-get: '" + h.key + "' out of order or not asked");
         ++next;
         auto it = p.counter.find(h.key);
         if (it == p.counter.end()) return error("multi-get: a value for never-set key " + h.key);
         if (h.data != value_for(h.key, it->second)) {
-          return error("multi-get: wrong value for " + h.key + " (" + std::to_string(h.data.size()) +
-                       " bytes)");
+          return error("multi-get: wrong value for " + h.key + " (" +
+                       std::to_string(h.data.size()) + " bytes)");
         }
       }
       report.multi_get_hits += hits.size();
@@ -130,7 +133,8 @@ void run_load(int id, uint16_t port, const std::atomic<bool>& stop, Clock::time_
 std::vector<double> logged_moves(const std::string& log) {
   std::vector<double> out;
   std::regex re(R"(pool 'main': ([0-9.]+)% of the keyspace changes server)");
-  for (auto it = std::sregex_iterator(log.begin(), log.end(), re); it != std::sregex_iterator(); ++it) {
+  for (auto it = std::sregex_iterator(log.begin(), log.end(), re); it != std::sregex_iterator();
+       ++it) {
     out.push_back(std::stod((*it)[1].str()));
   }
   return out;
@@ -292,8 +296,8 @@ TEST(ReloadUnderLoad, FiftyReloadsGrowShrinkSwapReweightWithBrokenConfigs) {
   }
   std::cout << "memshard descriptors: " << fds_before << " before the reloads, " << fds_after
             << " after\n";
-  EXPECT_LE(fds_after, fds_before) << "descriptors before the reloads: " << fds_before
-                                   << ", after: " << fds_after;
+  EXPECT_LE(fds_after, fds_before)
+      << "descriptors before the reloads: " << fds_before << ", after: " << fds_after;
   EXPECT_TRUE(ms.process().running());
 }
 

@@ -2,7 +2,6 @@
 // ways a config is replaced in practice each trigger a reload, and a burst
 // of writes or of SIGHUPs always ends with the file's last content in force.
 #include <gtest/gtest.h>
-
 #include <unistd.h>
 
 #include <cerrno>
@@ -132,7 +131,8 @@ TEST_F(ReloadWatch, SymlinkToAnotherDirectory) {
   dir_.write("store/current.yml", second);
   // Known failure (memshard limitation): only the directory of the path
   // given is watched (etc/), not the directory the link points into.
-  EXPECT_TRUE(wait_stat(port_, "config_generation", [](uint64_t g) { return g >= 2; }, 3s)
+  EXPECT_TRUE(wait_stat(
+                  port_, "config_generation", [](uint64_t g) { return g >= 2; }, 3s)
                   .has_value())
       << "no reload after the file the config symlink points to was replaced";
 }
@@ -141,8 +141,10 @@ TEST_F(ReloadWatch, BurstOfWritesEndsWithTheLastContent) {
   const std::string path = dir_.write("memshard.yml", config({{0, 1}}));
   start(path, true);
   std::vector<std::string> versions = {
-      config({{0, 1}, {1, 1}}),         config({{0, 1}, {1, 1}, {2, 1}}),
-      config({{1, 1}, {2, 1}}),         config({{0, 2}, {2, 1}, {4, 1}}),
+      config({{0, 1}, {1, 1}}),
+      config({{0, 1}, {1, 1}, {2, 1}}),
+      config({{1, 1}, {2, 1}}),
+      config({{0, 2}, {2, 1}, {4, 1}}),
       config({{0, 1}, {1, 1}, {2, 1}, {3, 1}}),
   };
   std::string last;
@@ -163,8 +165,11 @@ TEST_F(ReloadWatch, BurstOfSighupsEndsWithTheLastContent) {
   const std::string path = dir_.write("memshard.yml", config({{0, 1}}));
   start(path, false);
   std::vector<std::string> versions = {
-      config({{0, 1}, {1, 1}}), config({{1, 1}, {2, 1}, {3, 1}}), config({{0, 3}, {4, 1}}),
-      config({{2, 1}, {3, 1}}), config({{0, 1}, {1, 1}, {2, 1}, {3, 1}, {4, 1}}),
+      config({{0, 1}, {1, 1}}),
+      config({{1, 1}, {2, 1}, {3, 1}}),
+      config({{0, 3}, {4, 1}}),
+      config({{2, 1}, {3, 1}}),
+      config({{0, 1}, {1, 1}, {2, 1}, {3, 1}, {4, 1}}),
   };
   std::string last;
   for (int i = 0; i < 30; ++i) {

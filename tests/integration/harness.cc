@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -49,6 +50,34 @@ bool bindable(uint16_t port) {
 // come from below the kernel's ephemeral range (which outgoing connections
 // draw from) and each is claimed with an flock on a file named after it,
 // held until this process exits: two harness users never get the same port.
+std::string printable(std::string_view s, size_t max, bool break_lines) {
+  std::string out;
+  auto emit = [&](std::string_view part) {
+    for (unsigned char ch : part) {
+      if (ch == '\r') {
+        out += "\\r";
+      } else if (ch == '\n') {
+        out += break_lines ? "\\n\n" : "\\n";
+      } else if (ch < 0x20 || ch >= 0x7f) {
+        char buf[8];
+        snprintf(buf, sizeof(buf), "\\x%02x", ch);
+        out += buf;
+      } else {
+        out.push_back(static_cast<char>(ch));
+      }
+    }
+  };
+  if (s.size() <= max) {
+    emit(s);
+  } else {
+    const char* gap = break_lines ? "\n" : "";
+    emit(s.substr(0, max / 2));
+    out += gap + std::string("[... ") + std::to_string(s.size() - max) + " bytes ...]" + gap;
+    emit(s.substr(s.size() - max / 2));
+  }
+  return out;
+}
+
 uint16_t free_port() {
   static std::mutex mu;
   static std::vector<int> claims;  // lock files kept open: the claims last

@@ -17,6 +17,11 @@
 
 namespace memshard::testing {
 
+// Bytes made readable for failure messages: control bytes escaped (after
+// an escaped "\n" a real line break when `break_lines`), long strings cut
+// in the middle.
+std::string printable(std::string_view s, size_t max = 600, bool break_lines = false);
+
 // A TCP port on 127.0.0.1 that nothing listened on a moment ago.
 uint16_t free_port();
 // A fresh directory under /tmp, removed with its files at destruction.

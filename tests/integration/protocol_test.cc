@@ -39,32 +39,9 @@ using Clock = std::chrono::steady_clock;
 
 constexpr size_t kOneMiB = 1024 * 1024;
 
-// Escapes bytes for failure messages; long strings are cut in the middle.
+// Failure messages here show replies one line per line.
 std::string printable(std::string_view s, size_t max = 600) {
-  std::string out;
-  auto emit = [&](std::string_view part) {
-    for (unsigned char ch : part) {
-      if (ch == '\r') {
-        out += "\\r";
-      } else if (ch == '\n') {
-        out += "\\n\n";
-      } else if (ch < 0x20 || ch >= 0x7f) {
-        char buf[8];
-        snprintf(buf, sizeof(buf), "\\x%02x", ch);
-        out += buf;
-      } else {
-        out.push_back(static_cast<char>(ch));
-      }
-    }
-  };
-  if (s.size() <= max) {
-    emit(s);
-  } else {
-    emit(s.substr(0, max / 2));
-    out += "\n[... " + std::to_string(s.size() - max) + " bytes ...]\n";
-    emit(s.substr(s.size() - max / 2));
-  }
-  return out;
+  return testing::printable(s, max, true);
 }
 
 std::string base64(std::string_view in) {

@@ -17,33 +17,6 @@ namespace memshard::testing::failures {
 
 using namespace std::chrono_literals;
 
-std::string printable(std::string_view s, size_t max) {
-  std::string out;
-  auto emit = [&](std::string_view part) {
-    for (unsigned char ch : part) {
-      if (ch == '\r') {
-        out += "\\r";
-      } else if (ch == '\n') {
-        out += "\\n";
-      } else if (ch < 0x20 || ch >= 0x7f) {
-        char buf[8];
-        snprintf(buf, sizeof(buf), "\\x%02x", ch);
-        out += buf;
-      } else {
-        out.push_back(static_cast<char>(ch));
-      }
-    }
-  };
-  if (s.size() <= max) {
-    emit(s);
-  } else {
-    emit(s.substr(0, max / 2));
-    out += "[... " + std::to_string(s.size() - max) + " bytes ...]";
-    emit(s.substr(s.size() - max / 2));
-  }
-  return out;
-}
-
 uint64_t rss_kib(pid_t pid) {
   std::ifstream f("/proc/" + std::to_string(pid) + "/status");
   std::string line;

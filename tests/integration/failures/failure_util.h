@@ -26,8 +26,10 @@ namespace memshard::testing::failures {
 using Clock = std::chrono::steady_clock;
 using Directives = std::vector<std::pair<std::string, std::string>>;
 
-// Escapes control bytes for failure messages; long strings are cut in the middle.
-std::string printable(std::string_view s, size_t max = 400);
+// Failure messages here cut long strings at 400 bytes.
+inline std::string printable(std::string_view s, size_t max = 400) {
+  return testing::printable(s, max);
+}
 
 // Milliseconds between two instants, for messages and bounds.
 inline int64_t ms_between(Clock::time_point a, Clock::time_point b) {

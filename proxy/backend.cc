@@ -311,6 +311,7 @@ bool BackendConn::take_line(evbuffer* in, size_t line_len, size_t eol_len) {
   line_.resize(line_len);
   evbuffer_copyout(in, line_.data(), line_len);
   proto::ReplyLine r = proto::parse_reply_line(line_);
+  if (r.data_bytes > server_.settings().max_value_bytes + 2) return false;
   count_reply(server_.stats(), r.kind, line_);
   BackendOp& op = ops_.front();
   ReplySlot* slot = op.slot;

@@ -48,8 +48,12 @@ struct ServerSettings {
   std::string pool;
   int timeout_ms = -1;  // -1: none
   uint32_t connections = 1;
-  uint32_t failure_limit =
-      0;  // auto_eject_hosts: report after this many failures in a row; 0 = never
+  // auto_eject_hosts: report after this many failures in a row; 0 = never.
+  uint32_t failure_limit = 0;
+  // The largest value a reply may announce (the pool's item_size_max, which
+  // matches the servers' -I): a server announcing more is broken, and its
+  // reply is refused before it can make us buffer gigabytes.
+  uint64_t max_value_bytes = 1024 * 1024;
 };
 
 class BackendConn;

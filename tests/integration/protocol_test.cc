@@ -234,14 +234,16 @@ class ProxyTest : public ::testing::Test {
   }
   size_t owner(const std::string& key) { return owners({key}).at(0); }
 
-  // `per_server` keys "<prefix><n>" owned by each server.
+  // `per_server` keys "<n>_<round>_<prefix>" owned by each server (the
+  // varying part first: fnv1a_64 spreads keys differing only at the end
+  // poorly, and some port sets would leave a server without keys).
   std::vector<std::vector<std::string>> keys_by_server(size_t per_server,
                                                        const std::string& prefix) {
     std::vector<std::vector<std::string>> out(kServers);
-    for (size_t round = 0; round < 10; ++round) {
+    for (size_t round = 0; round < 40; ++round) {
       std::vector<std::string> candidates;
       for (size_t i = 0; i < per_server * kServers * 4; ++i) {
-        candidates.push_back(prefix + std::to_string(round) + "_" + std::to_string(i));
+        candidates.push_back(std::to_string(i) + "_" + std::to_string(round) + "_" + prefix);
       }
       std::vector<size_t> own = owners(candidates);
       for (size_t i = 0; i < own.size(); ++i) {

@@ -119,10 +119,13 @@ std::vector<std::vector<std::string>> keys_by_address(const std::string& config,
                                                       size_t per_server,
                                                       const std::string& prefix) {
   std::vector<std::vector<std::string>> out(addresses.size());
-  for (size_t round = 0; round < 10; ++round) {
+  for (size_t round = 0; round < 40; ++round) {
     std::vector<std::string> candidates;
+    // The varying part first: fnv1a_64 spreads keys that differ only at
+    // their end poorly, and with some port sets all of them would land on
+    // the same few servers.
     for (size_t i = 0; i < per_server * addresses.size() * 4 + 16; ++i) {
-      candidates.push_back(prefix + std::to_string(round) + "_" + std::to_string(i));
+      candidates.push_back(std::to_string(i) + "_" + std::to_string(round) + "_" + prefix);
     }
     std::string error;
     std::vector<std::string> owners = ring_lookup(config, candidates, "", &error);

@@ -394,7 +394,8 @@ TEST_F(StatsJson, StoppedKilledAndSlowServersShowInTheirErrorCounters) {
   (*fleet_)[1].process().signal(SIGKILL);
   ASSERT_NE((*fleet_)[1].process().wait_exit(5s), -1);
   EXPECT_TRUE(wait_until([&] {
-    const Json* s = stats_or_fail(proxy_->stats_port).get("alpha");
+    Json doc = stats_or_fail(proxy_->stats_port);  // alive while we look inside
+    const Json* s = doc.get("alpha");
     s = s != nullptr ? s->get(killed) : nullptr;
     return s != nullptr && s->get("server_eof")->u64().value_or(0) >= 1;
   })) << "no server_eof after the server died: "

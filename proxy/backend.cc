@@ -1,9 +1,5 @@
 #include "proxy/backend.h"
 
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <sys/socket.h>
-
 #include <algorithm>
 #include <utility>
 
@@ -26,6 +22,10 @@ constexpr std::string_view kGarbled = "SERVER_ERROR backend sent an invalid repl
 // requests meanwhile fail at once instead of queueing behind connects.
 constexpr uint64_t kFirstBackoffUsec = 20'000;
 constexpr uint64_t kMaxBackoffUsec = 1'000'000;
+
+// Bytes read per read(2): replies of many clients arrive together on one
+// connection, so a read takes as much as memcached's own write buffer.
+constexpr size_t kReadChunk = 32 * 1024;
 
 bool is_error_line(std::string_view line) {
   return line.starts_with("ERROR") || line.starts_with("CLIENT_ERROR") ||
@@ -134,27 +134,23 @@ BackendConn::BackendConn(BackendServer& server) : server_(server) {
 }
 
 BackendConn::~BackendConn() {
-  if (bev_ != nullptr) bufferevent_free(bev_);
   if (counted_) server_.stats().server_connections.sub();
   event_free(timer_);
 }
 
 evbuffer* BackendConn::output() {
-  if (bev_ == nullptr) connect();
-  evbuffer* out = bufferevent_get_output(bev_);
+  if (stream_ == nullptr) connect();
+  evbuffer* out = stream_->output();
   output_mark_ = evbuffer_get_length(out);
   return out;
 }
 
 void BackendConn::connect() {
-  bev_ = bufferevent_socket_new(server_.worker().base(), -1, BEV_OPT_CLOSE_ON_FREE);
-  bufferevent_setcb(bev_, &BackendConn::on_read, nullptr, &BackendConn::on_event, this);
-  bufferevent_enable(bev_, EV_READ | EV_WRITE);
+  stream_ = std::make_unique<Stream>(server_.worker().streams(), -1, &BackendConn::on_stream, this,
+                                     kReadChunk);
   connected_ = false;
   connect_started_usec_ = server_.worker().now_usec();
-  const SocketAddress& a = server_.address();
-  if (bufferevent_socket_connect(bev_, const_cast<sockaddr*>(a.get()), static_cast<int>(a.length)) <
-      0) {
+  if (!stream_->connect(server_.address())) {
     // Fails before any operation is queued; report it from the loop.
     broken_ = true;
     timeval now{0, 0};
@@ -165,8 +161,8 @@ void BackendConn::connect() {
 }
 
 void BackendConn::enqueue(BackendOp op) {
-  op.request_bytes =
-      static_cast<uint32_t>(evbuffer_get_length(bufferevent_get_output(bev_)) - output_mark_);
+  op.request_bytes = static_cast<uint32_t>(evbuffer_get_length(stream_->output()) - output_mark_);
+  stream_->mark_dirty();  // written with the others at the end of this loop iteration
   ServerStats& st = server_.stats();
   st.requests.add();
   st.request_bytes.add(op.request_bytes);
@@ -210,45 +206,50 @@ void BackendConn::on_timer(evutil_socket_t, short, void* self) {
   }
 }
 
-void BackendConn::on_event(bufferevent* bev, short what, void* self) {
+void BackendConn::on_stream(void* self, Stream::Happened what) {
   auto* c = static_cast<BackendConn*>(self);
-  if (what & BEV_EVENT_CONNECTED) {
-    c->connected_ = true;
-    c->counted_ = true;
-    c->server_.stats().server_connections.add();
-    int fd = bufferevent_getfd(bev);
-    sockaddr_storage ss{};
-    socklen_t len = sizeof(ss);
-    if (getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len) == 0 && ss.ss_family != AF_UNIX) {
-      int one = 1;
-      setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  switch (what) {
+    case Stream::Happened::connected:
+      c->on_connected();
+      return;
+    case Stream::Happened::input: {
+      ServerStats& st = c->server_.stats();
+      Stream* stream = c->stream_.get();
+      st.response_bytes.add(evbuffer_get_length(stream->input()));
+      c->read_replies();
+      // What is left for the next read is counted then.
+      if (c->stream_.get() == stream) st.response_bytes.sub(evbuffer_get_length(stream->input()));
+      return;
     }
-    c->server_.on_connected();
-    log_debug("pool '%s': connected to %s", c->server_.settings().pool.c_str(),
-              c->server_.identity().c_str());
-    c->arm_timer();
-    return;
+    case Stream::Happened::eof:
+      if (c->connected_) {
+        c->server_.stats().server_eof.add();
+      } else {
+        c->server_.stats().server_err.add();
+      }
+      c->fail(c->connected_ ? kClosed : kUnreachable);
+      return;
+    case Stream::Happened::error:
+    case Stream::Happened::idle:
+    case Stream::Happened::written:
+      c->server_.stats().server_err.add();
+      c->fail(c->connected_ ? kClosed : kUnreachable);
+      return;
   }
-  if ((what & BEV_EVENT_EOF) && c->connected_) {
-    c->server_.stats().server_eof.add();
-  } else {
-    c->server_.stats().server_err.add();
-  }
-  c->fail(c->connected_ ? kClosed : kUnreachable);
 }
 
-void BackendConn::on_read(bufferevent* bev, void* self) {
-  auto* c = static_cast<BackendConn*>(self);
-  ServerStats& st = c->server_.stats();
-  size_t before = evbuffer_get_length(bufferevent_get_input(bev));
-  st.response_bytes.add(before);
-  c->read_replies();
-  // What is left for the next read is counted then.
-  if (c->bev_ == bev) st.response_bytes.sub(evbuffer_get_length(bufferevent_get_input(bev)));
+void BackendConn::on_connected() {
+  connected_ = true;
+  counted_ = true;
+  server_.stats().server_connections.add();
+  server_.on_connected();
+  log_debug("pool '%s': connected to %s", server_.settings().pool.c_str(),
+            server_.identity().c_str());
+  arm_timer();
 }
 
 void BackendConn::read_replies() {
-  evbuffer* in = bufferevent_get_input(bev_);
+  evbuffer* in = stream_->input();
   while (true) {
     if (data_left_ > 0) {
       size_t n = std::min<uint64_t>(evbuffer_get_length(in), data_left_);
@@ -414,8 +415,7 @@ void BackendConn::finish_op() {
 
 void BackendConn::fail(std::string_view reason) {
   bool was_connected = connected_;
-  if (bev_ != nullptr) bufferevent_free(bev_);
-  bev_ = nullptr;
+  stream_.reset();
   if (counted_) server_.stats().server_connections.sub();
   counted_ = false;
   connected_ = false;

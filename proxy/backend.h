@@ -8,7 +8,6 @@
 #pragma once
 
 #include <event2/buffer.h>
-#include <event2/bufferevent.h>
 #include <event2/event.h>
 
 #include <cstdint>
@@ -19,6 +18,7 @@
 
 #include "proxy/fifo.h"
 #include "proxy/stats.h"
+#include "proxy/stream.h"
 #include "proxy/topology.h"
 
 namespace memshard::proxy {
@@ -115,11 +115,11 @@ class BackendConn {
   size_t in_flight() const { return ops_.size(); }
 
  private:
-  static void on_read(bufferevent* bev, void* self);
-  static void on_event(bufferevent* bev, short what, void* self);
+  static void on_stream(void* self, Stream::Happened what);
   static void on_timer(evutil_socket_t, short, void* self);
 
   void connect();
+  void on_connected();
   void read_replies();
   // Returns false when the reply stream is broken.
   bool take_line(evbuffer* in, size_t line_len, size_t eol_len);
@@ -128,7 +128,7 @@ class BackendConn {
   void arm_timer();
 
   BackendServer& server_;
-  bufferevent* bev_ = nullptr;
+  std::unique_ptr<Stream> stream_;  // null until the first request
   event* timer_ = nullptr;
   bool connected_ = false;
   bool counted_ = false;    // counted in server_connections

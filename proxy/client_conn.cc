@@ -50,6 +50,7 @@ bool is_storage(proto::Command c) {
 ClientConn::ClientConn(Worker& worker, int fd, std::string pool_name, uint64_t id,
                        std::shared_ptr<std::atomic<uint32_t>> pool_clients)
     : worker_(worker),
+      stream_(worker.streams(), fd, &ClientConn::on_stream, this, kMemcachedReadBuffer),
       pool_name_(std::move(pool_name)),
       id_(id),
       pool_clients_(std::move(pool_clients)) {
@@ -57,17 +58,12 @@ ClientConn::ClientConn(Worker& worker, int fd, std::string pool_name, uint64_t i
   // A pool that just went away still gets counters, for the replies owed.
   pool_stats_ = r != nullptr ? r->stats : std::make_shared<PoolStats>();
   pool_stats_->client_connections.add();
-  bev_ = bufferevent_socket_new(worker_.base(), fd, BEV_OPT_CLOSE_ON_FREE);
-  bufferevent_setcb(bev_, &ClientConn::on_read, &ClientConn::on_write, &ClientConn::on_event, this);
-  bufferevent_setwatermark(bev_, EV_WRITE, kMaxBufferedOutput / 2, 0);
   use_route(r);
-  bufferevent_enable(bev_, EV_READ | EV_WRITE);
   worker_.stats().curr_connections.add();
   worker_.stats().total_connections.add();
 }
 
 ClientConn::~ClientConn() {
-  if (bev_ != nullptr) bufferevent_free(bev_);
   // Only at shutdown can replies still be owed here (the drain timed out).
   while (!slots_.empty()) worker_.release_slot(slots_.pop_front());
 }
@@ -83,10 +79,8 @@ void ClientConn::use_route(const PoolRoute* route) {
   // Input stops being read once it holds the largest request we accept,
   // so a client cannot make us buffer more than that.
   size_t max_request = proto::kMaxRetrievalLineLength + limits_.item_size_max + 4096;
-  bufferevent_setwatermark(bev_, EV_READ, 0, max_request);
-  int idle_ms = pc.client_idle_timeout_ms;
-  timeval idle{idle_ms / 1000, (idle_ms % 1000) * 1000};
-  bufferevent_set_timeouts(bev_, idle_ms > 0 ? &idle : nullptr, nullptr);
+  stream_.set_input_limit(max_request);
+  stream_.set_idle_timeout_ms(pc.client_idle_timeout_ms);
 }
 
 void ClientConn::on_routes_changed() {
@@ -99,45 +93,41 @@ void ClientConn::on_routes_changed() {
   use_route(r);
 }
 
-void ClientConn::on_read(bufferevent*, void* self) {
-  static_cast<ClientConn*>(self)->process_input();
-}
-
-void ClientConn::on_write(bufferevent*, void* self) {
+void ClientConn::on_stream(void* self, Stream::Happened what) {
   auto* c = static_cast<ClientConn*>(self);
-  c->flush_ready();
-}
-
-void ClientConn::on_event(bufferevent* bev, short what, void* self) {
-  auto* c = static_cast<ClientConn*>(self);
-  if (what & BEV_EVENT_TIMEOUT) {
-    // client_idle_timeout: silent for that long. A client still waiting
-    // for replies is not idle; half a request is (it holds memory for
-    // nothing).
-    if (c->slots_.empty()) {
+  switch (what) {
+    case Stream::Happened::input:
+      c->process_input();
+      return;
+    case Stream::Happened::written:
+      c->flush_ready();
+      return;
+    case Stream::Happened::idle:
+      // client_idle_timeout: silent for that long. A client still waiting
+      // for replies is not idle; half a request is (it holds memory for
+      // nothing).
+      if (c->slots_.empty()) c->shut();
+      return;
+    case Stream::Happened::eof:
+      // A client may half-close after its last request (`printf ... | nc`):
+      // answer what it sent, then close.
+      c->pool_stats_->client_eof.add();
+      c->process_input();
+      c->closing_ = true;
+      c->flush_ready();
+      return;
+    case Stream::Happened::error:
+    case Stream::Happened::connected:
+      c->pool_stats_->client_err.add();
       c->shut();
-    } else {
-      bufferevent_enable(bev, EV_READ);  // libevent disabled reading on the timeout
-    }
-    return;
-  }
-  if (what & BEV_EVENT_EOF) {
-    // A client may half-close after its last request (`printf ... | nc`):
-    // answer what it sent, then close.
-    c->pool_stats_->client_eof.add();
-    c->process_input();
-    c->closing_ = true;
-    c->flush_ready();
-  } else {
-    c->pool_stats_->client_err.add();
-    c->shut();
+      return;
   }
 }
 
 void ClientConn::process_input() {
   if (closing_ || closed_ || in_process_) return;
   in_process_ = true;
-  evbuffer* out = bufferevent_get_output(bev_);
+  evbuffer* out = stream_.output();
   while (!closing_) {
     // A lone request always goes through, however many keys it has.
     bool over_keys = keys_in_flight_ >= kMaxKeysInFlight && !slots_.empty();
@@ -150,10 +140,11 @@ void ClientConn::process_input() {
   }
   in_process_ = false;
   flush_ready();
+  if (!closed_) stream_.update();  // input consumed: reading may resume
 }
 
 bool ClientConn::next_request() {
-  evbuffer* in = bufferevent_get_input(bev_);
+  evbuffer* in = stream_.input();
   if (swallow_left_ > 0) {
     size_t n = std::min<uint64_t>(evbuffer_get_length(in), swallow_left_);
     evbuffer_drain(in, n);
@@ -170,7 +161,7 @@ bool ClientConn::next_request() {
       // (up to its 16 KiB buffer). We read in smaller pieces, so while the
       // socket still holds bytes of that first 16 KiB, read them first.
       int pending = 0;
-      if (len < kMemcachedReadBuffer && ioctl(bufferevent_getfd(bev_), FIONREAD, &pending) == 0 &&
+      if (len < kMemcachedReadBuffer && ioctl(stream_.fd(), FIONREAD, &pending) == 0 &&
           pending > 0) {
         return false;
       }
@@ -184,7 +175,7 @@ bool ClientConn::next_request() {
       if (too_long) {
         // memcached closes such a connection without a word.
         closing_ = true;
-        bufferevent_disable(bev_, EV_READ);
+        stream_.set_reading(false);
       }
       return false;
     }
@@ -461,24 +452,34 @@ void ClientConn::on_slot_complete() {
 }
 
 void ClientConn::flush_ready() {
-  evbuffer* out = closed_ ? nullptr : bufferevent_get_output(bev_);
+  evbuffer* out = closed_ ? nullptr : stream_.output();
   uint64_t now = slots_.empty() ? 0 : worker_.now_usec();
+  bool wrote = false;
   while (!slots_.empty() && slots_.front()->complete) {
     ReplySlot* s = slots_.pop_front();
     keys_in_flight_ -= s->keys_weight;
     pool_stats_->requests.add();
     pool_stats_->record_latency(now - s->started_usec);
-    if (out != nullptr && !s->drop_reply) evbuffer_add_buffer(out, s->reply);
+    if (out != nullptr && !s->drop_reply) {
+      evbuffer_add_buffer(out, s->reply);
+      wrote = true;
+    }
     if (s->close_after) closing_ = true;
     worker_.release_slot(s);
   }
+  // Written once, after everything this loop iteration produced.
+  if (wrote) stream_.mark_dirty();
   if (closed_) {
     if (slots_.empty()) worker_.retire(this);
     return;
   }
   if (closing_) {
-    bufferevent_disable(bev_, EV_READ);
-    if (slots_.empty() && evbuffer_get_length(out) == 0) shut();
+    stream_.set_reading(false);
+    if (slots_.empty() && evbuffer_get_length(out) == 0) {
+      shut();
+    } else {
+      stream_.watch_writes(true);  // close once the output has gone
+    }
     return;
   }
   if (paused_ && slots_.size() < kMaxPendingReplies && keys_in_flight_ < kMaxKeysInFlight &&
@@ -486,6 +487,8 @@ void ClientConn::flush_ready() {
     paused_ = false;
     process_input();
   }
+  // Output past its bound resumes input only as it is written.
+  stream_.watch_writes(paused_);
 }
 
 void ClientConn::close_when_idle() {
@@ -498,8 +501,7 @@ void ClientConn::close_when_idle() {
 void ClientConn::shut() {
   if (closed_) return;
   closed_ = true;
-  bufferevent_free(bev_);
-  bev_ = nullptr;
+  stream_.close();
   worker_.stats().curr_connections.sub();
   pool_stats_->client_connections.sub();
   pool_clients_->fetch_sub(1, std::memory_order_relaxed);

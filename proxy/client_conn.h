@@ -3,8 +3,6 @@
 // whatever order the servers answer in.
 #pragma once
 
-#include <event2/bufferevent.h>
-
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -15,6 +13,7 @@
 #include "proxy/fifo.h"
 #include "proxy/request_parser.h"
 #include "proxy/stats.h"
+#include "proxy/stream.h"
 
 namespace memshard::proxy {
 
@@ -53,9 +52,7 @@ class ClientConn {
   void close_when_idle();
 
  private:
-  static void on_read(bufferevent* bev, void* self);
-  static void on_write(bufferevent* bev, void* self);
-  static void on_event(bufferevent* bev, short what, void* self);
+  static void on_stream(void* self, Stream::Happened what);
 
   void process_input();
   // Returns false when input must wait for more bytes.
@@ -75,7 +72,7 @@ class ClientConn {
   void shut();
 
   Worker& worker_;
-  bufferevent* bev_ = nullptr;
+  Stream stream_;
   std::string pool_name_;
   uint64_t id_;
   std::shared_ptr<std::atomic<uint32_t>> pool_clients_;

@@ -18,6 +18,7 @@ Worker::Worker(Proxy& proxy, int index) : proxy_(proxy), index_(index) {
   event_config_set_flag(cfg, EVENT_BASE_FLAG_PRECISE_TIMER);
   base_ = event_base_new_with_config(cfg);
   event_config_free(cfg);
+  streams_ = std::make_unique<StreamLoop>(base_);
   mailbox_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   mailbox_event_ = event_new(base_, mailbox_fd_, EV_READ | EV_PERSIST, &Worker::on_mailbox, this);
   event_add(mailbox_event_, nullptr);
@@ -33,6 +34,7 @@ Worker::~Worker() {
   for (ClientConn* c : clients_) delete c;
   for (ClientConn* c : retired_) delete c;
   backends_.clear();
+  draining_.clear();
   for (ReplySlot* s : free_slots_) {
     for (Fragment& f : s->fragments) {
       if (f.values != nullptr) evbuffer_free(f.values);
@@ -49,7 +51,18 @@ Worker::~Worker() {
 
 void Worker::start(std::shared_ptr<const Topology> topology) {
   apply_topology(std::move(topology));
-  thread_ = std::thread([this] { event_base_loop(base_, EVLOOP_NO_EXIT_ON_EMPTY); });
+  thread_ = std::thread([this] { run(); });
+}
+
+// One loop iteration runs every ready callback, then writes what they all
+// produced: each socket gets one write per iteration however many requests
+// or replies went to it.
+void Worker::run() {
+  running_ = true;
+  while (running_) {
+    event_base_loop(base_, EVLOOP_ONCE);
+    streams_->flush();
+  }
 }
 
 void Worker::stop() {
@@ -114,7 +127,7 @@ void Worker::drain_mailbox() {
       close(c.fd);
       c.pool_clients->fetch_sub(1, std::memory_order_relaxed);
     }
-    event_base_loopbreak(base_);
+    running_ = false;
     return;
   }
   if (topology) apply_topology(std::move(topology));

@@ -18,6 +18,7 @@
 #include "proxy/backend.h"
 #include "proxy/reply_slot.h"
 #include "proxy/stats.h"
+#include "proxy/stream.h"
 #include "proxy/topology.h"
 
 namespace memshard::proxy {
@@ -71,6 +72,7 @@ class Worker {
 
   // Worker-thread only.
   event_base* base() const { return base_; }
+  StreamLoop& streams() { return *streams_; }
   uint64_t now_usec();
   const PoolRoute* route(const std::string& pool_name) const;
   uint64_t generation() const { return topology_ ? topology_->generation : 0; }
@@ -95,10 +97,13 @@ class Worker {
   static void on_reap(evutil_socket_t, short, void* self);
   void apply_topology(std::shared_ptr<const Topology> topology);
   void drain_mailbox();
+  void run();
 
   Proxy& proxy_;
   int index_;
   event_base* base_ = nullptr;
+  std::unique_ptr<StreamLoop> streams_;
+  bool running_ = false;  // worker thread only
   std::thread thread_;
   int mailbox_fd_ = -1;  // eventfd: wakes the loop when the mailbox has mail
   event* mailbox_event_ = nullptr;

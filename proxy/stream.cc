@@ -1,0 +1,279 @@
+#include "proxy/stream.h"
+
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+
+namespace memshard::proxy {
+
+namespace {
+
+// Reads per readiness at most: a peer that keeps the socket full cannot
+// keep the loop from its other sockets.
+constexpr int kMaxReadsPerEvent = 4;
+
+}  // namespace
+
+void StreamLoop::flush() {
+  // Writing may report to owners, which may append to other streams (a
+  // failed backend answers its clients) or destroy streams: walk by index,
+  // over entries appended meanwhile too.
+  for (size_t i = 0; i < dirty_.size(); ++i) {
+    Stream* s = dirty_[i];
+    if (s == nullptr) continue;
+    dirty_[i] = nullptr;
+    s->dirty_ = false;
+    s->write_out();
+  }
+  dirty_.clear();
+}
+
+Stream::Stream(StreamLoop& loop, int fd, Callback callback, void* owner, size_t read_chunk)
+    : loop_(loop),
+      fd_(fd),
+      callback_(callback),
+      owner_(owner),
+      input_(evbuffer_new()),
+      output_(evbuffer_new()),
+      read_chunk_(read_chunk) {
+  if (fd_ >= 0) set_interest();
+}
+
+Stream::~Stream() {
+  if (alive_ != nullptr) *alive_ = false;
+  close();
+  evbuffer_free(input_);
+  evbuffer_free(output_);
+}
+
+void Stream::close() {
+  if (dirty_) {
+    auto it = std::find(loop_.dirty_.begin(), loop_.dirty_.end(), this);
+    if (it != loop_.dirty_.end()) *it = nullptr;
+    dirty_ = false;
+  }
+  if (event_ != nullptr) event_free(event_);
+  event_ = nullptr;
+  interest_ = 0;
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+  evbuffer_drain(input_, evbuffer_get_length(input_));
+  evbuffer_drain(output_, evbuffer_get_length(output_));
+}
+
+bool Stream::connect(const SocketAddress& address) {
+  fd_ = socket(address.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd_ < 0) return false;
+  if (address.family() != AF_UNIX) {
+    int one = 1;
+    setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  }
+  if (::connect(fd_, address.get(), address.length) != 0 && errno != EINPROGRESS) {
+    int saved = errno;
+    ::close(fd_);
+    fd_ = -1;
+    errno = saved;
+    return false;
+  }
+  // Even a connect that completed at once is reported from the loop (the
+  // socket is writable at once), so the owner sees one path.
+  connecting_ = true;
+  set_interest();
+  return true;
+}
+
+void Stream::mark_dirty() {
+  if (dirty_ || failed_ || fd_ < 0) return;
+  dirty_ = true;
+  loop_.dirty_.push_back(this);
+}
+
+void Stream::set_reading(bool on) {
+  reading_ = on;
+  set_interest();
+}
+
+void Stream::set_input_limit(size_t bytes) {
+  input_limit_ = bytes;
+  set_interest();
+}
+
+void Stream::set_idle_timeout_ms(int ms) {
+  if (ms == idle_ms_) return;
+  idle_ms_ = ms;
+  rearm_ = true;  // register again, with the new timeout
+  set_interest();
+}
+
+void Stream::update() {
+  set_interest();
+}
+
+void Stream::set_interest() {
+  short want = 0;
+  if (fd_ >= 0 && !failed_) {
+    if (connecting_) {
+      want = EV_WRITE;
+    } else {
+      if (reading_ && !eof_ && evbuffer_get_length(input_) < input_limit_) want |= EV_READ;
+      if (blocked_) want |= EV_WRITE;
+    }
+  }
+  if (want == interest_ && !rearm_) return;
+  if (interest_ != 0) event_del(event_);
+  interest_ = want;
+  rearm_ = false;
+  if (want == 0) return;
+  if (event_ == nullptr) {
+    event_ = event_new(loop_.base(), fd_, want | EV_PERSIST, &Stream::on_event, this);
+  } else {
+    event_assign(event_, loop_.base(), fd_, want | EV_PERSIST, &Stream::on_event, this);
+  }
+  // The idle clock runs only while reading: a client waiting on its
+  // replies, or one we stopped reading, is not idle.
+  if ((want & EV_READ) && idle_ms_ > 0) {
+    timeval tv{idle_ms_ / 1000, (idle_ms_ % 1000) * 1000};
+    event_add(event_, &tv);
+  } else {
+    event_add(event_, nullptr);
+  }
+}
+
+void Stream::on_event(evutil_socket_t, short what, void* self) {
+  auto* s = static_cast<Stream*>(self);
+  if (what & EV_TIMEOUT) {
+    s->report(Happened::idle);
+    return;
+  }
+  if (what & EV_WRITE) {
+    bool alive = true;
+    s->alive_ = &alive;
+    s->handle_write();
+    if (!alive) return;
+    s->alive_ = nullptr;
+  }
+  if ((what & EV_READ) && s->fd_ >= 0) s->handle_read();
+}
+
+void Stream::handle_write() {
+  if (connecting_) {
+    int err = 0;
+    socklen_t len = sizeof(err);
+    if (getsockopt(fd_, SOL_SOCKET, SO_ERROR, &err, &len) != 0) err = errno;
+    if (err != 0) {
+      errno = err;
+      failed_ = true;
+      set_interest();
+      report(Happened::error);
+      return;
+    }
+    connecting_ = false;
+    set_interest();
+    if (!report(Happened::connected)) return;
+  }
+  write_out();
+}
+
+void Stream::handle_read() {
+  size_t got = 0;
+  bool eof = false, error = false;
+  for (int round = 0; round < kMaxReadsPerEvent; ++round) {
+    size_t have = evbuffer_get_length(input_);
+    if (have >= input_limit_) break;
+    size_t want = std::min(read_chunk_, input_limit_ - have);
+    evbuffer_iovec vec[2];
+    int nvec = evbuffer_reserve_space(input_, static_cast<ev_ssize_t>(want), vec, 2);
+    if (nvec <= 0) {
+      error = true;
+      break;
+    }
+    iovec iov[2];
+    size_t reserved = 0;
+    for (int i = 0; i < nvec; ++i) {
+      iov[i] = {vec[i].iov_base, vec[i].iov_len};
+      reserved += vec[i].iov_len;
+    }
+    ssize_t n = readv(fd_, iov, nvec);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      if (n == 0) {
+        eof = true;
+      } else if (errno != EAGAIN && errno != EWOULDBLOCK) {
+        error = true;
+      }
+      break;
+    }
+    // Commit only the vectors the bytes reached.
+    size_t left = static_cast<size_t>(n);
+    int used = 0;
+    for (; used < nvec && left > 0; ++used) {
+      vec[used].iov_len = std::min(vec[used].iov_len, left);
+      left -= vec[used].iov_len;
+    }
+    evbuffer_commit_space(input_, vec, used);
+    got += static_cast<size_t>(n);
+    // A short read drained the socket; level-triggered readiness brings
+    // us back when more arrives, so no read is spent on EAGAIN.
+    if (static_cast<size_t>(n) < reserved) break;
+  }
+  if (eof || error) {
+    eof_ = true;
+    failed_ = error;
+  }
+  set_interest();
+  if (got > 0 && !report(Happened::input)) return;
+  if (error) {
+    report(Happened::error);
+  } else if (eof) {
+    report(Happened::eof);
+  } else {
+    set_interest();  // the owner consumed input: reading may resume
+  }
+}
+
+bool Stream::write_out() {
+  if (connecting_ || failed_ || fd_ < 0) return true;
+  size_t wrote = 0;
+  while (evbuffer_get_length(output_) > 0) {
+    int n = evbuffer_write_atmost(output_, fd_, -1);
+    if (n > 0) {
+      wrote += static_cast<size_t>(n);
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
+      failed_ = true;
+      set_interest();
+      report(Happened::error);
+      return false;
+    }
+    break;  // the kernel's buffer is full
+  }
+  bool blocked = evbuffer_get_length(output_) > 0;
+  if (blocked != blocked_) {
+    blocked_ = blocked;
+    set_interest();
+  }
+  if (wrote > 0 && watch_writes_) return report(Happened::written);
+  return true;
+}
+
+bool Stream::report(Happened what) {
+  bool alive = true;
+  bool* outer = alive_;
+  alive_ = &alive;
+  callback_(owner_, what);
+  if (!alive) {
+    if (outer != nullptr) *outer = false;
+    return false;
+  }
+  alive_ = outer;
+  return fd_ >= 0;  // closed by the owner: nothing more to do
+}
+
+}  // namespace memshard::proxy

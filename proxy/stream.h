@@ -1,0 +1,128 @@
+// A non-blocking socket with an input and an output buffer, read and
+// written by the proxy itself rather than by a libevent bufferevent.
+//
+// Why not bufferevents: on a small request they cost most of a proxy's
+// system calls. libevent 2.1 asks the kernel how much is readable (ioctl
+// FIONREAD) before every read, reads at most 4 KiB and writes at most
+// 16 KiB at a time, and turns write interest on and off around every write
+// (two epoll_ctl calls). A Stream instead
+//  - reads once per readiness into a large reserved space, and reads again
+//    only when that space came back full;
+//  - never writes from the request path: appending output marks the stream
+//    dirty, and its StreamLoop writes every dirty stream once per event
+//    loop iteration, so all the requests (or replies) that one iteration
+//    produced for a socket leave in one writev;
+//  - asks for write readiness only when the kernel refused bytes.
+#pragma once
+
+#include <event2/buffer.h>
+#include <event2/event.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "proxy/topology.h"
+
+namespace memshard::proxy {
+
+class Stream;
+
+// The streams of one event loop (one worker) that have output to write.
+class StreamLoop {
+ public:
+  explicit StreamLoop(event_base* base) : base_(base) {}
+  event_base* base() const { return base_; }
+  // Writes the output of every dirty stream. Called by the loop's owner
+  // after each event loop iteration.
+  void flush();
+
+ private:
+  friend class Stream;
+  event_base* base_;
+  std::vector<Stream*> dirty_;  // null: the stream was destroyed meanwhile
+};
+
+class Stream {
+ public:
+  // What happened, as passed to the owner's callback. The callback may
+  // destroy the stream.
+  enum class Happened : uint8_t {
+    input,      // new bytes in input()
+    eof,        // the peer closed (after any last input was delivered)
+    error,      // the socket failed; the stream is unusable
+    idle,       // no read for the idle timeout while reading was on
+    connected,  // connect() completed
+    written,    // output was written (only when watch_writes is on)
+  };
+  using Callback = void (*)(void* owner, Happened what);
+
+  // Takes ownership of `fd` (-1 for a stream that will connect()).
+  Stream(StreamLoop& loop, int fd, Callback callback, void* owner, size_t read_chunk);
+  ~Stream();
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
+
+  // Closes the socket now and drops buffered bytes; no more reports. The
+  // object stays valid (an owner may close inside its callback).
+  void close();
+
+  // Starts a non-blocking connect. False when it failed at once (errno
+  // set); otherwise `connected` or `error` follows. Output appended
+  // meanwhile is written once connected.
+  bool connect(const SocketAddress& address);
+  int fd() const { return fd_; }
+
+  evbuffer* input() const { return input_; }
+  evbuffer* output() const { return output_; }
+  // Call after appending to output(): it is written at the end of this
+  // loop iteration.
+  void mark_dirty();
+
+  // Reading is on unless the owner turns it off (backpressure, closing)
+  // or the input holds `input_limit` bytes (which bounds what a peer can
+  // make us buffer); it resumes when the owner calls update() after
+  // consuming input.
+  void set_reading(bool on);
+  void set_input_limit(size_t bytes);
+  // Reports `written` after every write while on.
+  void watch_writes(bool on) { watch_writes_ = on; }
+  // Reports `idle` after this long without a read; 0 turns it off.
+  void set_idle_timeout_ms(int ms);
+  // Re-evaluates what to wait for after the owner consumed input.
+  void update();
+
+ private:
+  friend class StreamLoop;
+  static void on_event(evutil_socket_t fd, short what, void* self);
+  void handle_read();
+  void handle_write();
+  // Returns false when the stream failed (and was reported).
+  bool write_out();
+  // False when the owner destroyed the stream in its callback.
+  bool report(Happened what);
+  void set_interest();
+
+  StreamLoop& loop_;
+  int fd_;
+  Callback callback_;
+  void* owner_;
+  evbuffer* input_;
+  evbuffer* output_;
+  event* event_ = nullptr;
+  size_t read_chunk_;
+  size_t input_limit_ = SIZE_MAX;
+  int idle_ms_ = 0;
+  short interest_ = 0;  // EV_READ / EV_WRITE as registered
+  bool rearm_ = false;  // register again even if the interest is the same
+  bool reading_ = true;
+  bool connecting_ = false;
+  bool eof_ = false;      // the peer closed: nothing more to read
+  bool blocked_ = false;  // the kernel refused output: waiting for EV_WRITE
+  bool dirty_ = false;
+  bool failed_ = false;
+  bool watch_writes_ = false;
+  bool* alive_ = nullptr;  // cleared by the destructor, for callers of report()
+};
+
+}  // namespace memshard::proxy

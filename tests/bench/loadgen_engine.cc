@@ -154,8 +154,10 @@ class Conn {
  private:
   static void on_read(evutil_socket_t, short, void* arg);
   static void on_write(evutil_socket_t, short, void* arg);
+  static void on_retry(evutil_socket_t, short, void* arg);
   void handle_read();
   void handle_write();
+  void try_connect();
   void connected();
   void fail(const char* fmt, ...) __attribute__((format(printf, 2, 3)));
   bool process_input(int64_t now);
@@ -181,6 +183,7 @@ class Conn {
   int fd_ = -1;
   event* rev_ = nullptr;
   event* wev_ = nullptr;
+  event* retry_ev_ = nullptr;  // a unix socket's connect that found the backlog full
   bool connecting_ = false, established_ = false, dead_ = false, ready_ = false,
        write_armed_ = false;
   std::unique_ptr<char[]> in_;
@@ -305,7 +308,8 @@ Conn::~Conn() {
 void Conn::close_quietly() {
   if (rev_) event_free(rev_);
   if (wev_) event_free(wev_);
-  rev_ = wev_ = nullptr;
+  if (retry_ev_) event_free(retry_ev_);
+  rev_ = wev_ = retry_ev_ = nullptr;
   if (fd_ >= 0) ::close(fd_);
   fd_ = -1;
 }
@@ -351,15 +355,33 @@ void Conn::start_connect() {
   }
   rev_ = event_new(e_.base, fd_, EV_READ | EV_PERSIST, on_read, this);
   wev_ = event_new(e_.base, fd_, EV_WRITE, on_write, this);
+  try_connect();
+}
+
+void Conn::try_connect() {
+  const Target& t = e_.t;
   int rc = ::connect(fd_, reinterpret_cast<const sockaddr*>(&t.addr), t.addr_len);
   if (rc == 0) {
     connected();
-  } else if (errno == EINPROGRESS || errno == EAGAIN) {
+  } else if (errno == EINPROGRESS || (errno == EAGAIN && t.addr.ss_family != AF_UNIX)) {
     connecting_ = true;
     event_add(wev_, nullptr);
+  } else if (errno == EAGAIN) {
+    // A unix socket's connect never waits: EAGAIN says the listen backlog is
+    // full and nothing is in progress (the socket, still unconnected, would
+    // look writable at once and its first send fail with ENOTCONN). Try
+    // again shortly on the same socket; the timeout still bounds the wait.
+    connecting_ = true;
+    if (!retry_ev_) retry_ev_ = evtimer_new(e_.base, on_retry, this);
+    timeval tv{0, 1000};
+    evtimer_add(retry_ev_, &tv);
   } else {
     fail("connect: %s", std::strerror(errno));
   }
+}
+
+void Conn::on_retry(evutil_socket_t, short, void* arg) {
+  static_cast<Conn*>(arg)->try_connect();
 }
 
 void Conn::connected() {
@@ -772,7 +794,9 @@ void Engine::tick() {
         if (c->started() && !c->ready() && !c->dead()) {
           ++stats.timeouts;
           c->kill();
-          report_error(o, "an idle connection got no reply within the timeout");
+          report_error(o, c->established()
+                              ? "an idle connection got no reply within the timeout"
+                              : "an idle connection did not connect within the timeout");
           on_idle_done(false, c->established());
         }
       }

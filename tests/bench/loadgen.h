@@ -22,13 +22,14 @@ struct Options {
   std::string host = "127.0.0.1";
   uint16_t port = 11211;
   int threads = 2;
-  int conns = 32;         // busy connections running the workload
-  int idle = 0;           // connections that do one get and then stay idle
-  int depth = 1;          // requests in flight per busy connection
-  double duration = 5.0;  // seconds of measurement (after warmup)
-  double warmup = 0.0;    // seconds of load before measuring
-  uint64_t requests = 0;  // stop after this many measured requests (0: duration only)
-  double timeout = 10.0;  // seconds to wait for replies past the end, and for connects
+  int conns = 32;           // busy connections running the workload
+  int idle = 0;             // connections that do one get and then stay idle
+  bool idle_burst = false;  // idle ones all connect first, then all send their get at once
+  int depth = 1;            // requests in flight per busy connection
+  double duration = 5.0;    // seconds of measurement (after warmup)
+  double warmup = 0.0;      // seconds of load before measuring
+  uint64_t requests = 0;    // stop after this many measured requests (0: duration only)
+  double timeout = 10.0;    // seconds to wait for replies past the end, and for connects
   uint32_t keys = 10000;
   std::string key_prefix = "memshard-load:";
   size_t value_size = 100;
@@ -71,6 +72,11 @@ struct PhaseControl {
   std::atomic<int64_t> prepare_deadline_ns{0};  // idle connections must have answered by then
   std::atomic<int> engines_prepared{0};         // idle connections all answered (or failed)
   std::atomic<int> idle_failed{0};
+  // --idle-burst: engines whose idle connections have all connected (or
+  // failed); the coordinator then sets `burst` and every engine sends its
+  // idle connections' gets at once.
+  std::atomic<int> engines_connected{0};
+  std::atomic<bool> burst{false};
   std::atomic<bool> go{false};
   std::atomic<int64_t> measure_start_ns{0};
   std::atomic<int64_t> deadline_ns{0};  // stop sending new requests

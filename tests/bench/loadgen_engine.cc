@@ -131,6 +131,8 @@ class Conn {
   Conn& operator=(const Conn&) = delete;
 
   void start_connect();
+  // An idle connection's single get (no-op once the connection is dead).
+  void send_idle_request();
   void pump(int64_t now);
   void close_quietly();
   // Gives up on the connection without counting an error (the caller counts).
@@ -145,14 +147,17 @@ class Conn {
   size_t inflight() const { return count_; }
   bool dead() const { return dead_; }
   bool ready() const { return ready_; }
+  bool established() const { return established_; }  // its connect succeeded
   bool started() const { return fd_ >= 0 || dead_; }
   bool exhausted() const;  // a populate connection with nothing left to send
 
  private:
   static void on_read(evutil_socket_t, short, void* arg);
   static void on_write(evutil_socket_t, short, void* arg);
+  static void on_retry(evutil_socket_t, short, void* arg);
   void handle_read();
   void handle_write();
+  void try_connect();
   void connected();
   void fail(const char* fmt, ...) __attribute__((format(printf, 2, 3)));
   bool process_input(int64_t now);
@@ -178,7 +183,9 @@ class Conn {
   int fd_ = -1;
   event* rev_ = nullptr;
   event* wev_ = nullptr;
-  bool connecting_ = false, dead_ = false, ready_ = false, write_armed_ = false;
+  event* retry_ev_ = nullptr;  // a unix socket's connect that found the backlog full
+  bool connecting_ = false, established_ = false, dead_ = false, ready_ = false,
+       write_armed_ = false;
   std::unique_ptr<char[]> in_;
   size_t in_cap_ = 0, rpos_ = 0, wpos_ = 0;
   std::string out_;
@@ -219,9 +226,25 @@ class Engine {
 
   void run();
   bool may_send(int64_t now) const { return going && !stopping && now < deadline_ns; }
-  void on_idle_done(bool ok) {
+  bool burst_mode() const { return phase == Phase::measure && o.idle_burst; }
+  // Burst mode: an idle connection is connected; its get waits for the burst.
+  void on_idle_connected() {
+    ++idle_connected;
+    --idle_pending;
+    start_idle();
+  }
+  // An idle connection is answered (ok) or has failed; `established`: its
+  // connect had succeeded.
+  void on_idle_done(bool ok, bool established) {
     if (!ok) ctl.idle_failed.fetch_add(1);
     ++idle_done;
+    // A connection holds its place in the connect window until it is
+    // answered (staggered) or connected (burst): in burst mode, one that
+    // failed after connecting gave its place back already.
+    if (burst_mode()) {
+      if (established) return;
+      ++idle_connected;
+    }
     --idle_pending;
     start_idle();
   }
@@ -249,6 +272,9 @@ class Engine {
   std::vector<Conn*> workers;  // busy or populate
   std::vector<Conn*> idle;
   size_t idle_next = 0, idle_pending = 0, idle_done = 0;
+  size_t idle_connected = 0;  // burst mode: connected, or failed before
+  bool starting_idle = false;
+  bool connect_stage_done = false, burst_sent = false;  // burst mode
   bool prepared = false, drained = false;
   int64_t stop_ns = 0;
   event* tick_ev = nullptr;
@@ -282,7 +308,8 @@ Conn::~Conn() {
 void Conn::close_quietly() {
   if (rev_) event_free(rev_);
   if (wev_) event_free(wev_);
-  rev_ = wev_ = nullptr;
+  if (retry_ev_) event_free(retry_ev_);
+  rev_ = wev_ = retry_ev_ = nullptr;
   if (fd_ >= 0) ::close(fd_);
   fd_ = -1;
 }
@@ -312,7 +339,7 @@ void Conn::fail(const char* fmt, ...) {
                kRoles[static_cast<int>(role_)], index_, buf, count_);
   abandon();
   close_quietly();
-  if (role_ == Role::idle && !ready_) e_.on_idle_done(false);
+  if (role_ == Role::idle && !ready_) e_.on_idle_done(false, established_);
 }
 
 void Conn::start_connect() {
@@ -328,29 +355,54 @@ void Conn::start_connect() {
   }
   rev_ = event_new(e_.base, fd_, EV_READ | EV_PERSIST, on_read, this);
   wev_ = event_new(e_.base, fd_, EV_WRITE, on_write, this);
+  try_connect();
+}
+
+void Conn::try_connect() {
+  const Target& t = e_.t;
   int rc = ::connect(fd_, reinterpret_cast<const sockaddr*>(&t.addr), t.addr_len);
   if (rc == 0) {
     connected();
-  } else if (errno == EINPROGRESS || errno == EAGAIN) {
+  } else if (errno == EINPROGRESS || (errno == EAGAIN && t.addr.ss_family != AF_UNIX)) {
     connecting_ = true;
     event_add(wev_, nullptr);
+  } else if (errno == EAGAIN) {
+    // A unix socket's connect never waits: EAGAIN says the listen backlog is
+    // full and nothing is in progress (the socket, still unconnected, would
+    // look writable at once and its first send fail with ENOTCONN). Try
+    // again shortly on the same socket; the timeout still bounds the wait.
+    connecting_ = true;
+    if (!retry_ev_) retry_ev_ = evtimer_new(e_.base, on_retry, this);
+    timeval tv{0, 1000};
+    evtimer_add(retry_ev_, &tv);
   } else {
     fail("connect: %s", std::strerror(errno));
   }
 }
 
+void Conn::on_retry(evutil_socket_t, short, void* arg) {
+  static_cast<Conn*>(arg)->try_connect();
+}
+
 void Conn::connected() {
   connecting_ = false;
+  established_ = true;
   in_cap_ = role_ == Role::idle ? 2048 : 65536;
   in_.reset(new char[in_cap_]);
   event_add(rev_, nullptr);
-  int64_t now = now_ns();
-  if (role_ == Role::idle) {
-    add_get(static_cast<uint32_t>(rand() % e_.o.keys), 1, now, false);
-    flush();
+  if (role_ != Role::idle) {
+    pump(now_ns());
+  } else if (e_.burst_mode()) {
+    e_.on_idle_connected();
   } else {
-    pump(now);
+    send_idle_request();
   }
+}
+
+void Conn::send_idle_request() {
+  if (dead_ || !established_) return;
+  add_get(static_cast<uint32_t>(rand() % e_.o.keys), 1, now_ns(), false);
+  flush();
 }
 
 void Conn::on_write(evutil_socket_t, short, void* arg) {
@@ -533,7 +585,7 @@ void Conn::complete(int64_t now) {
   --count_;
   if (role_ == Role::idle && !ready_) {
     ready_ = true;
-    e_.on_idle_done(true);
+    e_.on_idle_done(true, true);
   }
 }
 
@@ -690,14 +742,23 @@ bool Conn::process_input(int64_t now) {
 
 // ---------------------------------------------------------------- Engine
 
-constexpr size_t kIdleConnectsInFlight = 64;  // per thread
+// Idle connections being started at once, per thread: staggered, from
+// connect() to the reply to their get; burst, from connect() to connected.
+// Bounded so that the proxy's listen backlog is not overrun.
+constexpr size_t kIdleConnectsInFlight = 64;
 
 void Engine::start_idle() {
+  // A connect may complete (or fail) synchronously, which gives its place
+  // back through here: the outer loop takes over rather than recursing once
+  // per connection (a unix socket connects synchronously every time).
+  if (starting_idle) return;
+  starting_idle = true;
   while (idle_pending < kIdleConnectsInFlight && idle_next < idle.size()) {
     Conn* c = idle[idle_next++];
     ++idle_pending;
-    c->start_connect();  // may complete (or fail) synchronously and recurse here
+    c->start_connect();
   }
+  starting_idle = false;
 }
 
 void Engine::run() {
@@ -725,6 +786,7 @@ void Engine::tick() {
       if (never > 0) {
         stats.conn_errors += never;
         idle_done += never;
+        if (burst_mode()) idle_connected += never;
         ctl.idle_failed.fetch_add(static_cast<int>(never));
         report_error(o, "%zu idle connections not even started within the timeout", never);
       }
@@ -732,10 +794,27 @@ void Engine::tick() {
         if (c->started() && !c->ready() && !c->dead()) {
           ++stats.timeouts;
           c->kill();
-          report_error(o, "an idle connection got no reply within the timeout");
-          on_idle_done(false);
+          report_error(o, c->established()
+                              ? "an idle connection got no reply within the timeout"
+                              : "an idle connection did not connect within the timeout");
+          on_idle_done(false, c->established());
         }
       }
+    }
+    if (burst_mode() && !connect_stage_done && idle_connected >= idle.size()) {
+      connect_stage_done = true;
+      ctl.engines_connected.fetch_add(1);
+    }
+    if (burst_mode() && connect_stage_done && !burst_sent) {
+      // Block here until every engine is connected (the coordinator then
+      // sets `burst`) rather than polling at the next tick: the threads'
+      // gets then leave within microseconds of each other, not up to a tick
+      // apart. This engine has nothing else to do meanwhile (its busy
+      // connections wait for `go`), and the wait is bounded: every engine
+      // ends its connect stage by the prepare deadline.
+      ctl.burst.wait(false);
+      burst_sent = true;
+      for (Conn* c : idle) c->send_idle_request();
     }
     if (idle_done >= idle.size()) {
       prepared = true;
@@ -858,6 +937,26 @@ PhaseResult run_phase(const Options& o, const Target& target, Phase phase) {
   std::vector<std::thread> threads;
   for (auto& e : engines) threads.emplace_back([&e] { e->run(); });
 
+  if (phase == Phase::measure && o.idle_burst) {
+    while (ctl.engines_connected.load() < nthreads)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    int64_t burst = now_ns();
+    if (o.idle > 0) {
+      int failed = ctl.idle_failed.load();
+      std::fprintf(stderr,
+                   "memshard-load: burst: %d idle connections connected (%d failed) in %.2f s; "
+                   "each now sends its get at once\n",
+                   o.idle - failed, failed, static_cast<double>(burst - start) / 1e9);
+    }
+    ctl.burst.store(true);
+    ctl.burst.notify_all();
+    while (ctl.engines_prepared.load() < nthreads)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    if (o.idle > 0) {
+      std::fprintf(stderr, "memshard-load: burst: all gets answered (or failed) in %.3f s\n",
+                   static_cast<double>(now_ns() - burst) / 1e9);
+    }
+  }
   while (ctl.engines_prepared.load() < nthreads)
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   if (phase == Phase::measure && o.idle > 0) {

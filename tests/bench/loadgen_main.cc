@@ -2,9 +2,10 @@
 //
 //   memshard-load -p 22122 --conns 32 --duration 5                # 90/10 get/set, 100-byte values
 //   memshard-load -p 22122 --multiget 100 --get-ratio 1 --json    # one JSON line on stdout
-//   memshard-load -p 22122 --idle 1000 --conns 4                  # busy traffic among 1000 idle
-//   connections memshard-load -p 22122 --idle 10000 --conns 0 --duration 60   # hold 10000 idle
-//   connections (SIGUSR1 ends)
+//   memshard-load -p 22122 --idle 1000 --conns 4   # busy traffic among 1000 idle connections
+//   memshard-load -p 22122 --idle 10000 --conns 0 --duration 60   # hold 10000 idle connections
+//   memshard-load -p 22122 --idle 10000 --conns 0 --idle-burst    # ... gets sent all at once
+// (--conns 0: held until --duration ends or SIGUSR1.)
 //
 // Exit code: 0 when every request got the right answer; 1 when any error,
 // wrong value, unexpected miss or connection failure was seen; 2 on bad usage.
@@ -67,10 +68,10 @@ void print_text(FILE* f, const Options& o, const std::string& where, const Phase
   uint64_t n = s.latency.total();
   double rps = secs > 0 ? static_cast<double>(n) / secs : 0;
   std::fprintf(f,
-               "memshard-load: %s conns=%d idle=%d threads=%d depth=%d keys=%u value=%zu get=%.2f "
-               "multiget=%d\n",
-               where.c_str(), o.conns, o.idle, o.threads, o.depth, o.keys, o.value_size,
-               o.get_ratio, o.multiget);
+               "memshard-load: %s conns=%d idle=%d%s threads=%d depth=%d keys=%u value=%zu "
+               "get=%.2f multiget=%d\n",
+               where.c_str(), o.conns, o.idle, o.idle_burst ? " (burst)" : "", o.threads, o.depth,
+               o.keys, o.value_size, o.get_ratio, o.multiget);
   std::fprintf(f, "  requests %llu (gets %llu, sets %llu) in %.2f s: %.0f req/s, %.0f keys/s\n",
                static_cast<unsigned long long>(n), static_cast<unsigned long long>(s.gets),
                static_cast<unsigned long long>(s.sets), secs, rps,
@@ -101,7 +102,8 @@ void print_json(const Options& o, const std::string& where, const PhaseResult& r
   uint64_t n = s.latency.total();
   auto ull = [](uint64_t v) { return static_cast<unsigned long long>(v); };
   std::printf(
-      "{\"target\":\"%s\",\"conns\":%d,\"idle\":%d,\"threads\":%d,\"depth\":%d,\"keys\":%u,"
+      "{\"target\":\"%s\",\"conns\":%d,\"idle\":%d,\"idle_burst\":%s,\"threads\":%d,"
+      "\"depth\":%d,\"keys\":%u,"
       "\"value_size\":%zu,\"get_ratio\":%.3f,\"multiget\":%d,\"seconds\":%.4f,\"requests\":%llu,"
       "\"gets\":%llu,\"sets\":%llu,\"keys_read\":%llu,\"rps\":%.1f,\"keys_per_s\":%.1f,"
       "\"p50_us\":%.2f,\"p90_us\":%.2f,\"p99_us\":%.2f,\"p999_us\":%.2f,\"max_us\":%.2f,\"mean_"
@@ -109,9 +111,9 @@ void print_json(const Options& o, const std::string& where, const PhaseResult& r
       "\"cpu_s\":%.4f,\"cpu_us_per_req\":%.4f,\"hits\":%llu,\"misses\":%llu,\"errors\":%llu,"
       "\"mismatches\":%llu,\"server_errors\":%llu,\"protocol_errors\":%llu,\"conn_errors\":%llu,"
       "\"timeouts\":%llu,\"ok\":%s}\n",
-      where.c_str(), o.conns, o.idle, o.threads, o.depth, o.keys, o.value_size, o.get_ratio,
-      o.multiget, secs, ull(n), ull(s.gets), ull(s.sets), ull(s.keys_read),
-      secs > 0 ? static_cast<double>(n) / secs : 0.0,
+      where.c_str(), o.conns, o.idle, o.idle_burst ? "true" : "false", o.threads, o.depth, o.keys,
+      o.value_size, o.get_ratio, o.multiget, secs, ull(n), ull(s.gets), ull(s.sets),
+      ull(s.keys_read), secs > 0 ? static_cast<double>(n) / secs : 0.0,
       secs > 0 ? static_cast<double>(s.keys_read) / secs : 0.0, us(s.latency.quantile(0.5)),
       us(s.latency.quantile(0.9)), us(s.latency.quantile(0.99)), us(s.latency.quantile(0.999)),
       us(s.latency.max()), s.latency.mean() / 1000.0, r.cpu_seconds,
@@ -144,6 +146,11 @@ int main(int argc, char** argv) {
          "mostly idle connections: each connects, does one get, then idles while the busy ones run")
       ->capture_default_str()
       ->check(CLI::Range(0, 100000));
+  app.add_flag(
+      "--idle-burst", o.idle_burst,
+      "idle connections all connect first (at most 64 connects in flight per thread), "
+      "then all send their get at once, so that every one is in flight together "
+      "(default: each sends as soon as it has connected, at most 64 per thread at a time)");
   app.add_option("-d,--depth", o.depth, "pipeline depth: requests in flight per busy connection")
       ->capture_default_str()
       ->check(CLI::Range(1, 4096));

@@ -2,8 +2,9 @@
 # bench_smoke (ctest): memshard-load through memshard against a real memcached.
 #   smoke.sh MEMSHARD_BINARY MEMSHARD_LOAD_BINARY
 # Positive runs (pipelined multi-gets and sets, large values, idle + busy
-# connections) must exit 0; runs whose values are wrong, or whose server is
-# gone, must exit non-zero. No timing assertions.
+# connections, idle connections whose gets all go at once) must exit 0; runs
+# whose values are wrong, or whose server is gone, must exit non-zero. No
+# timing assertions.
 set -euo pipefail
 memshard=$1
 load=$2
@@ -49,12 +50,21 @@ step "200 idle connections and 2 busy ones, --json (must pass)"
 "$load" -p "$px" -c 2 --idle 200 -k 2000 -D 0.5 --json >"$tmp/out.json"
 grep -q '"ok":true' "$tmp/out.json"
 
+step "300 idle connections whose gets are all sent at once, --idle-burst (must pass)"
+"$load" -p "$px" -c 0 --idle 300 --idle-burst -k 2000 -D 0.2 --timeout 10
+
 step "a request-count run (must pass)"
 "$load" -p "$px" -c 4 -d 4 -n 2000 -D 30 -k 2000
 
 step "values populated with another seed (must fail)"
 if "$load" -p "$px" -c 2 -m 4 -g 1 -k 2000 -D 0.5 --populate-seed 99 --max-error-lines 2; then
   echo "bench_smoke: FAILED: wrong values were not detected" >&2
+  exit 1
+fi
+
+step "values populated with another seed, read by an --idle-burst (must fail)"
+if "$load" -p "$px" -c 0 --idle 50 --idle-burst -k 2000 -D 0.2 --populate-seed 99 --max-error-lines 2; then
+  echo "bench_smoke: FAILED: wrong values read by the burst were not detected" >&2
   exit 1
 fi
 

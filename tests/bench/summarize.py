@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Summarizes a scripts/bench run: medians over rounds per workload and target,
-memshard's ratios to nutcracker, memory per idle connection, syscalls per
-request.
+memshard's ratios to nutcracker, memory per idle connection (staggered and
+burst requests), syscalls per request.
 
     summarize.py OUT_DIR
 
@@ -15,6 +15,7 @@ import statistics
 import sys
 
 TARGETS = ["direct", "nutcracker", "memshard"]
+MEMORY_MODES = ["staggered", "burst"]
 
 
 def load_lines(path):
@@ -143,7 +144,13 @@ def main():
                         parts.append(f"cs {s['context_switches'] / n:.2f}")
                     print("  ({}) {:<11} {}".format(wid, t, "  ".join(parts)))
 
+    memory_ratios = {}
     if memory:
+        # Two modes (scripts/bench): "staggered", each idle connection sends its
+        # get as soon as it has connected (few requests in flight at once), and
+        # "burst", all connect first and then all send at once. Lines written
+        # before the modes existed are staggered ones.
+        modes = [m for m in MEMORY_MODES if any(row.get("mode", "staggered") == m for row in memory)]
         print()
         head = "{:<28} {:>12} {:>14} {:>10} {:>16}".format(
             f"memory, {memory[0]['conns']} idle conns", "base RSS KB", "loaded RSS KB", "KB/conn",
@@ -151,28 +158,38 @@ def main():
         print(head)
         print("-" * len(head))
         per = {}
-        for mrow in memory:
-            kb = (mrow["loaded_kb"] - mrow["base_kb"]) / mrow["conns"] if mrow["conns"] else None
-            per[mrow["target"]] = kb
-            print("{:<28} {:>12} {:>14} {:>10} {:>16}".format(
-                mrow["target"], mrow["base_kb"], mrow["loaded_kb"], fmt(kb, "{:.2f}"), mrow.get("after_kb", "-")))
-        r = ratio(per.get("memshard"), per.get("nutcracker"))
-        if r is not None:
-            print(f"memshard / nutcracker KB per connection: {r:.2f}x")
+        for t in ["nutcracker", "memshard"]:
+            for mode in modes:
+                for mrow in memory:
+                    if mrow["target"] != t or mrow.get("mode", "staggered") != mode:
+                        continue
+                    kb = (mrow["loaded_kb"] - mrow["base_kb"]) / mrow["conns"] if mrow["conns"] else None
+                    per[(t, mode)] = kb
+                    print("{:<28} {:>12} {:>14} {:>10} {:>16}".format(
+                        f"{t}, {mode}", mrow["base_kb"], mrow["loaded_kb"], fmt(kb, "{:.2f}"),
+                        mrow.get("after_kb", "-")))
+        for mode in modes:
+            r = ratio(per.get(("memshard", mode)), per.get(("nutcracker", mode)))
+            memory_ratios[mode] = r
+            print(f"memshard / nutcracker KB per connection, {mode}: {fmt(r, '{:.2f}x')}")
+        print("(staggered: each connection sends its get once connected, few in flight at once; "
+              "burst: all connect, then all send at once)")
 
     failures = [r for r in runs if r["rc"] != 0] + [m for m in memory if m.get("rc", 0) != 0]
     print()
     if failures:
         print(f"{len(failures)} loadgen run(s) FAILED (errors, wrong values or connection failures):")
         for f in failures:
-            print(f"  workload {f.get('workload', 'memory')} target {f['target']} round {f.get('round', '-')}"
+            what = f.get("workload") or f"memory ({f.get('mode', 'staggered')})"
+            print(f"  workload {what} target {f['target']} round {f.get('round', '-')}"
                   f" exit {f['rc']}: see {f.get('log', '')}")
     else:
         print(f"all {len(runs) + len(memory)} loadgen runs verified every value: no errors")
 
     with open(os.path.join(out, "summary.json"), "w") as f:
         json.dump({"meta": meta, "medians": {f"{w}/{t}": v for (w, t), v in med.items()},
-                   "ratios_memshard_to_nutcracker": ratios, "memory": memory, "syscalls": syscalls,
+                   "ratios_memshard_to_nutcracker": ratios, "memory": memory,
+                   "memory_kb_per_conn_ratio_memshard_to_nutcracker": memory_ratios, "syscalls": syscalls,
                    "failures": len(failures)}, f, indent=1)
 
 

@@ -85,7 +85,11 @@ BackendServer::BackendServer(Worker& worker, std::string identity, SocketAddress
 BackendServer::~BackendServer() = default;
 
 void BackendServer::update_settings(ServerSettings s, std::shared_ptr<PoolStats> pool_stats) {
+  bool new_timeout = s.timeout_ms != settings_.timeout_ms;
   settings_ = std::move(s);
+  if (new_timeout) {
+    for (auto& c : conns_) c->rearm_timer();
+  }
   pool_stats_ = std::move(pool_stats);
   // Extra connections beyond the new count are dropped only once idle.
   while (conns_.size() > std::max<uint32_t>(1, settings_.connections) &&
@@ -147,7 +151,7 @@ evbuffer* BackendConn::output() {
 
 void BackendConn::connect() {
   stream_ = std::make_unique<Stream>(server_.worker().streams(), -1, &BackendConn::on_stream, this,
-                                     kReadChunk);
+                                     kReadChunk, Stream::Reads::reserved);
   connected_ = false;
   connect_started_usec_ = server_.worker().now_usec();
   if (!stream_->connect(server_.address())) {
@@ -172,19 +176,31 @@ void BackendConn::enqueue(BackendOp op) {
   if (ops_.size() == 1) arm_timer();
 }
 
+// One timer per connection, armed for the oldest operation's deadline and
+// left alone as operations come and go: every later operation's deadline
+// is later, so the timer never fires too late, and when it fires early it
+// is armed again for the then-oldest operation. (Re-arming per request
+// would reprogram the loop's timerfd, a system call, on most iterations.)
 void BackendConn::arm_timer() {
   if (broken_) return;
   int timeout_ms = server_.settings().timeout_ms;
-  if (timeout_ms < 0 || (connected_ && ops_.empty())) {
+  if (timeout_ms < 0) {
     evtimer_del(timer_);
     return;
   }
+  if ((connected_ && ops_.empty()) || evtimer_pending(timer_, nullptr)) return;
   uint64_t start = connected_ ? ops_.front().sent_usec : connect_started_usec_;
   uint64_t deadline = start + static_cast<uint64_t>(timeout_ms) * 1000;
   uint64_t now = server_.worker().now_usec();
   uint64_t wait = deadline > now ? deadline - now : 0;
   timeval tv{static_cast<time_t>(wait / 1'000'000), static_cast<suseconds_t>(wait % 1'000'000)};
   evtimer_add(timer_, &tv);
+}
+
+void BackendConn::rearm_timer() {
+  if (broken_) return;
+  evtimer_del(timer_);
+  arm_timer();
 }
 
 void BackendConn::on_timer(evutil_socket_t, short, void* self) {
@@ -409,7 +425,6 @@ void BackendConn::finish_op() {
   st.responses.add();
   st.out_queue.sub();
   st.out_queue_bytes.sub(op.request_bytes);
-  arm_timer();
   server_.worker().fragment_done(op.slot);
 }
 

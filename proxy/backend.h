@@ -113,6 +113,8 @@ class BackendConn {
   evbuffer* output();
   void enqueue(BackendOp op);
   size_t in_flight() const { return ops_.size(); }
+  // The server's timeout changed: the operations in flight take it now.
+  void rearm_timer();
 
  private:
   static void on_stream(void* self, Stream::Happened what);

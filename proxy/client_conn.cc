@@ -50,7 +50,8 @@ bool is_storage(proto::Command c) {
 ClientConn::ClientConn(Worker& worker, int fd, std::string pool_name, uint64_t id,
                        std::shared_ptr<std::atomic<uint32_t>> pool_clients)
     : worker_(worker),
-      stream_(worker.streams(), fd, &ClientConn::on_stream, this, kMemcachedReadBuffer),
+      stream_(worker.streams(), fd, &ClientConn::on_stream, this, kMemcachedReadBuffer,
+              Stream::Reads::compact),
       pool_name_(std::move(pool_name)),
       id_(id),
       pool_clients_(std::move(pool_clients)) {

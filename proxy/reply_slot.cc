@@ -11,6 +11,15 @@ void append(evbuffer* buf, std::string_view s) {
 }
 }  // namespace
 
+ReplySlot::ReplySlot() : reply(evbuffer_new()) {}
+
+ReplySlot::~ReplySlot() {
+  for (Fragment& f : fragments) {
+    if (f.values != nullptr) evbuffer_free(f.values);
+  }
+  evbuffer_free(reply);
+}
+
 Fragment& ReplySlot::add_fragment() {
   if (fragment_count == fragments.size()) fragments.emplace_back();
   Fragment& f = fragments[fragment_count++];

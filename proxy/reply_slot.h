@@ -39,6 +39,11 @@ struct KeyRef {
 };
 
 struct ReplySlot {
+  ReplySlot();
+  ~ReplySlot();
+  ReplySlot(const ReplySlot&) = delete;
+  ReplySlot& operator=(const ReplySlot&) = delete;
+
   ClientConn* client = nullptr;
   evbuffer* reply = nullptr;
   SlotKind kind = SlotKind::direct;

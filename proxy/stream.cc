@@ -33,14 +33,16 @@ void StreamLoop::flush() {
   dirty_.clear();
 }
 
-Stream::Stream(StreamLoop& loop, int fd, Callback callback, void* owner, size_t read_chunk)
+Stream::Stream(StreamLoop& loop, int fd, Callback callback, void* owner, size_t read_chunk,
+               Reads reads)
     : loop_(loop),
       fd_(fd),
       callback_(callback),
       owner_(owner),
       input_(evbuffer_new()),
       output_(evbuffer_new()),
-      read_chunk_(read_chunk) {
+      read_chunk_(std::min(read_chunk, StreamLoop::kMaxReadChunk)),
+      reads_(reads) {
   if (fd_ >= 0) set_interest();
 }
 
@@ -186,40 +188,41 @@ void Stream::handle_read() {
     size_t have = evbuffer_get_length(input_);
     if (have >= input_limit_) break;
     size_t want = std::min(read_chunk_, input_limit_ - have);
-    evbuffer_iovec vec[2];
-    int nvec = evbuffer_reserve_space(input_, static_cast<ev_ssize_t>(want), vec, 2);
-    if (nvec <= 0) {
-      error = true;
-      break;
-    }
-    iovec iov[2];
-    size_t reserved = 0;
-    for (int i = 0; i < nvec; ++i) {
-      iov[i] = {vec[i].iov_base, vec[i].iov_len};
-      reserved += vec[i].iov_len;
-    }
-    ssize_t n = readv(fd_, iov, nvec);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      if (n == 0) {
-        eof = true;
-      } else if (errno != EAGAIN && errno != EWOULDBLOCK) {
+    ssize_t n;
+    if (reads_ == Reads::compact && have == 0) {
+      n = read(fd_, loop_.scratch_.data(), want);
+      if (n > 0) evbuffer_add(input_, loop_.scratch_.data(), static_cast<size_t>(n));
+    } else {
+      evbuffer_iovec vec[2];
+      int nvec = evbuffer_reserve_space(input_, static_cast<ev_ssize_t>(want), vec, 2);
+      if (nvec <= 0) {
         error = true;
+        break;
       }
-      break;
+      iovec iov[2];
+      want = 0;
+      for (int i = 0; i < nvec; ++i) {
+        iov[i] = {vec[i].iov_base, vec[i].iov_len};
+        want += vec[i].iov_len;
+      }
+      n = readv(fd_, iov, nvec);
+      // Commit only the vectors the bytes reached.
+      size_t left = n > 0 ? static_cast<size_t>(n) : 0;
+      int used = 0;
+      for (; used < nvec && left > 0; ++used) {
+        vec[used].iov_len = std::min(vec[used].iov_len, left);
+        left -= vec[used].iov_len;
+      }
+      if (used > 0) evbuffer_commit_space(input_, vec, used);
     }
-    // Commit only the vectors the bytes reached.
-    size_t left = static_cast<size_t>(n);
-    int used = 0;
-    for (; used < nvec && left > 0; ++used) {
-      vec[used].iov_len = std::min(vec[used].iov_len, left);
-      left -= vec[used].iov_len;
-    }
-    evbuffer_commit_space(input_, vec, used);
+    if (n < 0 && errno == EINTR) continue;
+    if (n == 0) eof = true;
+    if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK) error = true;
+    if (n <= 0) break;
     got += static_cast<size_t>(n);
     // A short read drained the socket; level-triggered readiness brings
     // us back when more arrives, so no read is spent on EAGAIN.
-    if (static_cast<size_t>(n) < reserved) break;
+    if (static_cast<size_t>(n) < want) break;
   }
   if (eof || error) {
     eof_ = true;

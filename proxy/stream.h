@@ -41,6 +41,11 @@ class StreamLoop {
   friend class Stream;
   event_base* base_;
   std::vector<Stream*> dirty_;  // null: the stream was destroyed meanwhile
+  // Shared landing space for reads into an empty input (see Stream::Reads).
+  std::vector<char> scratch_ = std::vector<char>(kMaxReadChunk);
+
+ public:
+  static constexpr size_t kMaxReadChunk = 64 * 1024;
 };
 
 class Stream {
@@ -57,8 +62,22 @@ class Stream {
   };
   using Callback = void (*)(void* owner, Happened what);
 
+  // Where reads land.
+  enum class Reads : uint8_t {
+    // Straight into space reserved in the input buffer: no copy, but
+    // every read allocates `read_chunk` while the input is empty. For the
+    // few, busy server connections.
+    reserved,
+    // Into the loop's shared scratch space when the input is empty, then
+    // copied into a buffer just big enough; straight in otherwise (a value
+    // still arriving). For client connections: thousands of clients each
+    // sending a small request at once must not each pin a read chunk.
+    compact,
+  };
+
   // Takes ownership of `fd` (-1 for a stream that will connect()).
-  Stream(StreamLoop& loop, int fd, Callback callback, void* owner, size_t read_chunk);
+  // `read_chunk` is at most StreamLoop::kMaxReadChunk.
+  Stream(StreamLoop& loop, int fd, Callback callback, void* owner, size_t read_chunk, Reads reads);
   ~Stream();
   Stream(const Stream&) = delete;
   Stream& operator=(const Stream&) = delete;
@@ -111,6 +130,7 @@ class Stream {
   evbuffer* output_;
   event* event_ = nullptr;
   size_t read_chunk_;
+  Reads reads_;
   size_t input_limit_ = SIZE_MAX;
   int idle_ms_ = 0;
   short interest_ = 0;  // EV_READ / EV_WRITE as registered

@@ -9,6 +9,10 @@
 
 namespace memshard::proxy {
 
+namespace {
+constexpr size_t kMaxFreeSlots = 1024;
+}  // namespace
+
 Worker::Worker(Proxy& proxy, int index) : proxy_(proxy), index_(index) {
   event_config* cfg = event_config_new();
   // Each base is used by exactly one thread: no locking inside libevent.
@@ -35,13 +39,7 @@ Worker::~Worker() {
   for (ClientConn* c : retired_) delete c;
   backends_.clear();
   draining_.clear();
-  for (ReplySlot* s : free_slots_) {
-    for (Fragment& f : s->fragments) {
-      if (f.values != nullptr) evbuffer_free(f.values);
-    }
-    evbuffer_free(s->reply);
-    delete s;
-  }
+  for (ReplySlot* s : free_slots_) delete s;
   event_free(housekeeping_event_);
   event_free(reap_event_);
   event_free(mailbox_event_);
@@ -236,7 +234,6 @@ ReplySlot* Worker::acquire_slot(ClientConn* client) {
   ReplySlot* s;
   if (free_slots_.empty()) {
     s = new ReplySlot();
-    s->reply = evbuffer_new();
   } else {
     s = free_slots_.back();
     free_slots_.pop_back();
@@ -246,6 +243,12 @@ ReplySlot* Worker::acquire_slot(ClientConn* client) {
 }
 
 void Worker::release_slot(ReplySlot* slot) {
+  // The pool keeps what steady traffic needs; slots beyond that (after a
+  // burst of thousands of clients) are freed rather than held forever.
+  if (free_slots_.size() >= kMaxFreeSlots) {
+    delete slot;
+    return;
+  }
   slot->reset();
   free_slots_.push_back(slot);
 }

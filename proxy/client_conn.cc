@@ -50,6 +50,7 @@ bool is_storage(proto::Command c) {
 ClientConn::ClientConn(Worker& worker, int fd, std::string pool_name, uint64_t id,
                        std::shared_ptr<std::atomic<uint32_t>> pool_clients)
     : worker_(worker),
+      work_(worker.scratch()),
       stream_(worker.streams(), fd, &ClientConn::on_stream, this, kMemcachedReadBuffer,
               Stream::Reads::compact),
       pool_name_(std::move(pool_name)),
@@ -152,7 +153,13 @@ bool ClientConn::next_request() {
     swallow_left_ -= n;
     if (swallow_left_ > 0) return false;
   }
-  if (!have_request_) {
+  if (awaiting_bytes_ > 0) {
+    // A request whose value was still arriving. The shared scratch space
+    // has served other clients since, so its line is parsed again.
+    if (evbuffer_get_length(in) < awaiting_bytes_) return false;
+    parse_line(in, line_bytes_);
+    awaiting_bytes_ = 0;
+  } else {
     size_t eol_len = 0;
     evbuffer_ptr eol = evbuffer_search_eol(in, nullptr, &eol_len, EVBUFFER_EOL_LF);
     if (eol.pos < 0) {
@@ -169,9 +176,9 @@ bool ClientConn::next_request() {
       bool too_long = len > proto::kMaxRetrievalLineLength;
       if (!too_long) {
         // Enough of the line to tell a long multi-get from garbage.
-        line_.resize(proto::kMaxLineLength + 1);
-        evbuffer_copyout(in, line_.data(), line_.size());
-        too_long = proto::line_too_long(line_);
+        work_.line.resize(proto::kMaxLineLength + 1);
+        evbuffer_copyout(in, work_.line.data(), work_.line.size());
+        too_long = proto::line_too_long(work_.line);
       }
       if (too_long) {
         // memcached closes such a connection without a word.
@@ -180,45 +187,49 @@ bool ClientConn::next_request() {
       }
       return false;
     }
-    size_t line_len = static_cast<size_t>(eol.pos);
+    auto line_len = static_cast<size_t>(eol.pos);
     header_bytes_ = line_len + eol_len;
-    line_.resize(line_len);
-    evbuffer_copyout(in, line_.data(), line_len);
-    if (!line_.empty() && line_.back() == '\r') line_.pop_back();
-    proto::parse_request_line(line_, limits_, request_);
-    have_request_ = true;
-  }
-  if (request_.action == proto::Action::forward &&
-      evbuffer_get_length(in) < header_bytes_ + request_.data_bytes) {
-    return false;  // the value has not fully arrived
+    parse_line(in, line_len);
+    if (work_.request.action == proto::Action::forward &&
+        evbuffer_get_length(in) < header_bytes_ + work_.request.data_bytes) {
+      line_bytes_ = line_len;
+      awaiting_bytes_ = header_bytes_ + work_.request.data_bytes;
+      return false;  // the value has not fully arrived
+    }
   }
   dispatch(in);
-  have_request_ = false;
-  if (line_.capacity() > 64 * 1024) line_ = std::string();  // after a huge multi-get
+  if (work_.line.capacity() > 64 * 1024) work_.line = std::string();  // after a huge multi-get
   return true;
+}
+
+void ClientConn::parse_line(evbuffer* in, size_t line_len) {
+  work_.line.resize(line_len);
+  evbuffer_copyout(in, work_.line.data(), line_len);
+  if (!work_.line.empty() && work_.line.back() == '\r') work_.line.pop_back();
+  proto::parse_request_line(work_.line, limits_, work_.request);
 }
 
 void ClientConn::dispatch(evbuffer* in) {
   if (route_epoch_ != worker_.routes_epoch()) use_route(worker_.route(pool_name_));
   const PoolRoute* route = route_;
-  switch (request_.action) {
+  switch (work_.request.action) {
     case proto::Action::local:
       answer_locally(in);
       return;
     case proto::Action::error:
       worker_.stats().client_errors.add();
       evbuffer_drain(in, header_bytes_);
-      swallow_left_ = request_.swallow;
-      if (request_.invalidate_key && route != nullptr) {
+      swallow_left_ = work_.request.swallow;
+      if (work_.request.invalidate_key && route != nullptr) {
         invalidate(*route);
       } else {
-        reply_now(new_slot(), request_.error_reply);
+        reply_now(new_slot(), work_.request.error_reply);
       }
       return;
     case proto::Action::close: {
       ReplySlot* s = new_slot();
       s->close_after = true;
-      reply_now(s, request_.error_reply);
+      reply_now(s, work_.request.error_reply);
       evbuffer_drain(in, header_bytes_);
       closing_ = true;
       return;
@@ -227,11 +238,11 @@ void ClientConn::dispatch(evbuffer* in) {
       break;
   }
   if (route == nullptr) {
-    evbuffer_drain(in, header_bytes_ + request_.data_bytes);
+    evbuffer_drain(in, header_bytes_ + work_.request.data_bytes);
     reply_now(new_slot(), kNoPool);
     return;
   }
-  switch (request_.action) {
+  switch (work_.request.action) {
     case proto::Action::forward:
       forward(*route, in);
       break;
@@ -248,26 +259,26 @@ void ClientConn::dispatch(evbuffer* in) {
 
 void ClientConn::forward(const PoolRoute& route, evbuffer* in) {
   WorkerStats& st = worker_.stats();
-  (is_storage(request_.command) ? st.cmd_set : st.cmd_other).add();
-  size_t server = route.pool->ring.lookup(request_.keys[0]);
+  (is_storage(work_.request.command) ? st.cmd_set : st.cmd_other).add();
+  size_t server = route.pool->ring.lookup(work_.request.keys[0]);
   BackendConn* conn =
       server == ketama::Ring::npos ? nullptr : route.backends[server]->connection_for(id_);
   ReplySlot* s = new_slot();
-  bool meta = is_meta(request_.command);
+  bool meta = is_meta(work_.request.command);
   if (conn == nullptr) {
-    evbuffer_drain(in, header_bytes_ + request_.data_bytes);
+    evbuffer_drain(in, header_bytes_ + work_.request.data_bytes);
     count_forward_error();
     // noreply asked for silence even about failures; quiet meta did not.
-    reply_now(s, request_.quiet && !meta ? std::string_view() : kUnavailable);
+    reply_now(s, work_.request.quiet && !meta ? std::string_view() : kUnavailable);
     return;
   }
   // The request goes out exactly as the client wrote it; a quiet one is
   // followed by "mn" so the server's own quiet rules decide what it says
   // and the MN marks where its answer ends.
   evbuffer* out = conn->output();
-  evbuffer_remove_buffer(in, out, header_bytes_ + request_.data_bytes);
+  evbuffer_remove_buffer(in, out, header_bytes_ + work_.request.data_bytes);
   ReplyMode mode = meta ? ReplyMode::meta : ReplyMode::single;
-  if (request_.quiet) {
+  if (work_.request.quiet) {
     evbuffer_add(out, "mn\r\n", 4);
     mode = meta ? ReplyMode::quiet_keep : ReplyMode::quiet_drop;
   }
@@ -281,18 +292,18 @@ void ClientConn::forward(const PoolRoute& route, evbuffer* in) {
 // memcached does; the client sees only the refusal, after the delete.
 void ClientConn::invalidate(const PoolRoute& route) {
   ReplySlot* s = new_slot();
-  evbuffer_add(s->reply, request_.error_reply.data(), request_.error_reply.size());
-  size_t server = route.pool->ring.lookup(request_.keys[0]);
+  evbuffer_add(s->reply, work_.request.error_reply.data(), work_.request.error_reply.size());
+  size_t server = route.pool->ring.lookup(work_.request.keys[0]);
   BackendConn* conn =
       server == ketama::Ring::npos ? nullptr : route.backends[server]->connection_for(id_);
   if (conn == nullptr) {
     s->complete = true;
     return;
   }
-  scratch_.assign("md ").append(request_.raw_key);
-  if (request_.key_base64) scratch_.append(" b");
-  scratch_.append(" q\r\nmn\r\n");
-  evbuffer_add(conn->output(), scratch_.data(), scratch_.size());
+  work_.text.assign("md ").append(work_.request.raw_key);
+  if (work_.request.key_base64) work_.text.append(" b");
+  work_.text.append(" q\r\nmn\r\n");
+  evbuffer_add(conn->output(), work_.text.data(), work_.text.size());
   s->outstanding = 1;
   s->add_fragment();
   count_fragment();
@@ -305,18 +316,18 @@ void ClientConn::multi_get(const PoolRoute& route, evbuffer* in) {
   s->kind = SlotKind::retrieval;
   const ketama::Ring& ring = route.pool->ring;
   size_t nservers = route.backends.size();
-  if (fragment_of_server_.size() < nservers + 1) fragment_of_server_.assign(nservers + 1, -1);
-  server_of_fragment_.clear();
-  const auto& keys = request_.keys;
+  if (work_.fragment_of_server.size() < nservers + 1) work_.fragment_of_server.assign(nservers + 1, -1);
+  work_.server_of_fragment.clear();
+  const auto& keys = work_.request.keys;
   for (uint32_t pos = 0; pos < keys.size(); ++pos) {
     size_t server = ring.lookup(keys[pos]);
     if (server == ketama::Ring::npos) server = nservers;  // nothing live: a failed fragment
-    int32_t f = fragment_of_server_[server];
+    int32_t f = work_.fragment_of_server[server];
     if (f < 0) {
       f = static_cast<int32_t>(s->fragment_count);
       s->add_fragment();
-      fragment_of_server_[server] = f;
-      server_of_fragment_.push_back(server);
+      work_.fragment_of_server[server] = f;
+      work_.server_of_fragment.push_back(server);
     }
     auto offset = static_cast<uint32_t>(s->keys.size());
     s->keys.append(keys[pos]);
@@ -324,14 +335,14 @@ void ClientConn::multi_get(const PoolRoute& route, evbuffer* in) {
         KeyRef{offset, static_cast<uint32_t>(keys[pos].size()), static_cast<uint32_t>(f), 0});
     s->fragments[f].key_positions.push_back(pos);
   }
-  for (size_t server : server_of_fragment_) fragment_of_server_[server] = -1;
+  for (size_t server : work_.server_of_fragment) work_.fragment_of_server[server] = -1;
   st.cmd_get.add(keys.size());
 
-  bool whole_line = server_of_fragment_.size() == 1;
+  bool whole_line = work_.server_of_fragment.size() == 1;
   if (!whole_line) evbuffer_drain(in, header_bytes_);
   uint64_t now = worker_.now_usec();
   for (uint32_t f = 0; f < s->fragment_count; ++f) {
-    size_t server = server_of_fragment_[f];
+    size_t server = work_.server_of_fragment[f];
     BackendConn* conn = server < nservers ? route.backends[server]->connection_for(id_) : nullptr;
     if (conn == nullptr) {
       s->fragments[f].failed = true;
@@ -344,11 +355,11 @@ void ClientConn::multi_get(const PoolRoute& route, evbuffer* in) {
       // One server holds every key: the client's own line serves as is.
       evbuffer_remove_buffer(in, out, header_bytes_);
     } else {
-      key_views_.clear();
-      for (uint32_t pos : s->fragments[f].key_positions) key_views_.push_back(s->key(pos));
-      scratch_.clear();
-      proto::append_retrieval_line(request_, key_views_, scratch_);
-      evbuffer_add(out, scratch_.data(), scratch_.size());
+      work_.key_views.clear();
+      for (uint32_t pos : s->fragments[f].key_positions) work_.key_views.push_back(s->key(pos));
+      work_.text.clear();
+      proto::append_retrieval_line(work_.request, work_.key_views, work_.text);
+      evbuffer_add(out, work_.text.data(), work_.text.size());
     }
     ++s->outstanding;
     count_fragment();
@@ -364,7 +375,7 @@ void ClientConn::multi_get(const PoolRoute& route, evbuffer* in) {
 void ClientConn::broadcast(const PoolRoute& route, evbuffer* in) {
   ReplySlot* s = new_slot();
   s->kind = SlotKind::broadcast;
-  s->drop_reply = request_.quiet;
+  s->drop_reply = work_.request.quiet;
   s->add_fragment();
   uint64_t now = worker_.now_usec();
   for (BackendServer* b : route.backends) {
@@ -375,10 +386,10 @@ void ClientConn::broadcast(const PoolRoute& route, evbuffer* in) {
       continue;
     }
     evbuffer* out = conn->output();
-    evbuffer_add(out, line_.data(), line_.size());
+    evbuffer_add(out, work_.line.data(), work_.line.size());
     evbuffer_add(out, "\r\n", 2);
     ReplyMode mode = ReplyMode::broadcast;
-    if (request_.quiet) {
+    if (work_.request.quiet) {
       evbuffer_add(out, "mn\r\n", 4);
       mode = ReplyMode::quiet_drop;
     }
@@ -396,14 +407,14 @@ void ClientConn::broadcast(const PoolRoute& route, evbuffer* in) {
 void ClientConn::answer_locally(evbuffer* in) {
   evbuffer_drain(in, header_bytes_);
   ReplySlot* s = new_slot();
-  switch (request_.command) {
+  switch (work_.request.command) {
     case proto::Command::quit:
       s->close_after = true;
       s->complete = true;
       closing_ = true;
       break;
     case proto::Command::verbosity:
-      reply_now(s, request_.quiet ? std::string_view() : std::string_view("OK\r\n"));
+      reply_now(s, work_.request.quiet ? std::string_view() : std::string_view("OK\r\n"));
       break;
     case proto::Command::meta_noop:
       reply_now(s, "MN\r\n");
@@ -412,9 +423,9 @@ void ClientConn::answer_locally(evbuffer* in) {
       reply_now(s, version_reply());
       break;
     case proto::Command::stats:
-      scratch_.clear();
-      append_stats_reply(worker_.proxy(), request_.args, scratch_);
-      reply_now(s, scratch_);
+      work_.text.clear();
+      append_stats_reply(worker_.proxy(), work_.request.args, work_.text);
+      reply_now(s, work_.text);
       break;
     default:
       reply_now(s, "ERROR\r\n");
@@ -436,7 +447,7 @@ ReplySlot* ClientConn::new_slot() {
   ReplySlot* s = worker_.acquire_slot(this);
   // Each key may bring back a value of up to item_size_max: counting them
   // bounds what the replies owed to one client can make us hold.
-  s->keys_weight = request_.keys.empty() ? 1 : static_cast<uint32_t>(request_.keys.size());
+  s->keys_weight = work_.request.keys.empty() ? 1 : static_cast<uint32_t>(work_.request.keys.size());
   keys_in_flight_ += s->keys_weight;
   s->started_usec = worker_.now_usec();
   slots_.push_back(s);

@@ -12,6 +12,7 @@
 
 #include "proxy/fifo.h"
 #include "proxy/request_parser.h"
+#include "proxy/request_scratch.h"
 #include "proxy/stats.h"
 #include "proxy/stream.h"
 
@@ -57,6 +58,8 @@ class ClientConn {
   void process_input();
   // Returns false when input must wait for more bytes.
   bool next_request();
+  // Parses the request line at the front of `in` into the scratch space.
+  void parse_line(evbuffer* in, size_t line_len);
   void dispatch(evbuffer* in);
   void forward(const PoolRoute& route, evbuffer* in);
   void multi_get(const PoolRoute& route, evbuffer* in);
@@ -72,6 +75,7 @@ class ClientConn {
   void shut();
 
   Worker& worker_;
+  RequestScratch& work_;  // the worker's, shared by its clients
   Stream stream_;
   std::string pool_name_;
   uint64_t id_;
@@ -82,15 +86,11 @@ class ClientConn {
   uint64_t route_epoch_ = ~uint64_t{0};
   proto::Limits limits_;
   Fifo<ReplySlot*> slots_;
-  proto::Request request_;
-  std::string line_;
-  std::string scratch_;
-  // Scratch space for splitting multi-gets, kept to avoid reallocating.
-  std::vector<int32_t> fragment_of_server_;
-  std::vector<size_t> server_of_fragment_;
-  std::vector<std::string_view> key_views_;
   size_t header_bytes_ = 0;  // line + terminator of the request being handled
-  bool have_request_ = false;
+  // A request line seen whose value has not fully arrived: the bytes the
+  // request takes (line, terminator, value), and the line's length.
+  uint64_t awaiting_bytes_ = 0;
+  size_t line_bytes_ = 0;
   uint64_t swallow_left_ = 0;
   size_t keys_in_flight_ = 0;  // keys of the slots not yet written out
   bool in_process_ = false;

@@ -32,7 +32,7 @@ class Fifo {
 
  private:
   void grow() {
-    std::vector<T> bigger(items_.empty() ? 16 : items_.size() * 2);
+    std::vector<T> bigger(items_.empty() ? 4 : items_.size() * 2);
     for (size_t i = 0; i < size_; ++i) bigger[i] = std::move((*this)[i]);
     items_ = std::move(bigger);
     head_ = 0;

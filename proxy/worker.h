@@ -17,6 +17,7 @@
 
 #include "proxy/backend.h"
 #include "proxy/reply_slot.h"
+#include "proxy/request_scratch.h"
 #include "proxy/stats.h"
 #include "proxy/stream.h"
 #include "proxy/topology.h"
@@ -73,6 +74,7 @@ class Worker {
   // Worker-thread only.
   event_base* base() const { return base_; }
   StreamLoop& streams() { return *streams_; }
+  RequestScratch& scratch() { return scratch_; }
   uint64_t now_usec();
   const PoolRoute* route(const std::string& pool_name) const;
   uint64_t generation() const { return topology_ ? topology_->generation : 0; }
@@ -103,6 +105,7 @@ class Worker {
   int index_;
   event_base* base_ = nullptr;
   std::unique_ptr<StreamLoop> streams_;
+  RequestScratch scratch_;
   bool running_ = false;  // worker thread only
   std::thread thread_;
   int mailbox_fd_ = -1;  // eventfd: wakes the loop when the mailbox has mail

@@ -129,12 +129,11 @@ void ClientConn::on_stream(void* self, Stream::Happened what) {
 void ClientConn::process_input() {
   if (closing_ || closed_ || in_process_) return;
   in_process_ = true;
-  evbuffer* out = stream_.output();
   while (!closing_) {
     // A lone request always goes through, however many keys it has.
     bool over_keys = keys_in_flight_ >= kMaxKeysInFlight && !slots_.empty();
     if (over_keys || slots_.size() >= kMaxPendingReplies ||
-        evbuffer_get_length(out) >= kMaxBufferedOutput) {
+        stream_.output_length() >= kMaxBufferedOutput) {
       paused_ = true;
       break;
     }
@@ -316,7 +315,8 @@ void ClientConn::multi_get(const PoolRoute& route, evbuffer* in) {
   s->kind = SlotKind::retrieval;
   const ketama::Ring& ring = route.pool->ring;
   size_t nservers = route.backends.size();
-  if (work_.fragment_of_server.size() < nservers + 1) work_.fragment_of_server.assign(nservers + 1, -1);
+  if (work_.fragment_of_server.size() < nservers + 1)
+    work_.fragment_of_server.assign(nservers + 1, -1);
   work_.server_of_fragment.clear();
   const auto& keys = work_.request.keys;
   for (uint32_t pos = 0; pos < keys.size(); ++pos) {
@@ -447,7 +447,8 @@ ReplySlot* ClientConn::new_slot() {
   ReplySlot* s = worker_.acquire_slot(this);
   // Each key may bring back a value of up to item_size_max: counting them
   // bounds what the replies owed to one client can make us hold.
-  s->keys_weight = work_.request.keys.empty() ? 1 : static_cast<uint32_t>(work_.request.keys.size());
+  s->keys_weight =
+      work_.request.keys.empty() ? 1 : static_cast<uint32_t>(work_.request.keys.size());
   keys_in_flight_ += s->keys_weight;
   s->started_usec = worker_.now_usec();
   slots_.push_back(s);
@@ -464,7 +465,6 @@ void ClientConn::on_slot_complete() {
 }
 
 void ClientConn::flush_ready() {
-  evbuffer* out = closed_ ? nullptr : stream_.output();
   uint64_t now = slots_.empty() ? 0 : worker_.now_usec();
   bool wrote = false;
   while (!slots_.empty() && slots_.front()->complete) {
@@ -472,8 +472,8 @@ void ClientConn::flush_ready() {
     keys_in_flight_ -= s->keys_weight;
     pool_stats_->requests.add();
     pool_stats_->record_latency(now - s->started_usec);
-    if (out != nullptr && !s->drop_reply) {
-      evbuffer_add_buffer(out, s->reply);
+    if (!closed_ && !s->drop_reply && evbuffer_get_length(s->reply) > 0) {
+      evbuffer_add_buffer(stream_.output(), s->reply);
       wrote = true;
     }
     if (s->close_after) closing_ = true;
@@ -487,7 +487,7 @@ void ClientConn::flush_ready() {
   }
   if (closing_) {
     stream_.set_reading(false);
-    if (slots_.empty() && evbuffer_get_length(out) == 0) {
+    if (slots_.empty() && stream_.output_length() == 0) {
       shut();
     } else {
       stream_.watch_writes(true);  // close once the output has gone
@@ -495,7 +495,7 @@ void ClientConn::flush_ready() {
     return;
   }
   if (paused_ && slots_.size() < kMaxPendingReplies && keys_in_flight_ < kMaxKeysInFlight &&
-      evbuffer_get_length(out) < kMaxBufferedOutput) {
+      stream_.output_length() < kMaxBufferedOutput) {
     paused_ = false;
     process_input();
   }

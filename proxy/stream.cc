@@ -39,8 +39,6 @@ Stream::Stream(StreamLoop& loop, int fd, Callback callback, void* owner, size_t 
       fd_(fd),
       callback_(callback),
       owner_(owner),
-      input_(evbuffer_new()),
-      output_(evbuffer_new()),
       read_chunk_(std::min(read_chunk, StreamLoop::kMaxReadChunk)),
       reads_(reads) {
   if (fd_ >= 0) set_interest();
@@ -49,8 +47,40 @@ Stream::Stream(StreamLoop& loop, int fd, Callback callback, void* owner, size_t 
 Stream::~Stream() {
   if (alive_ != nullptr) *alive_ = false;
   close();
-  evbuffer_free(input_);
-  evbuffer_free(output_);
+  if (input_ != nullptr) evbuffer_free(input_);
+  if (output_ != nullptr) evbuffer_free(output_);
+}
+
+evbuffer* Stream::input() {
+  if (input_ == nullptr) input_ = evbuffer_new();
+  return input_;
+}
+
+evbuffer* Stream::output() {
+  if (output_ == nullptr) output_ = evbuffer_new();
+  return output_;
+}
+
+size_t Stream::input_length() const {
+  return input_ == nullptr ? 0 : evbuffer_get_length(input_);
+}
+
+size_t Stream::output_length() const {
+  return output_ == nullptr ? 0 : evbuffer_get_length(output_);
+}
+
+// An idle client keeps no buffers: they are made again by its next read
+// or reply, which costs less than holding them for thousands of clients.
+void Stream::release_empty_buffers() {
+  if (reads_ != Reads::compact) return;
+  if (input_ != nullptr && evbuffer_get_length(input_) == 0) {
+    evbuffer_free(input_);
+    input_ = nullptr;
+  }
+  if (output_ != nullptr && evbuffer_get_length(output_) == 0) {
+    evbuffer_free(output_);
+    output_ = nullptr;
+  }
 }
 
 void Stream::close() {
@@ -64,8 +94,8 @@ void Stream::close() {
   interest_ = 0;
   if (fd_ >= 0) ::close(fd_);
   fd_ = -1;
-  evbuffer_drain(input_, evbuffer_get_length(input_));
-  evbuffer_drain(output_, evbuffer_get_length(output_));
+  if (input_ != nullptr) evbuffer_drain(input_, evbuffer_get_length(input_));
+  if (output_ != nullptr) evbuffer_drain(output_, evbuffer_get_length(output_));
 }
 
 bool Stream::connect(const SocketAddress& address) {
@@ -122,7 +152,7 @@ void Stream::set_interest() {
     if (connecting_) {
       want = EV_WRITE;
     } else {
-      if (reading_ && !eof_ && evbuffer_get_length(input_) < input_limit_) want |= EV_READ;
+      if (reading_ && !eof_ && input_length() < input_limit_) want |= EV_READ;
       if (blocked_) want |= EV_WRITE;
     }
   }
@@ -185,16 +215,16 @@ void Stream::handle_read() {
   size_t got = 0;
   bool eof = false, error = false;
   for (int round = 0; round < kMaxReadsPerEvent; ++round) {
-    size_t have = evbuffer_get_length(input_);
+    size_t have = input_length();
     if (have >= input_limit_) break;
     size_t want = std::min(read_chunk_, input_limit_ - have);
     ssize_t n;
     if (reads_ == Reads::compact && have == 0) {
       n = read(fd_, loop_.scratch_.data(), want);
-      if (n > 0) evbuffer_add(input_, loop_.scratch_.data(), static_cast<size_t>(n));
+      if (n > 0) evbuffer_add(input(), loop_.scratch_.data(), static_cast<size_t>(n));
     } else {
       evbuffer_iovec vec[2];
-      int nvec = evbuffer_reserve_space(input_, static_cast<ev_ssize_t>(want), vec, 2);
+      int nvec = evbuffer_reserve_space(input(), static_cast<ev_ssize_t>(want), vec, 2);
       if (nvec <= 0) {
         error = true;
         break;
@@ -236,13 +266,14 @@ void Stream::handle_read() {
     report(Happened::eof);
   } else {
     set_interest();  // the owner consumed input: reading may resume
+    release_empty_buffers();
   }
 }
 
 bool Stream::write_out() {
   if (connecting_ || failed_ || fd_ < 0) return true;
   size_t wrote = 0;
-  while (evbuffer_get_length(output_) > 0) {
+  while (output_length() > 0) {
     int n = evbuffer_write_atmost(output_, fd_, -1);
     if (n > 0) {
       wrote += static_cast<size_t>(n);
@@ -257,12 +288,13 @@ bool Stream::write_out() {
     }
     break;  // the kernel's buffer is full
   }
-  bool blocked = evbuffer_get_length(output_) > 0;
+  bool blocked = output_length() > 0;
   if (blocked != blocked_) {
     blocked_ = blocked;
     set_interest();
   }
-  if (wrote > 0 && watch_writes_) return report(Happened::written);
+  if (wrote > 0 && watch_writes_ && !report(Happened::written)) return false;
+  release_empty_buffers();
   return true;
 }
 

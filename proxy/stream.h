@@ -92,8 +92,12 @@ class Stream {
   bool connect(const SocketAddress& address);
   int fd() const { return fd_; }
 
-  evbuffer* input() const { return input_; }
-  evbuffer* output() const { return output_; }
+  // The buffers exist while they hold bytes (client streams free them
+  // when empty); these make them on demand.
+  evbuffer* input();
+  evbuffer* output();
+  size_t input_length() const;
+  size_t output_length() const;
   // Call after appending to output(): it is written at the end of this
   // loop iteration.
   void mark_dirty();
@@ -121,13 +125,14 @@ class Stream {
   // False when the owner destroyed the stream in its callback.
   bool report(Happened what);
   void set_interest();
+  void release_empty_buffers();
 
   StreamLoop& loop_;
   int fd_;
   Callback callback_;
   void* owner_;
-  evbuffer* input_;
-  evbuffer* output_;
+  evbuffer* input_ = nullptr;
+  evbuffer* output_ = nullptr;
   event* event_ = nullptr;
   size_t read_chunk_;
   Reads reads_;

@@ -47,6 +47,11 @@ def main():
     memory = load_lines(os.path.join(out, "memory.jsonl"))
     syscalls = load_lines(os.path.join(out, "syscalls.jsonl"))
     workloads = meta["workloads"]  # [[id, description], ...]
+    global TARGETS
+    alt = meta.get("alt_threads", 0)
+    if alt:
+        TARGETS = TARGETS + [f"memshard-{alt}t"]
+    proxies = [t for t in TARGETS if t.startswith("memshard")]
 
     med = {}
     for wid, _ in workloads:
@@ -64,8 +69,9 @@ def main():
             }
 
     print()
-    print("memshard bench: {rounds} round(s) x {duration} s (+{warmup} s warmup) per run; memshard --threads {threads}; "
-          "loadgen {lg_threads} threads; medians over rounds".format(**meta))
+    print("memshard bench: {rounds} round(s) x {duration} s (+{warmup} s warmup) per run; memshard --threads {threads}{alt}; "
+          "loadgen {lg_threads} threads; medians over rounds".format(
+              alt=f" (memshard-{alt}t: --threads {alt})" if alt else "", **meta))
     print("cpu us/req = the target process's utime+stime over the measured window / requests "
           "(for direct: memcached's own)")
     la = [meta.get("loadavg_start"), meta.get("loadavg_end")]
@@ -77,7 +83,7 @@ def main():
         print(f"load average at start {la[0]:.2f}, at end {la[1]:.2f} on {meta.get('cores')} cores{note}")
     print()
     w_desc = max(len(d) for _, d in workloads) + 4
-    head = "{:<{w}} {:<11} {:>10} {:>10} {:>9} {:>9} {:>11}".format(
+    head = "{:<{w}} {:<12} {:>10} {:>10} {:>9} {:>9} {:>11}".format(
         "workload", "target", "req/s", "keys/s", "p50 us", "p99 us", "cpu us/req", w=w_desc)
     print(head)
     print("-" * len(head))
@@ -89,36 +95,40 @@ def main():
                 continue
             label = f"({wid}) {desc}" if first else ""
             first = False
-            print("{:<{w}} {:<11} {:>10} {:>10} {:>9} {:>9} {:>11}".format(
+            print("{:<{w}} {:<12} {:>10} {:>10} {:>9} {:>9} {:>11}".format(
                 label, t, fmt(m["rps"], "{:.0f}"), fmt(m["keys_per_s"], "{:.0f}"), fmt(m["p50_us"]),
                 fmt(m["p99_us"]), fmt(m["cpu_us_per_req"], "{:.2f}"), w=w_desc))
     print()
 
     ratios = {}
-    head = "{:<{w}} {:>12} {:>14} {:>22}".format(
-        "memshard / nutcracker", "throughput", "cpu/request", "added p50 over direct", w=w_desc)
-    print(head)
-    print("-" * len(head))
-    for wid, desc in workloads:
-        m, n, d = med.get((wid, "memshard")), med.get((wid, "nutcracker")), med.get((wid, "direct"))
-        if not m or not n:
-            continue
-        tput = ratio(m["rps"], n["rps"])
-        cpu = ratio(m["cpu_us_per_req"], n["cpu_us_per_req"])
-        added = None
-        if d and d["p50_us"] is not None and m["p50_us"] is not None and n["p50_us"] is not None:
-            am, an = m["p50_us"] - d["p50_us"], n["p50_us"] - d["p50_us"]
-            added = am / an if an > 0 else None
-        ratios[wid] = {"throughput": tput, "cpu_per_request": cpu, "added_p50_over_direct": added}
-        print("{:<{w}} {:>12} {:>14} {:>22}".format(
-            f"({wid}) {desc}", fmt(tput, "{:.2f}x"), fmt(cpu, "{:.2f}x"), fmt(added, "{:.2f}x"), w=w_desc))
+    for proxy in proxies:
+        ratios[proxy] = {}
+        head = "{:<{w}} {:>12} {:>14} {:>22}".format(
+            f"{proxy} / nutcracker", "throughput", "cpu/request", "added p50 over direct", w=w_desc)
+        print(head)
+        print("-" * len(head))
+        for wid, desc in workloads:
+            m, n, d = med.get((wid, proxy)), med.get((wid, "nutcracker")), med.get((wid, "direct"))
+            if not m or not n:
+                continue
+            tput = ratio(m["rps"], n["rps"])
+            cpu = ratio(m["cpu_us_per_req"], n["cpu_us_per_req"])
+            added = None
+            if d and d["p50_us"] is not None and m["p50_us"] is not None and n["p50_us"] is not None:
+                am, an = m["p50_us"] - d["p50_us"], n["p50_us"] - d["p50_us"]
+                added = am / an if an > 0 else None
+            ratios[proxy][wid] = {"throughput": tput, "cpu_per_request": cpu, "added_p50_over_direct": added}
+            print("{:<{w}} {:>12} {:>14} {:>22}".format(
+                f"({wid}) {desc}", fmt(tput, "{:.2f}x"), fmt(cpu, "{:.2f}x"), fmt(added, "{:.2f}x"), w=w_desc))
+        print()
     print("(throughput > 1: memshard faster; cpu/request < 1: memshard cheaper; "
           "added p50 < 1: memshard adds less latency than nutcracker; '-' when nutcracker's p50 is not above direct's)")
 
     if syscalls:
         print()
         print("syscalls per request made by the target process (perf stat raw_syscalls:sys_enter, separate run)")
-        head = "{:<{w}} {:>12} {:>12} {:>12}".format("workload", *TARGETS, w=w_desc)
+        cols = " ".join(["{:>12}"] * len(TARGETS))
+        head = ("{:<{w}} " + cols).format("workload", *TARGETS, w=w_desc)
         print(head)
         print("-" * len(head))
         for wid, desc in workloads:
@@ -129,7 +139,7 @@ def main():
             for t in TARGETS:
                 s = row.get(t)
                 cells.append(fmt(s["syscalls"] / s["requests"] if s and s["requests"] else None, "{:.2f}"))
-            print("{:<{w}} {:>12} {:>12} {:>12}".format(f"({wid}) {desc}", *cells, w=w_desc))
+            print(("{:<{w}} " + cols).format(f"({wid}) {desc}", *cells, w=w_desc))
         if any(s.get("by") for s in syscalls):
             print()
             print("per request, by syscall (cs = context switches of the target process)")
@@ -142,7 +152,7 @@ def main():
                     parts = [f"{k} {v / n:.2f}" for k, v in s.get("by", {}).items() if v / n >= 0.005]
                     if s.get("context_switches") is not None:
                         parts.append(f"cs {s['context_switches'] / n:.2f}")
-                    print("  ({}) {:<11} {}".format(wid, t, "  ".join(parts)))
+                    print("  ({}) {:<12} {}".format(wid, t, "  ".join(parts)))
 
     memory_ratios = {}
     if memory:

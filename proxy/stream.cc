@@ -189,7 +189,9 @@ void Stream::on_event(evutil_socket_t, short what, void* self) {
     if (!alive) return;
     s->alive_ = nullptr;
   }
-  if ((what & EV_READ) && s->fd_ >= 0) s->handle_read();
+  // A write that failed leaves the stream unusable: nothing more to read
+  // or report.
+  if ((what & EV_READ) && s->fd_ >= 0 && !s->failed_) s->handle_read();
 }
 
 void Stream::handle_write() {
@@ -229,11 +231,15 @@ void Stream::handle_read() {
         error = true;
         break;
       }
+      // The reserved space may be larger than asked for (a whole chain's
+      // room): read into all of it, but never past the input limit.
       iovec iov[2];
+      size_t room = input_limit_ - have;
       want = 0;
       for (int i = 0; i < nvec; ++i) {
-        iov[i] = {vec[i].iov_base, vec[i].iov_len};
-        want += vec[i].iov_len;
+        size_t len = std::min(vec[i].iov_len, room - want);
+        iov[i] = {vec[i].iov_base, len};
+        want += len;
       }
       n = readv(fd_, iov, nvec);
       // Commit only the vectors the bytes reached.

@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <ctime>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "proxy/proxy.h"
 
@@ -57,17 +59,27 @@ uint64_t server_counter(const StatsSnapshot::Server& s, std::string_view name) {
   return counter(s.counters, index_of(kServerCounterNames, std::size(kServerCounterNames), name));
 }
 
+// The workers' counters summed, looked up by name (both renderers print a
+// few of them among their own fields).
+class WorkerTotals {
+ public:
+  explicit WorkerTotals(const Proxy& p) : totals_(p.counter_totals()) {}
+  uint64_t operator()(std::string_view name) const {
+    for (const auto& [n, v] : totals_) {
+      if (n == name) return v;
+    }
+    return 0;
+  }
+
+ private:
+  std::vector<std::pair<std::string_view, uint64_t>> totals_;
+};
+
 }  // namespace
 
 void render_twemproxy_json(const Proxy& p, std::string& out) {
   StatsSnapshot snap = p.snapshot();
-  auto totals = p.counter_totals();
-  auto total = [&](std::string_view name) -> uint64_t {
-    for (const auto& [n, v] : totals) {
-      if (n == name) return v;
-    }
-    return 0;
-  };
+  WorkerTotals total(p);
   out.append("{\"service\":\"memshard\", \"source\":");
   json_string(out, hostname());
   out.append(", \"version\":\"" MEMSHARD_VERSION "\"");
@@ -166,13 +178,7 @@ std::string server_labels(const std::string& pool, const std::string& name,
 void render_prometheus(const Proxy& p, std::string& out) {
   StatsSnapshot snap = p.snapshot();
   Family f{out};
-  auto totals = p.counter_totals();
-  auto total = [&](std::string_view name) -> uint64_t {
-    for (const auto& [n, v] : totals) {
-      if (n == name) return v;
-    }
-    return 0;
-  };
+  WorkerTotals total(p);
   f.header("memshard_uptime_seconds", "gauge", "Seconds since memshard started.");
   f.sample("memshard_uptime_seconds", "", p.uptime_seconds());
   f.header("memshard_config_generation", "gauge", "Generation of the configuration in force.");

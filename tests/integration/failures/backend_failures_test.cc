@@ -568,6 +568,14 @@ void hammer_all_down(Proxy& proxy, Fleet& fleet,
 
   // The servers come back: service resumes by itself, on every server.
   for (size_t i = 0; i < fleet.size(); ++i) fleet[i].restart();
+  if (ejecting) {
+    // Each ejected server is re-admitted by its own probe, up to one probe
+    // interval after its restart; until all three are back, a key may
+    // rightly land on another live server, so placement is checked after.
+    EXPECT_TRUE(
+        eventually([&] { return proxy_stat(proxy.port(), "server_readmissions") == 3u; }, 5s))
+        << "not every restarted server was re-admitted within 5 s";
+  }
   RawClient c(proxy.port());
   for (size_t s = 0; s < by_server.size(); ++s) {
     const std::string& k = by_server[s][1];

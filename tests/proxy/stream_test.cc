@@ -24,6 +24,7 @@
 #include <cstdint>
 #include <cstring>
 #include <functional>
+#include <initializer_list>
 #include <memory>
 #include <ostream>
 #include <string>
@@ -211,6 +212,14 @@ struct Owner {
     size_t old = received.size();
     received.resize(old + n);
     ASSERT_EQ(evbuffer_remove(in, received.data() + old, n), static_cast<int>(n));
+  }
+
+  // Destroys the stream from inside its own callback, on the first of
+  // these reports.
+  void destroy_on(std::initializer_list<Happened> reports) {
+    then = [reports = std::vector<Happened>(reports)](Owner& o, Happened what) {
+      if (std::find(reports.begin(), reports.end(), what) != reports.end()) o.stream.reset();
+    };
   }
 
   // Appends output the way the proxy does: written at the next flush.
@@ -603,9 +612,7 @@ TEST_F(StreamTest, ConnectToAClosedPortFails) {
 TEST_F(StreamTest, DestroyedOnInput) {
   SocketPair s = socket_pair();
   Owner owner(loop_, s.ours);
-  owner.then = [](Owner& o, Happened what) {
-    if (what == Happened::input) o.stream.reset();
-  };
+  owner.destroy_on({Happened::input});
   send_all_now(s.peer.get(), "quit\r\n");
   ASSERT_TRUE(run_until([&] { return owner.stream == nullptr; }));
   run_iterations(5);
@@ -619,9 +626,7 @@ TEST_F(StreamTest, DestroyedOnInput) {
 TEST_F(StreamTest, DestroyedOnInputBeforeEof) {
   SocketPair s = socket_pair();
   Owner owner(loop_, s.ours);
-  owner.then = [](Owner& o, Happened what) {
-    if (what == Happened::input) o.stream.reset();
-  };
+  owner.destroy_on({Happened::input});
   send_all_now(s.peer.get(), "quit\r\n");
   shutdown(s.peer.get(), SHUT_WR);
   ASSERT_TRUE(run_until([&] { return owner.stream == nullptr; }));
@@ -632,9 +637,7 @@ TEST_F(StreamTest, DestroyedOnInputBeforeEof) {
 TEST_F(StreamTest, DestroyedOnEof) {
   SocketPair s = socket_pair();
   Owner owner(loop_, s.ours);
-  owner.then = [](Owner& o, Happened what) {
-    if (what == Happened::eof) o.stream.reset();
-  };
+  owner.destroy_on({Happened::eof});
   s.peer.reset();
   ASSERT_TRUE(run_until([&] { return owner.stream == nullptr; }));
   run_iterations(5);
@@ -648,9 +651,7 @@ TEST_F(StreamTest, DestroyedOnErrorDuringFlush) {
   SocketPair alive = socket_pair();
   Owner failing(loop_, gone.ours);
   Owner healthy(loop_, alive.ours);
-  failing.then = [](Owner& o, Happened what) {
-    if (what == Happened::error) o.stream.reset();
-  };
+  failing.destroy_on({Happened::error});
   gone.peer.reset();
   failing.send("get a\r\n");
   healthy.send("get b\r\n");
@@ -669,9 +670,7 @@ TEST_F(StreamTest, DestroyedOnErrorDuringFlush) {
 TEST_F(StreamTest, DestroyedOnErrorWhileWaitingToWrite) {
   SocketPair s = socket_pair();
   Owner owner(loop_, s.ours);
-  owner.then = [](Owner& o, Happened what) {
-    if (what == Happened::error || what == Happened::eof) o.stream.reset();
-  };
+  owner.destroy_on({Happened::error, Happened::eof});
   owner.send(pattern(4 << 20));
   loop_.flush();
   ASSERT_GT(owner.stream->output_length(), 0u);
@@ -685,9 +684,7 @@ TEST_F(StreamTest, DestroyedOnWrittenDuringFlush) {
   SocketPair s = socket_pair();
   Owner owner(loop_, s.ours);
   owner.stream->watch_writes(true);
-  owner.then = [](Owner& o, Happened what) {
-    if (what == Happened::written) o.stream.reset();
-  };
+  owner.destroy_on({Happened::written});
   owner.send("bye\r\n");
   loop_.flush();
   EXPECT_EQ(owner.stream, nullptr);
@@ -700,9 +697,7 @@ TEST_F(StreamTest, DestroyedOnConnected) {
   SocketAddress address;
   Fd listener = tcp_socket(address, /*listening=*/true);
   Owner owner(loop_, -1);
-  owner.then = [](Owner& o, Happened what) {
-    if (what == Happened::connected) o.stream.reset();
-  };
+  owner.destroy_on({Happened::connected});
   ASSERT_TRUE(owner.stream->connect(address)) << strerror(errno);
   owner.send("never sent\r\n");
   ASSERT_TRUE(run_until([&] { return owner.stream == nullptr; }));
@@ -713,9 +708,7 @@ TEST_F(StreamTest, DestroyedOnConnected) {
 TEST_F(StreamTest, DestroyedOnIdle) {
   SocketPair s = socket_pair();
   Owner owner(loop_, s.ours);
-  owner.then = [](Owner& o, Happened what) {
-    if (what == Happened::idle) o.stream.reset();
-  };
+  owner.destroy_on({Happened::idle});
   owner.stream->set_idle_timeout_ms(20);
   ASSERT_TRUE(run_until([&] { return owner.stream == nullptr; }));
   run_iterations(5);

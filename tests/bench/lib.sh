@@ -50,3 +50,33 @@ cpu_seconds() {
 
 # Resident set size of a process in KiB.
 rss_kb() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status"; }
+
+# measure_idle_memory LOAD_BIN PORT PID CONNS MODE LOG: the proxy PID
+# listening on PORT first serves one connection's traffic (so its backends
+# are connected and the keys exist), then holds CONNS connections that each
+# made one get and idle; MODE is staggered (each sends as it connects) or
+# burst (all connect, then all send at once). Prints "BASE LOADED AFTER RC":
+# RSS in KB before, while held, after they closed, and the loadgen's exit.
+measure_idle_memory() {
+  local load_bin=$1 port=$2 pid=$3 conns=$4 mode=$5 log=$6 rc=0 base loaded after lpid i
+  local burst=()
+  if [ "$mode" = burst ]; then burst=(--idle-burst); fi
+  "$load_bin" -p "$port" -c 1 -k 100 -n 100 -D 10 --key-prefix bench-mem: >"$log" 2>&1 || rc=$?
+  sleep 0.5
+  base=$(rss_kb "$pid")
+  "$load_bin" -p "$port" -t 2 -c 0 --idle "$conns" "${burst[@]}" -k 100 --no-populate -D 120 \
+    --timeout 30 --key-prefix bench-mem: >>"$log" 2>&1 &
+  lpid=$!
+  for ((i = 0; i < 1200; i++)); do
+    grep -q "ready:" "$log" && break
+    kill -0 "$lpid" 2>/dev/null || break
+    sleep 0.1
+  done
+  sleep 0.5
+  loaded=$(rss_kb "$pid")
+  kill -USR1 "$lpid" 2>/dev/null || true
+  wait "$lpid" || rc=$?
+  sleep 1
+  after=$(rss_kb "$pid")
+  echo "$base $loaded $after $rc"
+}

@@ -6,6 +6,8 @@
 #include <cerrno>
 #include <csignal>
 #include <cstring>
+#include <memory>
+#include <string>
 #include <thread>
 
 #include "reload_util.h"
@@ -135,54 +137,61 @@ TEST(ReloadListeners, RemovedPoolAnswersPendingRequestsThenCloses) {
       keys_land_per_config(alpha_port, yaml(alpha), {m0.port(), m1.port()}, "alpha:", 20, "alpha"));
 }
 
+// A pool on a unix socket (0666) and a second pool on TCP, to ask `stats`
+// and to wait on; memshard started with both.
+class ReloadUnixListener : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    side_.name = "side";
+    side_.listen = listen_on(tcp_port_);
+    side_.servers = {{m1_.port(), 1}};
+    pool_.listen = sock_ + " 0666";
+    pool_.servers = {{m0_.port(), 1}};
+    const std::string path = dir_.write("memshard.yml", yaml({pool_, side_}));
+    ms_ = std::make_unique<Memshard>(path, memshard_args({"--threads", "2"}), tcp_port_);
+    ASSERT_TRUE(wait_ready(tcp_port_));
+    ASSERT_TRUE(wait_listening(sock_));
+  }
+
+  Memcached m0_, m1_;
+  TempDir dir_;
+  const std::string sock_ = dir_.path() + "/memshard.sock";
+  uint16_t tcp_port_ = free_port();
+  PoolDef pool_, side_;
+  std::unique_ptr<Memshard> ms_;
+};
+
 // The same unix socket path with other permissions: a change of the listen
 // directive, but not of the address clients connect to.
-TEST(ReloadListeners, UnixSocketPermissionsChange) {
-  Memcached m0, m1;
-  std::vector<uint16_t> ports = {m0.port(), m1.port()};
-  TempDir dir;
-  const std::string sock = dir.path() + "/memshard.sock";
-  uint16_t tcp_port = free_port();
-  // A second pool on TCP, to ask `stats` and to wait on.
-  PoolDef side;
-  side.name = "side";
-  side.listen = listen_on(tcp_port);
-  side.servers = {{m1.port(), 1}};
-  PoolDef p;
-  p.listen = sock + " 0666";
-  p.servers = {{m0.port(), 1}};
-  const std::string path = dir.write("memshard.yml", yaml({p, side}));
-  Memshard ms(path, memshard_args({"--threads", "2"}), tcp_port);
-  ASSERT_TRUE(wait_ready(tcp_port));
-  ASSERT_TRUE(wait_listening(sock));
+TEST_F(ReloadUnixListener, PermissionsChange) {
   struct stat st {};
-  ASSERT_EQ(::stat(sock.c_str(), &st), 0);
+  ASSERT_EQ(::stat(sock_.c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0666u);
   {
-    RawClient c(sock);
+    RawClient c(sock_);
     EXPECT_EQ(c.roundtrip(std::string("set before 0 0 1\r\nx\r\n")), "STORED\r\n");
   }
 
-  p.listen = sock + " 0600";
-  dir.write("memshard.yml", yaml({p, side}));
-  ms.process().signal(SIGHUP);
+  pool_.listen = sock_ + " 0600";
+  dir_.write("memshard.yml", yaml({pool_, side_}));
+  ms_->process().signal(SIGHUP);
   ASSERT_TRUE(
-      wait_stat(tcp_port, "config_generation", [](uint64_t g) { return g == 2; }).has_value());
+      wait_stat(tcp_port_, "config_generation", [](uint64_t g) { return g == 2; }).has_value());
 
-  // Known failure (memshard bug): swap_listeners binds the new listener
-  // (open_listener unlinks the path first), then closes the old one, whose
-  // close_listener unlinks the same path: the new socket's file is gone.
-  if (::stat(sock.c_str(), &st) == 0) {
+  // Rebinding the path would unlink the live socket's file (and closing the
+  // old listener would unlink the new one's): the file must still be there,
+  // with the new permissions.
+  if (::stat(sock_.c_str(), &st) == 0) {
     EXPECT_EQ(st.st_mode & 0777, 0600u);
   } else {
-    ADD_FAILURE() << sock << " is gone after a reload that only changed its permissions: "
+    ADD_FAILURE() << sock_ << " is gone after a reload that only changed its permissions: "
                   << strerror(errno);
   }
-  EXPECT_TRUE(wait_listening(sock, 2s)) << "nothing accepts on " << sock << " after the reload";
+  EXPECT_TRUE(wait_listening(sock_, 2s)) << "nothing accepts on " << sock_ << " after the reload";
   try {
-    RawClient c(sock);
+    RawClient c(sock_);
     EXPECT_EQ(c.roundtrip(std::string("set after 0 0 1\r\ny\r\n")), "STORED\r\n");
-    EXPECT_EQ(direct_get(m0.port(), "after"), "y");
+    EXPECT_EQ(direct_get(m0_.port(), "after"), "y");
   } catch (const std::exception& e) {
     ADD_FAILURE() << e.what();
   }
@@ -190,47 +199,31 @@ TEST(ReloadListeners, UnixSocketPermissionsChange) {
 
 // A reload refused because one pool cannot bind must leave everything as
 // it was, the other pools' unix sockets included.
-TEST(ReloadListeners, RefusedReloadLeavesUnixSocketInPlace) {
-  Memcached m0, m1;
-  TempDir dir;
-  const std::string sock = dir.path() + "/memshard.sock";
-  uint16_t tcp_port = free_port();
-  PoolDef side;
-  side.name = "side";
-  side.listen = listen_on(tcp_port);
-  side.servers = {{m1.port(), 1}};
-  PoolDef p;
-  p.listen = sock + " 0666";
-  p.servers = {{m0.port(), 1}};
-  const std::string path = dir.write("memshard.yml", yaml({p, side}));
-  Memshard ms(path, memshard_args({"--threads", "2"}), tcp_port);
-  ASSERT_TRUE(wait_ready(tcp_port));
-  ASSERT_TRUE(wait_listening(sock));
-
+TEST_F(ReloadUnixListener, RefusedReloadLeavesSocketInPlace) {
   // New permissions for the socket, and a third pool on a port in use
   // (memcached's): the reload must be refused as a whole.
   PoolDef taken;
   taken.name = "taken";
-  taken.listen = listen_on(m0.port());
-  taken.servers = {{m1.port(), 1}};
-  p.listen = sock + " 0600";
-  dir.write("memshard.yml", yaml({p, side, taken}));
-  ms.process().signal(SIGHUP);
-  ASSERT_TRUE(
-      wait_stat(tcp_port, "config_reload_failures", [](uint64_t f) { return f == 1; }).has_value());
-  EXPECT_EQ(stat_of(proxy_stats(tcp_port), "config_generation"), 1u);
+  taken.listen = listen_on(m0_.port());
+  taken.servers = {{m1_.port(), 1}};
+  pool_.listen = sock_ + " 0600";
+  dir_.write("memshard.yml", yaml({pool_, side_, taken}));
+  ms_->process().signal(SIGHUP);
+  ASSERT_TRUE(wait_stat(tcp_port_, "config_reload_failures", [](uint64_t f) {
+                return f == 1;
+              }).has_value());
+  EXPECT_EQ(stat_of(proxy_stats(tcp_port_), "config_generation"), 1u);
 
-  // Known failure (memshard bug): open_listener unlinked the live socket's
-  // path to bind the new one, and the rollback's close_listener unlinked it
-  // again, so the pool in force has no socket file any more.
+  // Binding the refused config's listener, or rolling it back, must not
+  // unlink the socket file of the pool in force.
   struct stat st {};
-  if (::stat(sock.c_str(), &st) == 0) {
+  if (::stat(sock_.c_str(), &st) == 0) {
     EXPECT_EQ(st.st_mode & 0777, 0666u) << "the refused config's permissions were applied";
   } else {
-    ADD_FAILURE() << sock << " is gone after a refused reload: " << strerror(errno);
+    ADD_FAILURE() << sock_ << " is gone after a refused reload: " << strerror(errno);
   }
-  EXPECT_TRUE(wait_listening(sock, 2s))
-      << "nothing accepts on " << sock << " after a refused reload";
+  EXPECT_TRUE(wait_listening(sock_, 2s))
+      << "nothing accepts on " << sock_ << " after a refused reload";
 }
 
 TEST(ReloadListeners, TwoPoolsSwapListenAddresses) {

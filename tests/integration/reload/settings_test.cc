@@ -167,9 +167,8 @@ TEST_F(ReloadSettings, ItemSizeMaxReachesConnectedClients) {
     Conn after(port_, 10s);
     EXPECT_TRUE(after.set("big1", big)) << "a client connected after the reload: " << after.error();
   }
-  // Known failure (memshard bug): ClientConn copies item_size_max (and sizes
-  // its read watermark from it) when the client connects, and a reload does
-  // not update it.
+  // A client keeps item_size_max (and the input bound sized from it) per
+  // connection: the reload must reach clients already connected.
   ASSERT_TRUE(before.send("set big2 0 0 " + std::to_string(big.size()) + "\r\n" + big + "\r\n"));
   ASSERT_TRUE(before.read_line(line)) << before.error();
   EXPECT_EQ(line, "STORED") << "a client connected before the reload still has the old limit";
@@ -203,8 +202,8 @@ TEST_F(ReloadSettings, ClientIdleTimeoutReachesConnectedClients) {
   Conn after(port_);
   ASSERT_TRUE(after.set("k", "v")) << after.error();
   EXPECT_TRUE(after.closed_by_peer(3s)) << "a client connected after the reload, idle, stays open";
-  // Known failure (memshard bug): the idle timeout is set on the client's
-  // bufferevent when it connects; a reload does not update it.
+  // The idle timeout is armed per connection: the reload must re-arm it on
+  // clients already connected.
   EXPECT_TRUE(before.closed_by_peer(2s))
       << "a client connected before the reload stays open, idle for seconds under a 300 ms "
          "client_idle_timeout";

@@ -27,6 +27,18 @@ constexpr uint64_t kMaxBackoffUsec = 1'000'000;
 // connection, so a read takes as much as memcached's own write buffer.
 constexpr size_t kReadChunk = 32 * 1024;
 
+// A shared multi-get line stops taking keys at this length: memcached reads
+// a line up to 2048 bytes in its fast path (longer get lines move to a
+// separate buffer), and a line this long already carries dozens of keys.
+constexpr size_t kMaxSharedLine = 2048;
+
+// Two bits of a 1024-bit Bloom filter per key (FNV-1a).
+std::pair<uint32_t, uint32_t> key_bits(std::string_view key) {
+  uint64_t h = 14695981039346656037ull;
+  for (unsigned char c : key) h = (h ^ c) * 1099511628211ull;
+  return {static_cast<uint32_t>(h & 1023), static_cast<uint32_t>((h >> 10) & 1023)};
+}
+
 bool is_error_line(std::string_view line) {
   return line.starts_with("ERROR") || line.starts_with("CLIENT_ERROR") ||
          line.starts_with("SERVER_ERROR");
@@ -144,6 +156,7 @@ BackendConn::~BackendConn() {
 
 evbuffer* BackendConn::output() {
   if (stream_ == nullptr) connect();
+  close_open_line();
   evbuffer* out = stream_->output();
   output_mark_ = evbuffer_get_length(out);
   return out;
@@ -152,6 +165,7 @@ evbuffer* BackendConn::output() {
 void BackendConn::connect() {
   stream_ = std::make_unique<Stream>(server_.worker().streams(), -1, &BackendConn::on_stream, this,
                                      kReadChunk, Stream::Reads::reserved);
+  stream_->watch_flush(true);  // to close the open multi-get line
   connected_ = false;
   connect_started_usec_ = server_.worker().now_usec();
   if (!stream_->connect(server_.address())) {
@@ -166,6 +180,55 @@ void BackendConn::connect() {
 
 void BackendConn::enqueue(BackendOp op) {
   op.request_bytes = static_cast<uint32_t>(evbuffer_get_length(stream_->output()) - output_mark_);
+  count_enqueued(op);
+}
+
+void BackendConn::enqueue_retrieval(std::string_view verb, std::span<const std::string_view> keys,
+                                    BackendOp op) {
+  if (stream_ == nullptr) connect();
+  size_t added = 0;
+  bool join = verb == open_verb_;
+  for (std::string_view key : keys) {
+    added += 1 + key.size();
+    if (!join) continue;
+    auto [a, b] = key_bits(key);
+    join = !((open_keys_[a / 64] >> (a % 64)) & 1 && (open_keys_[b / 64] >> (b % 64)) & 1);
+  }
+  if (join && open_line_.size() + added > kMaxSharedLine) join = false;
+  if (join) {
+    ops_.back().shares_line_with_next = true;
+  } else {
+    close_open_line();
+    open_line_.assign(verb);
+    open_verb_ = verb;
+    open_keys_.fill(0);
+    added += verb.size() + 2;  // the verb and the "\r\n" to come
+  }
+  for (std::string_view key : keys) {
+    open_line_.append(" ").append(key);
+    auto [a, b] = key_bits(key);
+    open_keys_[a / 64] |= uint64_t{1} << (a % 64);
+    open_keys_[b / 64] |= uint64_t{1} << (b % 64);
+  }
+  op.request_bytes = static_cast<uint32_t>(added);
+  if (join) server_.stats().requests_joined.add();
+  count_enqueued(op);
+}
+
+void BackendConn::close_open_line() {
+  if (open_verb_.empty()) return;
+  open_line_.append("\r\n");
+  evbuffer_add(stream_->output(), open_line_.data(), open_line_.size());
+  open_verb_ = {};
+  // A huge client multi-get must not pin its line's memory.
+  if (open_line_.capacity() > 4 * kMaxSharedLine) {
+    open_line_ = std::string();
+  } else {
+    open_line_.clear();
+  }
+}
+
+void BackendConn::count_enqueued(BackendOp& op) {
   stream_->mark_dirty();  // written with the others at the end of this loop iteration
   ServerStats& st = server_.stats();
   st.requests.add();
@@ -237,6 +300,9 @@ void BackendConn::on_stream(void* self, Stream::Happened what) {
       if (c->stream_.get() == stream) st.response_bytes.sub(evbuffer_get_length(stream->input()));
       return;
     }
+    case Stream::Happened::flushing:
+      c->close_open_line();
+      return;
     case Stream::Happened::eof:
       if (c->connected_) {
         c->server_.stats().server_eof.add();
@@ -341,35 +407,40 @@ bool BackendConn::take_line(evbuffer* in, size_t line_len, size_t eol_len) {
 
   switch (op.mode) {
     case ReplyMode::retrieval: {
-      Fragment& frag = slot->fragments[op.fragment];
       if (r.kind == proto::ReplyKind::value) {
         // The server answers hits in the order asked: the VALUE belongs to
-        // the next requested key with that name.
-        size_t i = frag.next_key;
-        while (i < frag.key_positions.size() && slot->key(frag.key_positions[i]) != r.key) ++i;
-        if (i == frag.key_positions.size()) return false;
-        frag.next_key = i + 1;
-        block_position_ = frag.key_positions[i];
-        block_bytes_ = total + r.data_bytes;
-        evbuffer_remove_buffer(in, frag.values, total);
-        begin_data(frag.values, r.data_bytes, false);
-        return true;
+        // the next requested key with that name. On a shared line, a key
+        // left unmatched by the oldest operation is a later one's, and the
+        // oldest has had all its hits.
+        while (true) {
+          BackendOp& first = ops_.front();
+          Fragment& frag = first.slot->fragments[first.fragment];
+          size_t i = frag.next_key;
+          while (i < frag.key_positions.size() && first.slot->key(frag.key_positions[i]) != r.key) {
+            ++i;
+          }
+          if (i < frag.key_positions.size()) {
+            frag.next_key = i + 1;
+            block_position_ = frag.key_positions[i];
+            block_bytes_ = total + r.data_bytes;
+            evbuffer_remove_buffer(in, frag.values, total);
+            begin_data(frag.values, r.data_bytes, false);
+            return true;
+          }
+          if (!first.shares_line_with_next) return false;
+          finish_retrieval();
+        }
       }
-      if (r.kind == proto::ReplyKind::end) {
-        size_t misses = 0;
-        for (uint32_t pos : frag.key_positions) misses += slot->key_refs[pos].block_bytes == 0;
-        server_.stats().replies_miss.add(misses);
+      if (r.kind == proto::ReplyKind::end ||
+          (r.kind == proto::ReplyKind::line && is_error_line(line_))) {
+        // Ends every operation on the line.
+        std::string_view error = r.kind == proto::ReplyKind::end ? std::string_view() : line_;
         evbuffer_drain(in, total);
-        finish_op();
-        return true;
-      }
-      if (r.kind == proto::ReplyKind::line && is_error_line(line_)) {
-        frag.failed = true;
-        set_error(slot->error, line_);
-        for (uint32_t pos : frag.key_positions) slot->key_refs[pos].block_bytes = 0;
-        evbuffer_drain(frag.values, evbuffer_get_length(frag.values));
-        evbuffer_drain(in, total);
-        finish_op();
+        bool more = true;
+        while (more) {
+          more = ops_.front().shares_line_with_next;
+          finish_retrieval(error);
+        }
         return true;
       }
       return false;
@@ -418,6 +489,23 @@ bool BackendConn::take_line(evbuffer* in, size_t line_len, size_t eol_len) {
   return false;
 }
 
+void BackendConn::finish_retrieval(std::string_view error) {
+  BackendOp& op = ops_.front();
+  ReplySlot* slot = op.slot;
+  Fragment& frag = slot->fragments[op.fragment];
+  if (error.empty()) {
+    size_t misses = 0;
+    for (uint32_t pos : frag.key_positions) misses += slot->key_refs[pos].block_bytes == 0;
+    server_.stats().replies_miss.add(misses);
+  } else {
+    frag.failed = true;
+    set_error(slot->error, error);
+    for (uint32_t pos : frag.key_positions) slot->key_refs[pos].block_bytes = 0;
+    evbuffer_drain(frag.values, evbuffer_get_length(frag.values));
+  }
+  finish_op();
+}
+
 void BackendConn::finish_op() {
   server_.on_success();
   BackendOp op = ops_.pop_front();
@@ -431,6 +519,8 @@ void BackendConn::finish_op() {
 void BackendConn::fail(std::string_view reason) {
   bool was_connected = connected_;
   stream_.reset();
+  open_line_.clear();
+  open_verb_ = {};
   if (counted_) server_.stats().server_connections.sub();
   counted_ = false;
   connected_ = false;

@@ -10,8 +10,10 @@
 #include <event2/buffer.h>
 #include <event2/event.h>
 
+#include <array>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -42,6 +44,9 @@ struct BackendOp {
   ReplyMode mode = ReplyMode::single;
   uint64_t sent_usec = 0;
   uint32_t request_bytes = 0;
+  // Retrieval: the next operation's keys are on this one's request line,
+  // and the END after them ends both (see BackendConn::enqueue_retrieval).
+  bool shares_line_with_next = false;
 };
 
 struct ServerSettings {
@@ -112,6 +117,13 @@ class BackendConn {
   // which counts the bytes appended since output() was called.
   evbuffer* output();
   void enqueue(BackendOp op);
+  // Queues a get or gets for `keys` (verb "get" or "gets"; op.mode is
+  // retrieval). Retrievals with the same verb queued one after another in
+  // one loop iteration, by any clients, go out as one multi-get line: a
+  // server answers "get a b c" for much less work than three gets, and the
+  // reply is split back per operation by key order.
+  void enqueue_retrieval(std::string_view verb, std::span<const std::string_view> keys,
+                         BackendOp op);
   size_t in_flight() const { return ops_.size(); }
   // The server's timeout changed: the operations in flight take it now.
   void rearm_timer();
@@ -126,6 +138,12 @@ class BackendConn {
   // Returns false when the reply stream is broken.
   bool take_line(evbuffer* in, size_t line_len, size_t eol_len);
   void finish_op();
+  // Finishes the oldest (retrieval) operation: its keys not yet answered
+  // are misses, or all fail with `error` when it is not empty.
+  void finish_retrieval(std::string_view error = {});
+  // Ends the multi-get line being built, putting it in the output.
+  void close_open_line();
+  void count_enqueued(BackendOp& op);
   void fail(std::string_view reason);
   void arm_timer();
 
@@ -138,6 +156,16 @@ class BackendConn {
   bool broken_ = false;     // connect() failed synchronously; the timer reports it
   uint64_t connect_started_usec_ = 0;
   Fifo<BackendOp> ops_;
+  // The multi-get line still taking keys ("get k1 k2", no "\r\n" yet),
+  // which ops_.back() and the operations before it sharing the line own;
+  // closed before any other output and when the loop writes.
+  std::string open_line_;
+  std::string_view open_verb_;  // empty: no line is open
+  // The keys on the open line, as a Bloom filter. A key asked twice on one
+  // line is looked up twice; if a write lands between the lookups, one
+  // VALUE comes back and nothing tells whose it is. So a request for a key
+  // that may already be on the line starts a line of its own.
+  std::array<uint64_t, 16> open_keys_{};
   std::string line_;
   // Data block being read after a VALUE/VA line.
   uint64_t data_left_ = 0;

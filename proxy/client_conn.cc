@@ -4,6 +4,7 @@
 #include <sys/ioctl.h>
 
 #include <algorithm>
+#include <span>
 
 #include "proxy/backend.h"
 #include "proxy/local_commands.h"
@@ -117,6 +118,8 @@ void ClientConn::on_stream(void* self, Stream::Happened what) {
       c->process_input();
       c->closing_ = true;
       c->flush_ready();
+      return;
+    case Stream::Happened::flushing:  // not asked for
       return;
     case Stream::Happened::error:
     case Stream::Happened::connected:
@@ -338,7 +341,13 @@ void ClientConn::multi_get(const PoolRoute& route, evbuffer* in) {
   for (size_t server : work_.server_of_fragment) work_.fragment_of_server[server] = -1;
   st.cmd_get.add(keys.size());
 
-  bool whole_line = work_.server_of_fragment.size() == 1;
+  // get and gets lines are built by the backend connection, which joins
+  // those queued back to back into one multi-get; gat and gats (whose
+  // exptime must match) go as lines of their own.
+  std::string_view shared_verb;
+  if (work_.request.command == proto::Command::get) shared_verb = "get";
+  if (work_.request.command == proto::Command::gets) shared_verb = "gets";
+  bool whole_line = work_.server_of_fragment.size() == 1 && shared_verb.empty();
   if (!whole_line) evbuffer_drain(in, header_bytes_);
   uint64_t now = worker_.now_usec();
   for (uint32_t f = 0; f < s->fragment_count; ++f) {
@@ -348,6 +357,19 @@ void ClientConn::multi_get(const PoolRoute& route, evbuffer* in) {
       s->fragments[f].failed = true;
       if (s->error.empty()) s->error = kUnavailable;
       count_forward_error();
+      continue;
+    }
+    if (!shared_verb.empty()) {
+      std::span<const std::string_view> fragment_keys = keys;
+      if (s->fragment_count > 1) {
+        work_.key_views.clear();
+        for (uint32_t pos : s->fragments[f].key_positions) work_.key_views.push_back(s->key(pos));
+        fragment_keys = work_.key_views;
+      }
+      ++s->outstanding;
+      count_fragment();
+      conn->enqueue_retrieval(shared_verb, fragment_keys,
+                              BackendOp{s, f, ReplyMode::retrieval, now});
       continue;
     }
     evbuffer* out = conn->output();

@@ -68,6 +68,7 @@ struct WorkerStats {
   X(server_timedout)    /* operations that ran out of `timeout` */                \
   X(server_connections) /* gauge: open connections */                             \
   X(requests)           /* operations sent */                                     \
+  X(requests_joined)    /* of those, sent on the line of the one before */        \
   X(request_bytes)                                                                \
   X(responses) /* operations answered */                                          \
   X(response_bytes)                                                               \

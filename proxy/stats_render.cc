@@ -250,6 +250,8 @@ void render_prometheus(const Proxy& p, std::string& out) {
   static constexpr ServerMetric kServer[] = {
       {"requests", "memshard_server_requests_total", "counter", "Operations sent to the server.",
        ""},
+      {"requests_joined", "memshard_server_requests_joined_total", "counter",
+       "Operations (get/gets) sent on the multi-get line of the one before.", ""},
       {"request_bytes", "memshard_server_request_bytes_total", "counter", "Bytes sent.", ""},
       {"responses", "memshard_server_responses_total", "counter", "Operations answered.", ""},
       {"response_bytes", "memshard_server_response_bytes_total", "counter", "Bytes received.", ""},

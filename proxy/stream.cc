@@ -26,6 +26,10 @@ void StreamLoop::flush() {
   for (size_t i = 0; i < dirty_.size(); ++i) {
     Stream* s = dirty_[i];
     if (s == nullptr) continue;
+    // Still marked dirty while the owner appends its last bytes, so they
+    // leave in this same write. A stream closed or destroyed here has
+    // cleared its own entry (Stream::close).
+    if (s->watch_flush_ && !s->report(Stream::Happened::flushing)) continue;
     dirty_[i] = nullptr;
     s->dirty_ = false;
     s->write_out();

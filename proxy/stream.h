@@ -59,6 +59,8 @@ class Stream {
     idle,       // no read for the idle timeout while reading was on
     connected,  // connect() completed
     written,    // output was written (only when watch_writes is on)
+    flushing,   // the loop is about to write this stream's output (only
+                // when watch_flush is on): the last moment to append
   };
   using Callback = void (*)(void* owner, Happened what);
 
@@ -110,6 +112,9 @@ class Stream {
   void set_input_limit(size_t bytes);
   // Reports `written` after every write while on.
   void watch_writes(bool on) { watch_writes_ = on; }
+  // Reports `flushing` before the loop writes a dirty stream, for an owner
+  // that holds back the tail of its output while more may join it.
+  void watch_flush(bool on) { watch_flush_ = on; }
   // Reports `idle` after this long without a read; 0 turns it off.
   void set_idle_timeout_ms(int ms);
   // Re-evaluates what to wait for after the owner consumed input.
@@ -147,6 +152,7 @@ class Stream {
   bool dirty_ = false;
   bool failed_ = false;
   bool watch_writes_ = false;
+  bool watch_flush_ = false;
   bool* alive_ = nullptr;  // cleared by the destructor, for callers of report()
 };
 

@@ -36,7 +36,8 @@ namespace memshard::proxy {
 // gtest names the reports in failure messages (found by ADL, so it lives in
 // the namespace of Stream itself).
 inline void PrintTo(Stream::Happened what, std::ostream* os) {
-  static const char* const kNames[] = {"input", "eof", "error", "idle", "connected", "written"};
+  static const char* const kNames[] = {"input",     "eof",     "error",   "idle",
+                                       "connected", "written", "flushing"};
   *os << kNames[static_cast<int>(what)];
 }
 
@@ -356,6 +357,78 @@ TEST_F(StreamTest, OneFlushIsOneWrite) {
   record.resize(static_cast<size_t>(n));
   EXPECT_TRUE(same_bytes(record, "first\r\n" + middle + "last\r\n"));
   EXPECT_TRUE(nothing_to_read(s.peer.get())) << "more than one write";
+}
+
+// An owner that holds back the tail of its output (BackendConn's open
+// multi-get line) is told just before the write, once per flush, and what
+// it appends then leaves in that same write.
+TEST_F(StreamTest, FlushingComesBeforeTheWriteAndItsBytesJoinIt) {
+  SocketPair s = socket_pair(SOCK_SEQPACKET);
+  Owner owner(loop_, s.ours);
+  owner.stream->watch_flush(true);
+  int flushing_seen = 0;
+  owner.then = [&](Owner& o, Happened what) {
+    if (what != Happened::flushing) return;
+    ++flushing_seen;
+    // Nothing was written yet when the owner hears of the flush.
+    EXPECT_TRUE(nothing_to_read(s.peer.get()));
+    o.send("get a b\r\n");
+  };
+  owner.send("set k 0 0 1\r\nx\r\n");
+  poll_once();
+  EXPECT_EQ(flushing_seen, 0) << "reported before the loop's flush";
+  loop_.flush();
+  EXPECT_EQ(flushing_seen, 1);
+  std::string record(4096, '\0');
+  ssize_t n = recv(s.peer.get(), record.data(), record.size(), MSG_DONTWAIT);
+  ASSERT_GT(n, 0) << strerror(errno);
+  record.resize(static_cast<size_t>(n));
+  EXPECT_EQ(record, "set k 0 0 1\r\nx\r\nget a b\r\n");
+  EXPECT_TRUE(nothing_to_read(s.peer.get())) << "more than one write";
+
+  // A clean stream is not flushed, so not told either.
+  loop_.flush();
+  EXPECT_EQ(flushing_seen, 1);
+}
+
+TEST_F(StreamTest, FlushingIsReportedOnlyWhenWatched) {
+  SocketPair s = socket_pair();
+  Owner owner(loop_, s.ours);
+  owner.send("x\r\n");
+  loop_.flush();
+  EXPECT_EQ(owner.count(Happened::flushing), 0);
+  owner.stream->watch_flush(true);
+  owner.send("y\r\n");
+  loop_.flush();
+  EXPECT_EQ(owner.count(Happened::flushing), 1);
+  std::string got;
+  EXPECT_TRUE(recv_available(s.peer.get(), got));
+  EXPECT_EQ(got, "x\r\ny\r\n");
+}
+
+// Destroyed or closed by its owner on `flushing`: nothing is written and
+// the other dirty streams are still flushed.
+TEST_F(StreamTest, DestroyedOrClosedOnFlushing) {
+  SocketPair a = socket_pair(), b = socket_pair(), c = socket_pair();
+  Owner first(loop_, a.ours), second(loop_, b.ours), third(loop_, c.ours);
+  first.stream->watch_flush(true);
+  second.stream->watch_flush(true);
+  first.destroy_on({Happened::flushing});
+  second.then = [](Owner& o, Happened what) {
+    if (what == Happened::flushing) o.stream->close();
+  };
+  first.send("lost\r\n");
+  second.send("lost too\r\n");
+  third.send("kept\r\n");
+  loop_.flush();
+  EXPECT_EQ(first.stream, nullptr);
+  std::string got;
+  EXPECT_FALSE(recv_available(a.peer.get(), got));
+  EXPECT_EQ(got, "");
+  EXPECT_FALSE(recv_available(b.peer.get(), got));
+  EXPECT_EQ(got, "");
+  EXPECT_TRUE(recv_available(c.peer.get(), got));
+  EXPECT_EQ(got, "kept\r\n");
 }
 
 // ---------------------------------------------------------------------------

@@ -373,16 +373,37 @@ void BackendConn::read_replies() {
       fail(kGarbled);  // a reply to nothing we asked
       return;
     }
-    size_t eol_len = 0;
-    evbuffer_ptr eol = evbuffer_search_eol(in, nullptr, &eol_len, EVBUFFER_EOL_CRLF_STRICT);
-    if (eol.pos < 0) {
-      if (available > proto::kMaxReplyLineLength) {
-        server_.stats().server_err.add();
-        fail(kGarbled);
+    // Most lines, and most values after them, lie whole in the input's
+    // first chain: read them there, without searching or copying through
+    // the evbuffer API.
+    std::string_view chain, line;
+    size_t total = 0;
+    evbuffer_iovec first;
+    if (evbuffer_peek(in, -1, nullptr, &first, 1) >= 1) {
+      chain = {static_cast<const char*>(first.iov_base), first.iov_len};
+      size_t nl = chain.substr(0, proto::kMaxReplyLineLength + 2).find('\n');
+      if (nl != std::string_view::npos && nl > 0 && chain[nl - 1] == '\r') {
+        line = chain.substr(0, nl - 1);
+        total = nl + 1;
       }
-      return;
     }
-    if (!take_line(in, static_cast<size_t>(eol.pos), eol_len)) {
+    if (total == 0) {
+      chain = {};
+      size_t eol_len = 0;
+      evbuffer_ptr eol = evbuffer_search_eol(in, nullptr, &eol_len, EVBUFFER_EOL_CRLF_STRICT);
+      if (eol.pos < 0) {
+        if (available > proto::kMaxReplyLineLength) {
+          server_.stats().server_err.add();
+          fail(kGarbled);
+        }
+        return;
+      }
+      line_.resize(static_cast<size_t>(eol.pos));
+      evbuffer_copyout(in, line_.data(), line_.size());
+      line = line_;
+      total = line_.size() + eol_len;
+    }
+    if (!take_line(in, line, total, chain)) {
       server_.stats().server_err.add();
       fail(kGarbled);
       return;
@@ -390,15 +411,13 @@ void BackendConn::read_replies() {
   }
 }
 
-bool BackendConn::take_line(evbuffer* in, size_t line_len, size_t eol_len) {
-  line_.resize(line_len);
-  evbuffer_copyout(in, line_.data(), line_len);
-  proto::ReplyLine r = proto::parse_reply_line(line_);
+bool BackendConn::take_line(evbuffer* in, std::string_view line, size_t total,
+                            std::string_view chain) {
+  proto::ReplyLine r = proto::parse_reply_line(line);
   if (r.data_bytes > server_.settings().max_value_bytes + 2) return false;
-  count_reply(server_.stats(), r.kind, line_);
+  count_reply(server_.stats(), r.kind, line);
   BackendOp& op = ops_.front();
   ReplySlot* slot = op.slot;
-  size_t total = line_len + eol_len;
   auto begin_data = [&](evbuffer* dest, uint64_t bytes, bool ends_op) {
     data_dest_ = dest;
     data_left_ = bytes;
@@ -423,6 +442,15 @@ bool BackendConn::take_line(evbuffer* in, size_t line_len, size_t eol_len) {
             frag.next_key = i + 1;
             block_position_ = frag.key_positions[i];
             block_bytes_ = total + r.data_bytes;
+            if (chain.size() >= block_bytes_) {
+              // The whole block is here: one move, once its data is seen
+              // to end with "\r\n" as a data block must.
+              if (chain.substr(block_bytes_ - 2, 2) != "\r\n") return false;
+              evbuffer_remove_buffer(in, frag.values, block_bytes_);
+              first.slot->key_refs[block_position_].block_bytes =
+                  static_cast<uint32_t>(block_bytes_);
+              return true;
+            }
             evbuffer_remove_buffer(in, frag.values, total);
             begin_data(frag.values, r.data_bytes, false);
             return true;
@@ -432,9 +460,11 @@ bool BackendConn::take_line(evbuffer* in, size_t line_len, size_t eol_len) {
         }
       }
       if (r.kind == proto::ReplyKind::end ||
-          (r.kind == proto::ReplyKind::line && is_error_line(line_))) {
-        // Ends every operation on the line.
-        std::string_view error = r.kind == proto::ReplyKind::end ? std::string_view() : line_;
+          (r.kind == proto::ReplyKind::line && is_error_line(line))) {
+        // Ends every operation on the line. (An error line is kept: it may
+        // lie in the input, which is drained before it is used.)
+        std::string_view error;
+        if (r.kind != proto::ReplyKind::end) error = line_.assign(line);
         evbuffer_drain(in, total);
         bool more = true;
         while (more) {
@@ -481,7 +511,7 @@ bool BackendConn::take_line(evbuffer* in, size_t line_len, size_t eol_len) {
     }
     case ReplyMode::broadcast:
       if (r.kind != proto::ReplyKind::line) return false;
-      if (line_ != "OK") set_error(slot->error, is_error_line(line_) ? line_ : kGarbled);
+      if (line != "OK") set_error(slot->error, is_error_line(line) ? line : kGarbled);
       evbuffer_drain(in, total);
       finish_op();
       return true;

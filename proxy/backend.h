@@ -136,7 +136,12 @@ class BackendConn {
   void on_connected();
   void read_replies();
   // Returns false when the reply stream is broken.
-  bool take_line(evbuffer* in, size_t line_len, size_t eol_len);
+  // `line` (no "\r\n") and its `total` length with the terminator start
+  // the input; `chain` is the input's first chain when `line` lies in it
+  // (empty when the line was copied out), so a value that follows the line
+  // there can be taken at once. The views end with the first change to
+  // the input.
+  bool take_line(evbuffer* in, std::string_view line, size_t total, std::string_view chain);
   void finish_op();
   // Finishes the oldest (retrieval) operation: its keys not yet answered
   // are misses, or all fail with `error` when it is not empty.

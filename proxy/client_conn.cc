@@ -190,6 +190,13 @@ bool ClientConn::next_request() {
       return false;
     }
     auto line_len = static_cast<size_t>(eol.pos);
+    if (line_len > proto::kMaxRetrievalLineLength) {
+      // Our bound holds however the line arrived: in pieces (above), or
+      // whole within one read, when reads grow with the input buffer.
+      closing_ = true;
+      stream_.set_reading(false);
+      return false;
+    }
     header_bytes_ = line_len + eol_len;
     parse_line(in, line_len);
     if (work_.request.action == proto::Action::forward &&

@@ -461,15 +461,21 @@ bool BackendConn::take_line(evbuffer* in, std::string_view line, size_t total,
       }
       if (r.kind == proto::ReplyKind::end ||
           (r.kind == proto::ReplyKind::line && is_error_line(line))) {
-        // Ends every operation on the line. (An error line is kept: it may
-        // lie in the input, which is drained before it is used.)
+        // Ends every operation on the line. An error fails those with keys
+        // it may have cut off; one whose last key was answered has all its
+        // answers (the keys it skipped were misses), as it would have had
+        // on a line of its own. (The error line is kept: it may lie in the
+        // input, which is drained before it is used.)
         std::string_view error;
         if (r.kind != proto::ReplyKind::end) error = line_.assign(line);
         evbuffer_drain(in, total);
         bool more = true;
         while (more) {
-          more = ops_.front().shares_line_with_next;
-          finish_retrieval(error);
+          BackendOp& first = ops_.front();
+          more = first.shares_line_with_next;
+          const Fragment& frag = first.slot->fragments[first.fragment];
+          bool answered = frag.next_key == frag.key_positions.size();
+          finish_retrieval(answered ? std::string_view() : error);
         }
         return true;
       }

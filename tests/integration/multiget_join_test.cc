@@ -64,6 +64,12 @@ class RecordingServer {
       } else if (w[0] == "get" || w[0] == "gets" || w[0] == "gat") {
         std::string reply;
         for (size_t i = w[0] == "gat" ? 2 : 1; i < w.size(); ++i) {
+          // memcached's answer when it cannot build the rest of a reply:
+          // the values so far, then the error instead of END.
+          if (w[i] == "oom") {
+            reply += "SERVER_ERROR out of memory writing get response\r\n";
+            break;
+          }
           std::lock_guard<std::mutex> lock(mu_);
           auto it = store_.find(w[i]);
           if (it == store_.end()) continue;
@@ -71,7 +77,8 @@ class RecordingServer {
           if (w[0] == "gets") reply += " 7";
           reply += "\r\n" + it->second + "\r\n";
         }
-        FakeServer::send_all(fd, reply + "END\r\n");
+        if (!reply.ends_with("response\r\n")) reply += "END\r\n";
+        FakeServer::send_all(fd, reply);
       } else if (w[0] == "set" && w.size() == 5) {
         std::string data;
         if (!self.read_line(fd, buffered, data)) return;
@@ -155,6 +162,32 @@ TEST(MultigetJoin, PipelinedGetsShareLinesAndEachGetsItsOwnReply) {
             (std::vector<std::string>{"get b a", "get c b a", "gets c a", "set z 0 0 1", "Z",
                                       "get z", "gat 0 a", "get b"}));
   EXPECT_EQ(requests_joined(proxy.port()) - joined_before, 3u);
+  proxy.dump_log_on_failure();
+}
+
+// A server error in the middle of a shared line fails the requests whose
+// keys it may have cut off, and only those: a request whose keys were all
+// answered before it keeps its answer, as on a line of its own.
+TEST(MultigetJoin, AnErrorMidLineFailsOnlyTheRequestsItCutOff) {
+  RecordingServer server;
+  TempDir dir;
+  Proxy proxy(dir, {server.address() + ":1"}, {{"timeout", "2000"}}, {"--threads", "1", "-s", "0"});
+  RawClient c(proxy.port());
+  ASSERT_EQ(c.roundtrip(set_command("a", "A")), "STORED\r\n");
+  ASSERT_EQ(c.roundtrip(set_command("c", "C")), "STORED\r\n");
+  server.take_lines();
+
+  constexpr std::string_view kOom = "SERVER_ERROR out of memory writing get response\r\n";
+  c.send("get a\r\nget b\r\nget c oom\r\nget d\r\n");
+  ReplyReader replies(c);
+  EXPECT_EQ(replies.next(), hit("a", "A"));  // answered before the error
+  EXPECT_EQ(replies.next(), "END\r\n");      // a miss: c, asked after b, was answered
+  EXPECT_EQ(replies.next(), kOom);           // c's value came, oom's did not
+  EXPECT_EQ(replies.next(), kOom);           // after the error on the line
+  EXPECT_EQ(replies.pending(), "");
+  EXPECT_EQ(server.take_lines(), (std::vector<std::string>{"get a b c oom d"}));
+  // The connection goes on.
+  EXPECT_EQ(c.roundtrip("get c\r\n", "END\r\n"), "VALUE c 0 1\r\nC\r\nEND\r\n");
   proxy.dump_log_on_failure();
 }
 

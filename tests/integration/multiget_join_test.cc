@@ -123,14 +123,26 @@ std::string hit(const std::string& key, const std::string& value, bool cas = fal
          value + "\r\nEND\r\n";
 }
 
-TEST(MultigetJoin, PipelinedGetsShareLinesAndEachGetsItsOwnReply) {
+// memshard (one worker, so one connection) in front of the recording
+// server alone, with a and c stored and the lines so far taken.
+class JoinOnFake : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_EQ(c.roundtrip(set_command("a", "A")), "STORED\r\n");
+    ASSERT_EQ(c.roundtrip(set_command("c", "C")), "STORED\r\n");
+    server.take_lines();
+  }
+  void TearDown() override { proxy.dump_log_on_failure(); }
+
   RecordingServer server;
   TempDir dir;
-  Proxy proxy(dir, {server.address() + ":1"}, {{"timeout", "2000"}}, {"--threads", "1", "-s", "0"});
-  RawClient c(proxy.port());
-  ASSERT_EQ(c.roundtrip(set_command("a", "A")), "STORED\r\n");
-  ASSERT_EQ(c.roundtrip(set_command("c", "C")), "STORED\r\n");
-  server.take_lines();
+  Proxy proxy{dir, std::vector<std::string>{server.address() + ":1"},
+              failures::Directives{{"timeout", "2000"}},
+              std::vector<std::string>{"--threads", "1", "-s", "0"}};
+  RawClient c{proxy.port()};
+};
+
+TEST_F(JoinOnFake, PipelinedGetsShareLinesAndEachGetsItsOwnReply) {
   uint64_t joined_before = requests_joined(proxy.port());
 
   // One write: memshard reads and routes it all in one loop iteration.
@@ -162,21 +174,12 @@ TEST(MultigetJoin, PipelinedGetsShareLinesAndEachGetsItsOwnReply) {
             (std::vector<std::string>{"get b a", "get c b a", "gets c a", "set z 0 0 1", "Z",
                                       "get z", "gat 0 a", "get b"}));
   EXPECT_EQ(requests_joined(proxy.port()) - joined_before, 3u);
-  proxy.dump_log_on_failure();
 }
 
 // A server error in the middle of a shared line fails the requests whose
 // keys it may have cut off, and only those: a request whose keys were all
 // answered before it keeps its answer, as on a line of its own.
-TEST(MultigetJoin, AnErrorMidLineFailsOnlyTheRequestsItCutOff) {
-  RecordingServer server;
-  TempDir dir;
-  Proxy proxy(dir, {server.address() + ":1"}, {{"timeout", "2000"}}, {"--threads", "1", "-s", "0"});
-  RawClient c(proxy.port());
-  ASSERT_EQ(c.roundtrip(set_command("a", "A")), "STORED\r\n");
-  ASSERT_EQ(c.roundtrip(set_command("c", "C")), "STORED\r\n");
-  server.take_lines();
-
+TEST_F(JoinOnFake, AnErrorMidLineFailsOnlyTheRequestsItCutOff) {
   constexpr std::string_view kOom = "SERVER_ERROR out of memory writing get response\r\n";
   c.send("get a\r\nget b\r\nget c oom\r\nget d\r\n");
   ReplyReader replies(c);
@@ -188,7 +191,6 @@ TEST(MultigetJoin, AnErrorMidLineFailsOnlyTheRequestsItCutOff) {
   EXPECT_EQ(server.take_lines(), (std::vector<std::string>{"get a b c oom d"}));
   // The connection goes on.
   EXPECT_EQ(c.roundtrip("get c\r\n", "END\r\n"), "VALUE c 0 1\r\nC\r\nEND\r\n");
-  proxy.dump_log_on_failure();
 }
 
 // Whatever else a client pipelines, its gets never share a line past a

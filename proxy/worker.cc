@@ -1,6 +1,7 @@
 #include "proxy/worker.h"
 
 #include <sys/eventfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <utility>
@@ -16,10 +17,14 @@ constexpr size_t kMaxFreeSlots = 1024;
 Worker::Worker(Proxy& proxy, int index) : proxy_(proxy), index_(index) {
   event_config* cfg = event_config_new();
   // Each base is used by exactly one thread: no locking inside libevent.
-  // The precise clock: the coarse one ticks every 4 ms here, too coarse for
-  // request latencies and millisecond timeouts.
+  // No EVENT_BASE_FLAG_PRECISE_TIMER: with it libevent's epoll backend
+  // reprograms a timerfd before every epoll_wait, one more system call per
+  // loop iteration, which at low concurrency is half a call per request.
+  // Without it libevent's own clock is the coarse one (4 ms ticks here), so
+  // timers may fire a few milliseconds off; backend timeouts re-check the
+  // precise time when they fire (BackendConn::on_timer), and request
+  // latencies are read from now_usec(), which does not use libevent's clock.
   event_config_set_flag(cfg, EVENT_BASE_FLAG_NOLOCK);
-  event_config_set_flag(cfg, EVENT_BASE_FLAG_PRECISE_TIMER);
   base_ = event_base_new_with_config(cfg);
   event_config_free(cfg);
   streams_ = std::make_unique<StreamLoop>(base_);
@@ -60,6 +65,7 @@ void Worker::run() {
   while (running_) {
     event_base_loop(base_, EVLOOP_ONCE);
     streams_->flush();
+    now_usec_ = 0;  // the next iteration reads the clock afresh
   }
 }
 
@@ -224,10 +230,17 @@ const PoolRoute* Worker::route(const std::string& pool_name) const {
   return it == routes_.end() ? nullptr : &it->second;
 }
 
+// Read once per loop iteration (clock_gettime is a vDSO call, no syscall):
+// every request handled in one iteration arrived in the same epoll_wait
+// return, so they share one timestamp.
 uint64_t Worker::now_usec() {
-  timeval tv;
-  event_base_gettimeofday_cached(base_, &tv);
-  return static_cast<uint64_t>(tv.tv_sec) * 1'000'000 + static_cast<uint64_t>(tv.tv_usec);
+  if (now_usec_ == 0) {
+    timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    now_usec_ = static_cast<uint64_t>(ts.tv_sec) * 1'000'000 +
+                static_cast<uint64_t>(ts.tv_nsec) / 1000;
+  }
+  return now_usec_;
 }
 
 ReplySlot* Worker::acquire_slot(ClientConn* client) {

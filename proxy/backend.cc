@@ -188,11 +188,11 @@ void BackendConn::enqueue_retrieval(std::string_view verb, std::span<const std::
   if (stream_ == nullptr) connect();
   size_t added = 0;
   bool join = verb == open_verb_;
+  key_bits_.clear();
   for (std::string_view key : keys) {
     added += 1 + key.size();
-    if (!join) continue;
-    auto [a, b] = key_bits(key);
-    join = !((open_keys_[a / 64] >> (a % 64)) & 1 && (open_keys_[b / 64] >> (b % 64)) & 1);
+    auto [a, b] = key_bits_.emplace_back(key_bits(key));
+    if (join) join = !((open_keys_[a / 64] >> (a % 64)) & 1 && (open_keys_[b / 64] >> (b % 64)) & 1);
   }
   if (join && open_line_.size() + added > kMaxSharedLine) join = false;
   if (join) {
@@ -204,12 +204,13 @@ void BackendConn::enqueue_retrieval(std::string_view verb, std::span<const std::
     open_keys_.fill(0);
     added += verb.size() + 2;  // the verb and the "\r\n" to come
   }
-  for (std::string_view key : keys) {
-    open_line_.append(" ").append(key);
-    auto [a, b] = key_bits(key);
+  for (size_t i = 0; i < keys.size(); ++i) {
+    open_line_.append(" ").append(keys[i]);
+    auto [a, b] = key_bits_[i];
     open_keys_[a / 64] |= uint64_t{1} << (a % 64);
     open_keys_[b / 64] |= uint64_t{1} << (b % 64);
   }
+  if (key_bits_.capacity() > kMaxSharedLine) key_bits_ = {};  // after a huge multi-get
   op.request_bytes = static_cast<uint32_t>(added);
   if (join) server_.stats().requests_joined.add();
   count_enqueued(op);

@@ -80,3 +80,13 @@ measure_idle_memory() {
   after=$(rss_kb "$pid")
   echo "$base $loaded $after $rc"
 }
+
+# The workloads, by letter: what each is, and the load generator's options
+# for it. scripts/bench and scripts/bench-commits both measure from here.
+declare -A workload_desc workload_args
+workload_desc[a]="get/set 90/10, 32 conns";        workload_args[a]="-c 32 -g 0.9 -s 100 -k 10000"
+workload_desc[b]="10-key multi-get, 32 conns";     workload_args[b]="-c 32 -g 1 -m 10 -s 100 -k 10000"
+workload_desc[c]="100-key multi-get, 32 conns";    workload_args[c]="-c 32 -g 1 -m 100 -s 100 -k 10000"
+workload_desc[d]="16 KiB values 90/10, 32 conns";  workload_args[d]="-c 32 -g 0.9 -s 16384 -k 2000"
+workload_desc[e]="1000 idle + 8 busy conns 90/10"; workload_args[e]="-c 8 --idle 1000 -g 0.9 -s 100 -k 10000"
+workload_desc[f]="pipelined 8 conns x depth 32";   workload_args[f]="-c 8 -d 32 -g 0.9 -s 100 -k 10000"

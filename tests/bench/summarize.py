@@ -100,10 +100,31 @@ def main():
                 fmt(m["p99_us"]), fmt(m["cpu_us_per_req"], "{:.2f}"), w=w_desc))
     print()
 
-    ratios = {}
+    # The machine drifts between rounds (the direct memcached alone has
+    # varied by 1.6x from one round to the next here), while the targets of
+    # one round run back to back. So each ratio is taken within a round,
+    # and the median of the rounds' ratios is the figure; the ratio of the
+    # medians, which mixes rounds, is shown after it in parentheses.
+    def three_ratios(m, n, d):
+        tput = ratio(m["rps"], n["rps"])
+        cpu = ratio(m["cpu_us_per_req"], n["cpu_us_per_req"])
+        added = None
+        if d and d["p50_us"] is not None and m["p50_us"] is not None and n["p50_us"] is not None:
+            am, an = m["p50_us"] - d["p50_us"], n["p50_us"] - d["p50_us"]
+            added = am / an if an > 0 else None
+        return {"throughput": tput, "cpu_per_request": cpu, "added_p50_over_direct": added}
+
+    def run_of(wid, t, rnd):
+        for r in runs:
+            if r["workload"] == wid and r["target"] == t and r["round"] == rnd and r.get("r"):
+                return r["r"]
+        return None
+
+    ratios, ratios_of_medians = {}, {}
+    keys = ["throughput", "cpu_per_request", "added_p50_over_direct"]
     for proxy in proxies:
-        ratios[proxy] = {}
-        head = "{:<{w}} {:>12} {:>14} {:>22}".format(
+        ratios[proxy], ratios_of_medians[proxy] = {}, {}
+        head = "{:<{w}} {:>16} {:>16} {:>22}".format(
             f"{proxy} / nutcracker", "throughput", "cpu/request", "added p50 over direct", w=w_desc)
         print(head)
         print("-" * len(head))
@@ -111,17 +132,19 @@ def main():
             m, n, d = med.get((wid, proxy)), med.get((wid, "nutcracker")), med.get((wid, "direct"))
             if not m or not n:
                 continue
-            tput = ratio(m["rps"], n["rps"])
-            cpu = ratio(m["cpu_us_per_req"], n["cpu_us_per_req"])
-            added = None
-            if d and d["p50_us"] is not None and m["p50_us"] is not None and n["p50_us"] is not None:
-                am, an = m["p50_us"] - d["p50_us"], n["p50_us"] - d["p50_us"]
-                added = am / an if an > 0 else None
-            ratios[proxy][wid] = {"throughput": tput, "cpu_per_request": cpu, "added_p50_over_direct": added}
-            print("{:<{w}} {:>12} {:>14} {:>22}".format(
-                f"({wid}) {desc}", fmt(tput, "{:.2f}x"), fmt(cpu, "{:.2f}x"), fmt(added, "{:.2f}x"), w=w_desc))
+            of_medians = three_ratios(m, n, d)
+            per_round = []
+            for rnd in sorted({r["round"] for r in runs if r["workload"] == wid}):
+                rm, rn = run_of(wid, proxy, rnd), run_of(wid, "nutcracker", rnd)
+                if rm and rn:
+                    per_round.append(three_ratios(rm, rn, run_of(wid, "direct", rnd)))
+            paired = {k: median([x[k] for x in per_round]) for k in keys}
+            ratios[proxy][wid], ratios_of_medians[proxy][wid] = paired, of_medians
+            cells = [fmt(paired[k], "{:.2f}x") + " (" + fmt(of_medians[k], "{:.2f}x") + ")" for k in keys]
+            print("{:<{w}} {:>16} {:>16} {:>22}".format(f"({wid}) {desc}", *cells, w=w_desc))
         print()
-    print("(throughput > 1: memshard faster; cpu/request < 1: memshard cheaper; "
+    print("(median of the rounds' ratios, and in parentheses the ratio of the medians above;")
+    print(" throughput > 1: memshard faster; cpu/request < 1: memshard cheaper; "
           "added p50 < 1: memshard adds less latency than nutcracker; '-' when nutcracker's p50 is not above direct's)")
 
     if syscalls:
@@ -200,7 +223,8 @@ def main():
 
     with open(os.path.join(out, "summary.json"), "w") as f:
         json.dump({"meta": meta, "medians": {f"{w}/{t}": v for (w, t), v in med.items()},
-                   "ratios_memshard_to_nutcracker": ratios, "memory": memory,
+                   "ratios_memshard_to_nutcracker": ratios,
+                   "ratios_of_medians_memshard_to_nutcracker": ratios_of_medians, "memory": memory,
                    "memory_kb_per_conn_ratio_memshard_to_nutcracker": memory_ratios, "syscalls": syscalls,
                    "failures": len(failures)}, f, indent=1)
 

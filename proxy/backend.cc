@@ -192,7 +192,9 @@ void BackendConn::enqueue_retrieval(std::string_view verb, std::span<const std::
   for (std::string_view key : keys) {
     added += 1 + key.size();
     auto [a, b] = key_bits_.emplace_back(key_bits(key));
-    if (join) join = !((open_keys_[a / 64] >> (a % 64)) & 1 && (open_keys_[b / 64] >> (b % 64)) & 1);
+    bool may_be_on_line =
+        (open_keys_[a / 64] >> (a % 64)) & 1 && (open_keys_[b / 64] >> (b % 64)) & 1;
+    join = join && !may_be_on_line;
   }
   if (join && open_line_.size() + added > kMaxSharedLine) join = false;
   if (join) {

@@ -172,7 +172,8 @@ class BackendConn {
   // VALUE comes back and nothing tells whose it is. So a request for a key
   // that may already be on the line starts a line of its own.
   std::array<uint64_t, 16> open_keys_{};
-  std::vector<std::pair<uint32_t, uint32_t>> key_bits_;  // scratch: each key's two bits, hashed once
+  // Scratch for enqueue_retrieval: each key's two bits, hashed once.
+  std::vector<std::pair<uint32_t, uint32_t>> key_bits_;
   std::string line_;
   // Data block being read after a VALUE/VA line.
   uint64_t data_left_ = 0;

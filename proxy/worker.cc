@@ -237,8 +237,8 @@ uint64_t Worker::now_usec() {
   if (now_usec_ == 0) {
     timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
-    now_usec_ = static_cast<uint64_t>(ts.tv_sec) * 1'000'000 +
-                static_cast<uint64_t>(ts.tv_nsec) / 1000;
+    now_usec_ =
+        static_cast<uint64_t>(ts.tv_sec) * 1'000'000 + static_cast<uint64_t>(ts.tv_nsec) / 1000;
   }
   return now_usec_;
 }

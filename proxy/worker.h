@@ -106,7 +106,7 @@ class Worker {
   event_base* base_ = nullptr;
   std::unique_ptr<StreamLoop> streams_;
   RequestScratch scratch_;
-  bool running_ = false;  // worker thread only
+  bool running_ = false;   // worker thread only
   uint64_t now_usec_ = 0;  // this iteration's clock reading; 0 until first asked for
   std::thread thread_;
   int mailbox_fd_ = -1;  // eventfd: wakes the loop when the mailbox has mail

@@ -107,7 +107,8 @@ def main():
     # medians, which mixes rounds, is shown after it in parentheses.
     def three_ratios(m, n, d):
         tput = ratio(m["rps"], n["rps"])
-        cpu = ratio(m["cpu_us_per_req"], n["cpu_us_per_req"])
+        # A cpu figure of -1 is the load generator's "not measured".
+        cpu = ratio(m["cpu_us_per_req"], n["cpu_us_per_req"]) if m["cpu_us_per_req"] >= 0 else None
         added = None
         if d and d["p50_us"] is not None and m["p50_us"] is not None and n["p50_us"] is not None:
             am, an = m["p50_us"] - d["p50_us"], n["p50_us"] - d["p50_us"]
@@ -138,7 +139,10 @@ def main():
                 rm, rn = run_of(wid, proxy, rnd), run_of(wid, "nutcracker", rnd)
                 if rm and rn:
                     per_round.append(three_ratios(rm, rn, run_of(wid, "direct", rnd)))
-            paired = {k: median([x[k] for x in per_round]) for k in keys}
+            # Not median(): a ratio of added latency is negative when memshard's
+            # p50 is below direct's, and that must count.
+            paired = {k: statistics.median(v) if (v := [x[k] for x in per_round if x[k] is not None]) else None
+                      for k in keys}
             ratios[proxy][wid], ratios_of_medians[proxy][wid] = paired, of_medians
             cells = [fmt(paired[k], "{:.2f}x") + " (" + fmt(of_medians[k], "{:.2f}x") + ")" for k in keys]
             print("{:<{w}} {:>16} {:>16} {:>22}".format(f"({wid}) {desc}", *cells, w=w_desc))

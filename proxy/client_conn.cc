@@ -48,20 +48,19 @@ bool is_storage(proto::Command c) {
 
 }  // namespace
 
-ClientConn::ClientConn(Worker& worker, int fd, std::string pool_name, uint64_t id,
-                       std::shared_ptr<std::atomic<uint32_t>> pool_clients)
+ClientConn::ClientConn(Worker& worker, int fd, std::shared_ptr<const ClientOrigin> origin,
+                       uint64_t id, bool resumed)
     : worker_(worker),
       work_(worker.scratch()),
       stream_(worker.streams(), fd, &ClientConn::on_stream, this, kMemcachedReadBuffer,
               Stream::Reads::compact),
-      pool_name_(std::move(pool_name)),
+      origin_(std::move(origin)),
+      pool_stats_(*origin_->stats),
       id_(id),
-      pool_clients_(std::move(pool_clients)) {
-  const PoolRoute* r = worker_.route(pool_name_);
-  // A pool that just went away still gets counters, for the replies owed.
-  pool_stats_ = r != nullptr ? r->stats : std::make_shared<PoolStats>();
-  pool_stats_->client_connections.add();
-  use_route(r);
+      last_input_usec_(worker.now_usec()) {
+  use_route(worker_.route(origin_->pool_name));
+  if (resumed) return;
+  pool_stats_.client_connections.add();
   worker_.stats().curr_connections.add();
   worker_.stats().total_connections.add();
 }
@@ -88,7 +87,7 @@ void ClientConn::use_route(const PoolRoute* route) {
 
 void ClientConn::on_routes_changed() {
   if (closed_) return;
-  const PoolRoute* r = worker_.route(pool_name_);
+  const PoolRoute* r = worker_.route(origin_->pool_name);
   if (r == nullptr) {
     close_when_idle();
     return;
@@ -100,6 +99,7 @@ void ClientConn::on_stream(void* self, Stream::Happened what) {
   auto* c = static_cast<ClientConn*>(self);
   switch (what) {
     case Stream::Happened::input:
+      c->last_input_usec_ = c->worker_.now_usec();
       c->process_input();
       return;
     case Stream::Happened::written:
@@ -114,7 +114,7 @@ void ClientConn::on_stream(void* self, Stream::Happened what) {
     case Stream::Happened::eof:
       // A client may half-close after its last request (`printf ... | nc`):
       // answer what it sent, then close.
-      c->pool_stats_->client_eof.add();
+      c->pool_stats_.client_eof.add();
       c->process_input();
       c->closing_ = true;
       c->flush_ready();
@@ -123,7 +123,7 @@ void ClientConn::on_stream(void* self, Stream::Happened what) {
       return;
     case Stream::Happened::error:
     case Stream::Happened::connected:
-      c->pool_stats_->client_err.add();
+      c->pool_stats_.client_err.add();
       c->shut();
       return;
   }
@@ -219,7 +219,7 @@ void ClientConn::parse_line(evbuffer* in, size_t line_len) {
 }
 
 void ClientConn::dispatch(evbuffer* in) {
-  if (route_epoch_ != worker_.routes_epoch()) use_route(worker_.route(pool_name_));
+  if (route_epoch_ != worker_.routes_epoch()) use_route(worker_.route(origin_->pool_name));
   const PoolRoute* route = route_;
   switch (work_.request.action) {
     case proto::Action::local:
@@ -464,12 +464,12 @@ void ClientConn::answer_locally(evbuffer* in) {
 
 void ClientConn::count_fragment() {
   worker_.stats().fragments.add();
-  pool_stats_->fragments.add();
+  pool_stats_.fragments.add();
 }
 
 void ClientConn::count_forward_error() {
   worker_.stats().forward_error.add();
-  pool_stats_->forward_error.add();
+  pool_stats_.forward_error.add();
 }
 
 ReplySlot* ClientConn::new_slot() {
@@ -499,8 +499,8 @@ void ClientConn::flush_ready() {
   while (!slots_.empty() && slots_.front()->complete) {
     ReplySlot* s = slots_.pop_front();
     keys_in_flight_ -= s->keys_weight;
-    pool_stats_->requests.add();
-    pool_stats_->record_latency(now - s->started_usec);
+    pool_stats_.requests.add();
+    pool_stats_.record_latency(now - s->started_usec);
     if (!closed_ && !s->drop_reply && evbuffer_get_length(s->reply) > 0) {
       evbuffer_add_buffer(stream_.output(), s->reply);
       wrote = true;
@@ -539,13 +539,18 @@ void ClientConn::close_when_idle() {
   flush_ready();
 }
 
+bool ClientConn::parkable(uint64_t idle_since_usec) const {
+  return last_input_usec_ <= idle_since_usec && slots_.empty() && !closing_ && !closed_ &&
+         !paused_ && !in_process_ && awaiting_bytes_ == 0 && swallow_left_ == 0 && stream_.quiet();
+}
+
 void ClientConn::shut() {
   if (closed_) return;
   closed_ = true;
   stream_.close();
   worker_.stats().curr_connections.sub();
-  pool_stats_->client_connections.sub();
-  pool_clients_->fetch_sub(1, std::memory_order_relaxed);
+  pool_stats_.client_connections.sub();
+  origin_->pool_clients->fetch_sub(1, std::memory_order_relaxed);
   if (slots_.empty()) worker_.retire(this);
 }
 

@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-#include "proxy/fifo.h"
+#include "proxy/reply_slot.h"
 #include "proxy/request_parser.h"
 #include "proxy/request_scratch.h"
 #include "proxy/stats.h"
@@ -19,8 +19,18 @@
 namespace memshard::proxy {
 
 class Worker;
-struct ReplySlot;
 struct PoolRoute;
+
+// Where a client connection came in: its pool's listener. One is shared by
+// the clients of a listener on a worker, and a parked connection keeps it.
+struct ClientOrigin {
+  std::string pool_name;
+  // The listener's count of open clients (client_connections limit).
+  std::shared_ptr<std::atomic<uint32_t>> pool_clients;
+  // The counters of the pool the clients connected to. A pool removed and
+  // added again by reloads gets new counters; its old clients keep these.
+  std::shared_ptr<PoolStats> stats;
+};
 
 // Bounds on what one client may make the proxy hold. Past them the proxy
 // stops reading from the client (backpressure) until replies drain.
@@ -36,21 +46,32 @@ inline constexpr size_t kMemcachedReadBuffer = 16 * 1024;
 
 class ClientConn {
  public:
-  ClientConn(Worker& worker, int fd, std::string pool_name, uint64_t id,
-             std::shared_ptr<std::atomic<uint32_t>> pool_clients);
+  // `resumed`: a parked connection coming back, already counted as open.
+  ClientConn(Worker& worker, int fd, std::shared_ptr<const ClientOrigin> origin, uint64_t id,
+             bool resumed = false);
   ~ClientConn();
   ClientConn(const ClientConn&) = delete;
   ClientConn& operator=(const ClientConn&) = delete;
 
   // A slot of this client became complete.
   void on_slot_complete();
-  const std::string& pool_name() const { return pool_name_; }
+  const std::string& pool_name() const { return origin_->pool_name; }
+  const std::shared_ptr<const ClientOrigin>& origin() const { return origin_; }
   // The worker's routes changed (reload, ejection): take the pool's new
   // settings now, or close after the replies owed if the pool is gone.
   void on_routes_changed();
   // Answers the requests already received, then closes once their replies
   // are written (pool removed, graceful shutdown).
   void close_when_idle();
+
+  // Nothing owed, buffered or half-received, and no input since
+  // `idle_since_usec`: the connection may be reduced to its socket.
+  bool parkable(uint64_t idle_since_usec) const;
+  uint64_t last_input_usec() const { return last_input_usec_; }
+  int fd() const { return stream_.fd(); }
+  // Hands over the socket, no longer watched, for parking; the connection
+  // is then destroyed without being counted as closed.
+  int release_for_parking() { return stream_.release_fd(); }
 
  private:
   static void on_stream(void* self, Stream::Happened what);
@@ -77,15 +98,15 @@ class ClientConn {
   Worker& worker_;
   RequestScratch& work_;  // the worker's, shared by its clients
   Stream stream_;
-  std::string pool_name_;
+  std::shared_ptr<const ClientOrigin> origin_;
+  PoolStats& pool_stats_;  // origin_->stats
   uint64_t id_;
-  std::shared_ptr<std::atomic<uint32_t>> pool_clients_;
-  std::shared_ptr<PoolStats> pool_stats_;  // counters of the pool it connected to
+  uint64_t last_input_usec_;
   // The pool's routes, looked up again only when the worker's routes change.
   const PoolRoute* route_ = nullptr;
   uint64_t route_epoch_ = ~uint64_t{0};
   proto::Limits limits_;
-  Fifo<ReplySlot*> slots_;
+  SlotQueue slots_;
   size_t header_bytes_ = 0;  // line + terminator of the request being handled
   // A request line seen whose value has not fully arrived: the bytes the
   // request takes (line, terminator, value), and the line's length.

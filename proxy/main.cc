@@ -149,6 +149,12 @@ int main(int argc, char** argv) {
                  "on SIGTERM/SIGINT, ms to let requests in flight finish")
       ->capture_default_str();
 
+  int park_after_ms = 1000;
+  app.add_option("--park-after", park_after_ms,
+                 "ms a client connection must be idle before it is parked: held as a bare "
+                 "socket, its memory freed until it speaks again; 0 never parks")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   CLI::App* ring = app.add_subcommand("ring", "inspect the rings a configuration builds");
   ring->require_subcommand(1);
   std::string ring_conf, ring_pool, diff_old, diff_new;
@@ -207,9 +213,9 @@ int main(int argc, char** argv) {
     return 1;
   };
   try {
-    memshard::proxy::Proxy proxy(memshard::proxy::ProxyOptions{conf_file, threads, watch,
-                                                               drain_timeout_ms, stats_addr,
-                                                               static_cast<uint16_t>(stats_port)});
+    memshard::proxy::Proxy proxy(
+        memshard::proxy::ProxyOptions{conf_file, threads, watch, drain_timeout_ms, stats_addr,
+                                      static_cast<uint16_t>(stats_port), park_after_ms});
     proxy.start();
     if (!pid_file.empty() && !write_pid_file(pid_file)) {
       return fail("cannot write pid file '" + pid_file + "': " + strerror(errno));

@@ -65,7 +65,8 @@ void Proxy::start() {
   int threads = options_.threads > 0 ? options_.threads
                                      : static_cast<int>(std::thread::hardware_concurrency());
   if (threads <= 0) threads = 1;
-  for (int i = 0; i < threads; ++i) workers_.push_back(std::make_unique<Worker>(*this, i));
+  for (int i = 0; i < threads; ++i)
+    workers_.push_back(std::make_unique<Worker>(*this, i, options_.park_after_ms));
   health_ = std::make_unique<ServerHealth>(base_, [this] { install_on_workers(); });
   health_->set_topology(topology_);
   for (const Pool& pool : topology_->pools) {

@@ -32,6 +32,7 @@ struct ProxyOptions {
   int drain_timeout_ms = 10000;  // SIGTERM: how long in-flight requests may take
   std::string stats_address = "127.0.0.1";
   uint16_t stats_port = 22222;  // 0: no stats port
+  int park_after_ms = 1000;     // idle this long, a client is parked; 0: never
 };
 
 class Proxy {

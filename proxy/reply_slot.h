@@ -7,6 +7,7 @@
 
 #include <event2/buffer.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -57,7 +58,8 @@ struct ReplySlot {
   size_t fragment_count = 0;  // fragments in use (the vector keeps spares)
   std::string error;          // broadcast: the first failure
   uint64_t started_usec = 0;
-  uint32_t keys_weight = 1;  // keys the client waits on in this slot
+  uint32_t keys_weight = 1;        // keys the client waits on in this slot
+  ReplySlot* next_owed = nullptr;  // the client's next slot (SlotQueue)
 
   std::string_view key(uint32_t position) const {
     const KeyRef& k = key_refs[position];
@@ -68,6 +70,35 @@ struct ReplySlot {
   void assemble();
   // Back to the pristine state for reuse; keeps allocations.
   void reset();
+};
+
+// The slots one client is owed, in request order, linked through the slots
+// themselves: a client connection holds no queue storage of its own, so an
+// idle one costs nothing here and a parked one frees nothing here.
+class SlotQueue {
+ public:
+  bool empty() const { return head_ == nullptr; }
+  size_t size() const { return size_; }
+  ReplySlot* front() const { return head_; }
+  void push_back(ReplySlot* s) {
+    s->next_owed = nullptr;
+    (head_ == nullptr ? head_ : tail_->next_owed) = s;
+    tail_ = s;
+    ++size_;
+  }
+  ReplySlot* pop_front() {
+    ReplySlot* s = head_;
+    head_ = s->next_owed;
+    if (head_ == nullptr) tail_ = nullptr;
+    s->next_owed = nullptr;
+    --size_;
+    return s;
+  }
+
+ private:
+  ReplySlot* head_ = nullptr;
+  ReplySlot* tail_ = nullptr;
+  size_t size_ = 0;
 };
 
 }  // namespace memshard::proxy

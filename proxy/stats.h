@@ -30,6 +30,7 @@ class Counter {
 // one exists. One list, so declaring, summing and printing cannot disagree.
 #define MEMSHARD_WORKER_COUNTERS(X)                                                   \
   X(curr_connections)                                                                 \
+  X(parked_connections) /* gauge: of those, idle ones held as a bare socket */        \
   X(total_connections)                                                                \
   X(cmd_get)         /* keys requested by get-family commands */                      \
   X(cmd_set)         /* storage commands */                                           \

@@ -88,6 +88,7 @@ void render_twemproxy_json(const Proxy& p, std::string& out) {
   json_field(out, "timestamp", static_cast<uint64_t>(time(nullptr)), first);
   json_field(out, "total_connections", total("total_connections"), first);
   json_field(out, "curr_connections", total("curr_connections"), first);
+  json_field(out, "parked_connections", total("parked_connections"), first);
   json_field(out, "config_generation", p.generation(), first);
   json_field(out, "config_reloads", p.reloads(), first);
   json_field(out, "config_reload_failures", p.reload_failures(), first);
@@ -192,6 +193,9 @@ void render_prometheus(const Proxy& p, std::string& out) {
   f.sample("memshard_connections_total", "", total("total_connections"));
   f.header("memshard_connections", "gauge", "Client connections open.");
   f.sample("memshard_connections", "", total("curr_connections"));
+  f.header("memshard_parked_connections", "gauge",
+           "Of the client connections open, idle ones held as a bare socket.");
+  f.sample("memshard_parked_connections", "", total("parked_connections"));
   f.header("memshard_rejected_connections_total", "counter",
            "Client connections refused by client_connections.");
   f.sample("memshard_rejected_connections_total", "", p.rejected_connections());

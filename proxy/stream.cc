@@ -93,13 +93,27 @@ void Stream::close() {
     if (it != loop_.dirty_.end()) *it = nullptr;
     dirty_ = false;
   }
-  if (event_ != nullptr) event_free(event_);
-  event_ = nullptr;
+  if (interest_ != 0) event_del(&event_);
   interest_ = 0;
   if (fd_ >= 0) ::close(fd_);
   fd_ = -1;
   if (input_ != nullptr) evbuffer_drain(input_, evbuffer_get_length(input_));
   if (output_ != nullptr) evbuffer_drain(output_, evbuffer_get_length(output_));
+}
+
+bool Stream::quiet() const {
+  return fd_ >= 0 && !dirty_ && !blocked_ && !connecting_ && !eof_ && !failed_ && reading_ &&
+         input_length() == 0 && output_length() == 0;
+}
+
+int Stream::release_fd() {
+  int fd = fd_;
+  fd_ = -1;  // so close() leaves the socket open
+  close();
+  if (input_ != nullptr) evbuffer_free(input_);
+  if (output_ != nullptr) evbuffer_free(output_);
+  input_ = output_ = nullptr;
+  return fd;
 }
 
 bool Stream::connect(const SocketAddress& address) {
@@ -161,22 +175,18 @@ void Stream::set_interest() {
     }
   }
   if (want == interest_ && !rearm_) return;
-  if (interest_ != 0) event_del(event_);
+  if (interest_ != 0) event_del(&event_);
   interest_ = want;
   rearm_ = false;
   if (want == 0) return;
-  if (event_ == nullptr) {
-    event_ = event_new(loop_.base(), fd_, want | EV_PERSIST, &Stream::on_event, this);
-  } else {
-    event_assign(event_, loop_.base(), fd_, want | EV_PERSIST, &Stream::on_event, this);
-  }
+  event_assign(&event_, loop_.base(), fd_, want | EV_PERSIST, &Stream::on_event, this);
   // The idle clock runs only while reading: a client waiting on its
   // replies, or one we stopped reading, is not idle.
   if ((want & EV_READ) && idle_ms_ > 0) {
     timeval tv{idle_ms_ / 1000, (idle_ms_ % 1000) * 1000};
-    event_add(event_, &tv);
+    event_add(&event_, &tv);
   } else {
-    event_add(event_, nullptr);
+    event_add(&event_, nullptr);
   }
 }
 

@@ -14,7 +14,11 @@ namespace {
 constexpr size_t kMaxFreeSlots = 1024;
 }  // namespace
 
-Worker::Worker(Proxy& proxy, int index) : proxy_(proxy), index_(index) {
+Worker::Worker(Proxy& proxy, int index, int park_after_ms)
+    : proxy_(proxy),
+      index_(index),
+      park_after_usec_(park_after_ms > 0 ? static_cast<uint64_t>(park_after_ms) * 1000 : 0),
+      client_memory_(sizeof(ClientConn)) {
   event_config* cfg = event_config_new();
   // Each base is used by exactly one thread: no locking inside libevent.
   // No EVENT_BASE_FLAG_PRECISE_TIMER: with it libevent's epoll backend
@@ -32,7 +36,11 @@ Worker::Worker(Proxy& proxy, int index) : proxy_(proxy), index_(index) {
   mailbox_event_ = event_new(base_, mailbox_fd_, EV_READ | EV_PERSIST, &Worker::on_mailbox, this);
   event_add(mailbox_event_, nullptr);
   reap_event_ = event_new(base_, -1, 0, &Worker::on_reap, this);
-  housekeeping_event_ = event_new(base_, -1, EV_PERSIST, &Worker::on_reap, this);
+  housekeeping_event_ = event_new(base_, -1, EV_PERSIST, &Worker::on_housekeeping, this);
+  parked_ = std::make_unique<ParkedClients>(base_, [this](ParkedClients::Entry e) {
+    stats_.parked_connections.sub();
+    add_client(e.fd, std::move(e.origin), true);
+  });
   timeval second{1, 0};
   event_add(housekeeping_event_, &second);
 }
@@ -40,8 +48,9 @@ Worker::Worker(Proxy& proxy, int index) : proxy_(proxy), index_(index) {
 Worker::~Worker() {
   stop();
   for (ClientConn* c : retired_) std::erase(clients_, c);  // on both lists until reaped
-  for (ClientConn* c : clients_) delete c;
-  for (ClientConn* c : retired_) delete c;
+  for (ClientConn* c : clients_) destroy_client(c);
+  for (ClientConn* c : retired_) destroy_client(c);
+  parked_.reset();
   backends_.clear();
   draining_.clear();
   for (ReplySlot* s : free_slots_) delete s;
@@ -127,6 +136,7 @@ void Worker::drain_mailbox() {
     drain_requested_ = false;
   }
   if (stopping) {
+    close_parked(parked_->take_if([](const ParkedClients::Entry&) { return true; }));
     for (NewClient& c : clients) {
       close(c.fd);
       c.pool_clients->fetch_sub(1, std::memory_order_relaxed);
@@ -136,11 +146,87 @@ void Worker::drain_mailbox() {
   }
   if (topology) apply_topology(std::move(topology));
   for (NewClient& c : clients) {
-    clients_.push_back(new ClientConn(*this, c.fd, std::move(c.pool), next_client_id_++,
-                                      std::move(c.pool_clients)));
+    add_client(c.fd, origin_for(c.pool, std::move(c.pool_clients)), false);
   }
   if (drain) {
+    // Parked clients owe nothing: they close now.
+    close_parked(parked_->take_if([](const ParkedClients::Entry&) { return true; }));
     for (ClientConn* c : clients_) c->close_when_idle();
+  }
+}
+
+std::shared_ptr<const ClientOrigin> Worker::origin_for(
+    const std::string& pool_name, std::shared_ptr<std::atomic<uint32_t>> clients) {
+  const PoolRoute* r = route(pool_name);
+  // A pool that just went away still gets counters, for the replies owed.
+  std::shared_ptr<PoolStats> stats = r != nullptr ? r->stats : std::make_shared<PoolStats>();
+  for (const auto& o : origins_) {
+    if (o->pool_name == pool_name && o->pool_clients == clients && o->stats == stats) return o;
+  }
+  auto o = std::make_shared<const ClientOrigin>(
+      ClientOrigin{pool_name, std::move(clients), std::move(stats)});
+  origins_.push_back(o);
+  return o;
+}
+
+ClientConn* Worker::add_client(int fd, std::shared_ptr<const ClientOrigin> origin, bool resumed) {
+  void* memory = client_memory_.allocate();
+  auto* c = new (memory) ClientConn(*this, fd, std::move(origin), next_client_id_++, resumed);
+  clients_.push_back(c);
+  return c;
+}
+
+void Worker::destroy_client(ClientConn* client) {
+  client->~ClientConn();
+  client_memory_.deallocate(client);
+}
+
+void Worker::park_idle_clients() {
+  if (park_after_usec_ == 0) return;
+  uint64_t now = now_usec();
+  if (now < park_after_usec_) return;
+  uint64_t idle_since = now - park_after_usec_;
+  size_t parked = 0;
+  std::erase_if(clients_, [&](ClientConn* c) {
+    if (!c->parkable(idle_since)) return false;
+    // Into the parked set first: should the kernel refuse, nothing changed.
+    if (!parked_->park(ParkedClients::Entry{c->fd(), c->last_input_usec(), c->origin()})) {
+      return false;
+    }
+    c->release_for_parking();
+    destroy_client(c);
+    ++parked;
+    return true;
+  });
+  stats_.parked_connections.add(parked);
+}
+
+void Worker::close_expired_parked() {
+  if (parked_->size() == 0) return;
+  // Each pool's client_idle_timeout, looked up once per origin.
+  std::vector<std::pair<const ClientOrigin*, uint64_t>> timeouts;
+  for (const auto& o : origins_) {
+    const PoolRoute* r = route(o->pool_name);
+    int ms = r != nullptr ? r->pool->config.client_idle_timeout_ms : 0;
+    if (ms > 0) timeouts.emplace_back(o.get(), static_cast<uint64_t>(ms) * 1000);
+  }
+  if (timeouts.empty()) return;
+  uint64_t now = now_usec();
+  close_parked(parked_->take_if([&](const ParkedClients::Entry& e) {
+    for (const auto& [origin, usec] : timeouts) {
+      if (origin == e.origin.get()) return now - e.idle_since_usec >= usec;
+    }
+    return false;
+  }));
+}
+
+void Worker::close_parked(std::vector<ParkedClients::Entry> entries) {
+  for (ParkedClients::Entry& e : entries) {
+    close(e.fd);
+    stats_.parked_connections.sub();
+    stats_.curr_connections.sub();
+    e.origin->stats->client_connections.sub();
+    e.origin->pool_clients->fetch_sub(1, std::memory_order_relaxed);
   }
 }
 
@@ -193,8 +279,11 @@ void Worker::apply_topology(std::shared_ptr<const Topology> topology) {
   ++routes_epoch_;
   topology_ = std::move(topology);
   // Clients of a pool that is gone get the replies they are owed, then
-  // close; the others take their pool's new settings.
+  // close; the others take their pool's new settings. Parked ones of a pool
+  // that is gone owe nothing and close now.
   for (ClientConn* c : clients_) c->on_routes_changed();
+  close_parked(parked_->take_if(
+      [this](const ParkedClients::Entry& e) { return route(e.origin->pool_name) == nullptr; }));
 }
 
 void Worker::collect(StatsSnapshot& out) const {
@@ -284,13 +373,21 @@ void Worker::on_reap(evutil_socket_t, short, void* self) {
   dead.swap(w->retired_);
   for (ClientConn* c : dead) {
     std::erase(w->clients_, c);
-    delete c;
+    w->destroy_client(c);
   }
   // Backends of departed servers go once they owe no replies.
   std::erase_if(w->draining_, [](const auto& b) { return b->idle(); });
   std::lock_guard<std::mutex> lock(w->stats_mu_);
   std::erase_if(w->pool_stats_, [](const auto& e) { return e.second.expired(); });
   std::erase_if(w->server_stats_, [](const auto& e) { return e.second.expired(); });
+}
+
+void Worker::on_housekeeping(evutil_socket_t fd, short what, void* self) {
+  auto* w = static_cast<Worker*>(self);
+  on_reap(fd, what, self);
+  w->park_idle_clients();
+  w->close_expired_parked();
+  std::erase_if(w->origins_, [](const auto& o) { return o.use_count() == 1; });
 }
 
 }  // namespace memshard::proxy

@@ -16,8 +16,10 @@
 #include <vector>
 
 #include "proxy/backend.h"
+#include "proxy/parked_clients.h"
 #include "proxy/reply_slot.h"
 #include "proxy/request_scratch.h"
+#include "proxy/slab_pool.h"
 #include "proxy/stats.h"
 #include "proxy/stream.h"
 #include "proxy/topology.h"
@@ -52,7 +54,9 @@ struct StatsSnapshot {
 
 class Worker {
  public:
-  Worker(Proxy& proxy, int index);
+  // `park_after_ms`: how long a client connection must have been idle to be
+  // parked (parked_clients.h); 0 never parks.
+  Worker(Proxy& proxy, int index, int park_after_ms = 0);
   ~Worker();
   Worker(const Worker&) = delete;
   Worker& operator=(const Worker&) = delete;
@@ -97,12 +101,25 @@ class Worker {
  private:
   static void on_mailbox(evutil_socket_t fd, short, void* self);
   static void on_reap(evutil_socket_t, short, void* self);
+  static void on_housekeeping(evutil_socket_t, short, void* self);
   void apply_topology(std::shared_ptr<const Topology> topology);
+  // The origin shared by the clients of this pool's listener.
+  std::shared_ptr<const ClientOrigin> origin_for(const std::string& pool_name,
+                                                 std::shared_ptr<std::atomic<uint32_t>> clients);
+  ClientConn* add_client(int fd, std::shared_ptr<const ClientOrigin> origin, bool resumed);
+  void destroy_client(ClientConn* client);
+  // Parks the clients idle since park_after_ms_, and closes the parked ones
+  // whose pool's client_idle_timeout ran out.
+  void park_idle_clients();
+  void close_expired_parked();
+  // Closes parked connections as a client closing would be counted.
+  void close_parked(std::vector<ParkedClients::Entry> entries);
   void drain_mailbox();
   void run();
 
   Proxy& proxy_;
   int index_;
+  uint64_t park_after_usec_;
   event_base* base_ = nullptr;
   std::unique_ptr<StreamLoop> streams_;
   RequestScratch scratch_;
@@ -134,6 +151,9 @@ class Worker {
   // Backends of servers that left the config, kept until they owe nothing.
   std::vector<std::unique_ptr<BackendServer>> draining_;
   std::vector<ClientConn*> clients_;
+  SlabPool client_memory_;  // the ClientConn objects
+  std::unique_ptr<ParkedClients> parked_;
+  std::vector<std::shared_ptr<const ClientOrigin>> origins_;
   uint64_t next_client_id_ = 0;
   std::vector<ClientConn*> retired_;
   std::vector<ReplySlot*> free_slots_;

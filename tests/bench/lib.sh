@@ -55,10 +55,13 @@ rss_kb() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status"; }
 # listening on PORT first serves one connection's traffic (so its backends
 # are connected and the keys exist), then holds CONNS connections that each
 # made one get and idle; MODE is staggered (each sends as it connects) or
-# burst (all connect, then all send at once). Prints "BASE LOADED AFTER RC":
-# RSS in KB before, while held, after they closed, and the loadgen's exit.
+# burst (all connect, then all send at once). Prints "BASE LOADED SETTLED
+# AFTER RC": RSS in KB before, while held (0.5 s after the last reply),
+# while still held after they idled $IDLE_SETTLE_S more seconds (default 3:
+# memshard parks a client idle for 1 s, sweeping once a second), after they
+# closed, and the loadgen's exit.
 measure_idle_memory() {
-  local load_bin=$1 port=$2 pid=$3 conns=$4 mode=$5 log=$6 rc=0 base loaded after lpid i
+  local load_bin=$1 port=$2 pid=$3 conns=$4 mode=$5 log=$6 rc=0 base loaded settled after lpid i
   local burst=()
   if [ "$mode" = burst ]; then burst=(--idle-burst); fi
   "$load_bin" -p "$port" -c 1 -k 100 -n 100 -D 10 --key-prefix bench-mem: >"$log" 2>&1 || rc=$?
@@ -74,11 +77,13 @@ measure_idle_memory() {
   done
   sleep 0.5
   loaded=$(rss_kb "$pid")
+  sleep "${IDLE_SETTLE_S:-3}"
+  settled=$(rss_kb "$pid")
   kill -USR1 "$lpid" 2>/dev/null || true
   wait "$lpid" || rc=$?
   sleep 1
   after=$(rss_kb "$pid")
-  echo "$base $loaded $after $rc"
+  echo "$base $loaded $settled $after $rc"
 }
 
 # The workloads, by letter: what each is, and the load generator's options

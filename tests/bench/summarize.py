@@ -191,26 +191,37 @@ def main():
         # before the modes existed are staggered ones.
         modes = [m for m in MEMORY_MODES if any(row.get("mode", "staggered") == m for row in memory)]
         print()
-        head = "{:<28} {:>12} {:>14} {:>10} {:>16}".format(
-            f"memory, {memory[0]['conns']} idle conns", "base RSS KB", "loaded RSS KB", "KB/conn",
-            "after close KB")
+        head = "{:<24} {:>9} {:>10} {:>8} {:>11} {:>8} {:>12}".format(
+            f"memory, {memory[0]['conns']} conns", "base KB", "held KB", "KB/conn", "settled KB",
+            "KB/conn", "closed KB")
         print(head)
         print("-" * len(head))
-        per = {}
+        per, per_settled = {}, {}
         for t in ["nutcracker", "memshard"]:
             for mode in modes:
                 for mrow in memory:
                     if mrow["target"] != t or mrow.get("mode", "staggered") != mode:
                         continue
-                    kb = (mrow["loaded_kb"] - mrow["base_kb"]) / mrow["conns"] if mrow["conns"] else None
+                    n = mrow["conns"]
+                    kb = (mrow["loaded_kb"] - mrow["base_kb"]) / n if n else None
+                    # Lines written before the settled reading existed lack it.
+                    settled = mrow.get("settled_kb")
+                    kb_settled = (settled - mrow["base_kb"]) / n if n and settled is not None else None
                     per[(t, mode)] = kb
-                    print("{:<28} {:>12} {:>14} {:>10} {:>16}".format(
+                    per_settled[(t, mode)] = kb_settled
+                    print("{:<24} {:>9} {:>10} {:>8} {:>11} {:>8} {:>12}".format(
                         f"{t}, {mode}", mrow["base_kb"], mrow["loaded_kb"], fmt(kb, "{:.2f}"),
+                        settled if settled is not None else "-", fmt(kb_settled, "{:.2f}"),
                         mrow.get("after_kb", "-")))
         for mode in modes:
             r = ratio(per.get(("memshard", mode)), per.get(("nutcracker", mode)))
+            rs = ratio(per_settled.get(("memshard", mode)), per_settled.get(("nutcracker", mode)))
             memory_ratios[mode] = r
-            print(f"memshard / nutcracker KB per connection, {mode}: {fmt(r, '{:.2f}x')}")
+            memory_ratios[mode + "_settled"] = rs
+            print(f"memshard / nutcracker KB per connection, {mode}: held {fmt(r, '{:.2f}x')}, "
+                  f"settled {fmt(rs, '{:.2f}x')}")
+        print("(held: 0.5 s after the last connection's reply; settled: after they idled a few "
+              "seconds more, when memshard has parked them)")
         print("(staggered: each connection sends its get once connected, few in flight at once; "
               "burst: all connect, then all send at once)")
 

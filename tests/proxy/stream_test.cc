@@ -971,5 +971,69 @@ TEST_F(StreamTest, NoIdleWhileTheInputIsFull) {
   EXPECT_TRUE(owner.events.empty());
 }
 
+// ---------------------------------------------------------------------------
+// Parking (proxy/parked_clients.h): a stream is quiet only when nothing is
+// pending either way, and one that releases its socket stops watching it
+// and leaves it open, with unread bytes still in it.
+
+TEST_F(StreamTest, QuietOnlyWhenNothingIsPendingEitherWay) {
+  SocketPair s = socket_pair();
+  Owner owner(loop_, s.ours, 16 * 1024, Reads::compact);
+  owner.take_input_on_report = false;
+  EXPECT_TRUE(owner.stream->quiet());
+
+  send_all_now(s.peer.get(), "get a\r\n");
+  ASSERT_TRUE(run_until([&] { return owner.count(Happened::input) > 0; }));
+  EXPECT_FALSE(owner.stream->quiet()) << "input not taken yet";
+  owner.take_input();
+  EXPECT_TRUE(owner.stream->quiet());
+
+  owner.send("END\r\n");
+  EXPECT_FALSE(owner.stream->quiet()) << "output not written yet";
+  loop_.flush();
+  EXPECT_TRUE(owner.stream->quiet());
+
+  owner.stream->set_reading(false);
+  EXPECT_FALSE(owner.stream->quiet()) << "not reading: held off by its owner";
+  owner.stream->set_reading(true);
+  EXPECT_TRUE(owner.stream->quiet());
+
+  std::string reply;
+  EXPECT_TRUE(recv_available(s.peer.get(), reply));
+  EXPECT_EQ(reply, "END\r\n");
+  s.peer.reset();  // the peer closes (having read all: else it is a reset)
+  ASSERT_TRUE(run_until([&] { return owner.count(Happened::eof) > 0; }));
+  EXPECT_FALSE(owner.stream->quiet());
+}
+
+TEST_F(StreamTest, ReleasedSocketIsLeftOpenAndUnwatched) {
+  SocketPair s = socket_pair();
+  int fd = s.ours;
+  Owner owner(loop_, fd, 16 * 1024, Reads::compact);
+  ASSERT_EQ(stream_events(), 1);
+  EXPECT_EQ(owner.stream->release_fd(), fd);
+  EXPECT_EQ(owner.stream->fd(), -1);
+  EXPECT_EQ(stream_events(), 0) << "the released socket is still watched";
+
+  // Bytes sent now wait in the socket: the stream reports nothing, and
+  // destroying it does not close the socket.
+  send_all_now(s.peer.get(), "get b\r\n");
+  run_for(milliseconds(50));
+  EXPECT_TRUE(owner.events.empty());
+  owner.stream.reset();
+  std::string got;
+  EXPECT_TRUE(recv_available(fd, got));
+  EXPECT_EQ(got, "get b\r\n");
+  send_all_now(fd, "END\r\n");
+  std::string back;
+  EXPECT_TRUE(recv_available(s.peer.get(), back));
+  EXPECT_EQ(back, "END\r\n");
+
+  // A new stream on it carries on.
+  Owner again(loop_, fd, 16 * 1024, Reads::compact);
+  send_all_now(s.peer.get(), "get c\r\n");
+  ASSERT_TRUE(run_until([&] { return again.received == "get c\r\n"; }));
+}
+
 }  // namespace
 }  // namespace memshard::proxy

@@ -1,0 +1,73 @@
+// Fixed-size blocks for objects that live as long as a client connection,
+// carved from slabs mapped straight from the kernel.
+//
+// Why not malloc: connection objects are freed when their connection closes
+// or parks (see parked_clients.h), but malloc keeps freed memory in its heap
+// (memshard tells it to: main.cc), and libevent's per-descriptor records,
+// allocated between them and kept for good, would pin the pages anyway. A
+// slab holds only these blocks, so once every block of a slab is free the
+// slab goes back to the kernel.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace memshard::proxy {
+
+class SlabPool {
+ public:
+  // Under AddressSanitizer the blocks come from operator new, so that a use
+  // after free of a connection is still caught.
+#if defined(__SANITIZE_ADDRESS__)
+  static constexpr bool kMapsSlabs = false;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+  static constexpr bool kMapsSlabs = false;
+#else
+  static constexpr bool kMapsSlabs = true;
+#endif
+#else
+  static constexpr bool kMapsSlabs = true;
+#endif
+  static constexpr size_t kSlabBytes = 64 * 1024;
+
+  explicit SlabPool(size_t block_size);
+  ~SlabPool();  // unmaps every slab: every block must have been freed
+  SlabPool(const SlabPool&) = delete;
+  SlabPool& operator=(const SlabPool&) = delete;
+
+  // Throws std::bad_alloc when the kernel has no memory to map.
+  void* allocate();
+  void deallocate(void* block);
+
+  size_t block_size() const {
+    return block_size_;
+  }
+  size_t blocks_per_slab() const {
+    return per_slab_;
+  }
+  size_t live_blocks() const {
+    return live_;
+  }
+  size_t mapped_slabs() const {
+    return mapped_;
+  }
+
+ private:
+  struct Slab;
+  Slab* map_slab();
+  void unmap_slab(Slab* slab);
+  void link_front(Slab* slab);
+  void unlink(Slab* slab);
+
+  size_t block_size_;
+  size_t per_slab_;
+  size_t first_offset_;        // of the first block, past the slab's header
+  Slab* with_room_ = nullptr;  // slabs that have a free block, most recent first
+  Slab* spare_ = nullptr;      // one empty slab kept, so that a connection
+                               // opening and closing does not map and unmap
+  size_t live_ = 0;
+  size_t mapped_ = 0;
+};
+
+}  // namespace memshard::proxy

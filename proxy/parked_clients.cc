@@ -7,7 +7,6 @@
 #include <cstring>
 #include <stdexcept>
 #include <string>
-#include <utility>
 
 namespace memshard::proxy {
 
@@ -22,53 +21,82 @@ ParkedClients::ParkedClients(event_base* base, Wake wake) : wake_(std::move(wake
 }
 
 ParkedClients::~ParkedClients() {
-  for (Entry& e : entries_) ::close(e.fd);
+  for (const Slot& s : slots_) ::close(s.fd);
   event_free(event_);
   ::close(epoll_fd_);
 }
 
-bool ParkedClients::park(Entry entry) {
+bool ParkedClients::park(int fd, std::shared_ptr<const ClientOrigin> origin,
+                         uint64_t last_input_usec) {
   // Level-triggered: bytes that arrived before this call wake it at once.
   epoll_event ev{};
   ev.events = EPOLLIN | EPOLLRDHUP;
-  ev.data.fd = entry.fd;
-  if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, entry.fd, &ev) != 0) return false;
-  auto fd = static_cast<size_t>(entry.fd);
-  if (index_of_fd_.size() <= fd) index_of_fd_.resize(fd + 1, kNone);
-  index_of_fd_[fd] = static_cast<uint32_t>(entries_.size());
-  entries_.push_back(std::move(entry));
+  ev.data.fd = fd;
+  if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev) != 0) return false;
+  auto at = static_cast<size_t>(fd);
+  if (index_of_fd_.size() <= at) index_of_fd_.resize(at + 1, kNone);
+  index_of_fd_[at] = static_cast<uint32_t>(slots_.size());
+  const ClientOrigin* raw = origin.get();
+  auto o = origins_.begin();
+  while (o != origins_.end() && o->first.get() != raw) ++o;
+  if (o == origins_.end()) {
+    origins_.emplace_back(std::move(origin), 1);
+  } else {
+    ++o->second;
+  }
+  // Rounded up, so the idle time read back is never more than the truth.
+  auto since = static_cast<uint32_t>((last_input_usec + 999) / 1000);
+  slots_.push_back(Slot{fd, since, raw});
   return true;
 }
 
 ParkedClients::Entry ParkedClients::remove_at(size_t index) {
-  Entry out = std::move(entries_[index]);
-  index_of_fd_[static_cast<size_t>(out.fd)] = kNone;
-  if (index + 1 != entries_.size()) {
-    entries_[index] = std::move(entries_.back());
-    index_of_fd_[static_cast<size_t>(entries_[index].fd)] = static_cast<uint32_t>(index);
+  Slot slot = slots_[index];
+  index_of_fd_[static_cast<size_t>(slot.fd)] = kNone;
+  if (index + 1 != slots_.size()) {
+    slots_[index] = slots_.back();
+    index_of_fd_[static_cast<size_t>(slots_[index].fd)] = static_cast<uint32_t>(index);
   }
-  entries_.pop_back();
-  // Parked sockets come and go in waves: give memory back after a wave.
-  if (entries_.capacity() > 64 && entries_.size() < entries_.capacity() / 4) {
-    entries_.shrink_to_fit();
+  slots_.pop_back();
+  Entry out{slot.fd, nullptr};
+  for (auto o = origins_.begin(); o != origins_.end(); ++o) {
+    if (o->first.get() != slot.origin) continue;
+    out.origin = o->first;
+    if (--o->second == 0) origins_.erase(o);
+    break;
   }
   return out;
 }
 
 std::vector<ParkedClients::Entry> ParkedClients::take_if(
-    const std::function<bool(const Entry&)>& take) {
+    uint64_t now_usec, const std::function<bool(const View&)>& take) {
+  auto now_ms = static_cast<uint32_t>(now_usec / 1000);
   std::vector<Entry> out;
-  for (size_t i = 0; i < entries_.size();) {
-    if (!take(entries_[i])) {
+  for (size_t i = 0; i < slots_.size();) {
+    const Slot& s = slots_[i];
+    // Modulo 2^32 ms: right for idle times under 24 days, read as 0 beyond
+    // (by then any client_idle_timeout has long closed the socket).
+    auto idle = static_cast<int32_t>(now_ms - s.idle_since_ms);
+    if (!take(View{s.fd, *s.origin, idle > 0 ? static_cast<uint64_t>(idle) : 0})) {
       ++i;
       continue;
     }
     // Closing the socket would take it out of the set too, but the caller
     // may keep it open.
-    epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, entries_[i].fd, nullptr);
-    out.push_back(remove_at(i));  // the last entry moved to i: look at i again
+    epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, s.fd, nullptr);
+    out.push_back(remove_at(i));  // the last slot moved to i: look at i again
   }
   return out;
+}
+
+void ParkedClients::shrink() {
+  if (slots_.capacity() > 64 && slots_.size() < slots_.capacity() / 4) slots_.shrink_to_fit();
+  size_t end = index_of_fd_.size();
+  while (end > 0 && index_of_fd_[end - 1] == kNone) --end;
+  if (end < index_of_fd_.capacity() / 4) {
+    index_of_fd_.resize(end);
+    index_of_fd_.shrink_to_fit();
+  }
 }
 
 void ParkedClients::on_ready(evutil_socket_t, short, void* self) {
@@ -78,10 +106,10 @@ void ParkedClients::on_ready(evutil_socket_t, short, void* self) {
   int n = epoll_wait(p->epoll_fd_, ready, 64, 0);
   for (int i = 0; i < n; ++i) {
     int fd = ready[i].data.fd;
-    auto slot = static_cast<size_t>(fd);
-    if (slot >= p->index_of_fd_.size() || p->index_of_fd_[slot] == kNone) continue;
+    auto at = static_cast<size_t>(fd);
+    if (at >= p->index_of_fd_.size() || p->index_of_fd_[at] == kNone) continue;
     epoll_ctl(p->epoll_fd_, EPOLL_CTL_DEL, fd, nullptr);
-    p->wake_(p->remove_at(p->index_of_fd_[slot]));
+    p->wake_(p->remove_at(p->index_of_fd_[at]));
   }
 }
 

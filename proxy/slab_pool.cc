@@ -103,6 +103,12 @@ void SlabPool::deallocate(void* block) {
   if (!s->listed) link_front(s);  // was full
 }
 
+void SlabPool::release_spare() {
+  if (spare_ == nullptr) return;
+  unmap_slab(spare_);
+  spare_ = nullptr;
+}
+
 SlabPool::Slab* SlabPool::map_slab() {
   // Map twice the size and keep the aligned half.
   size_t len = 2 * kSlabBytes;

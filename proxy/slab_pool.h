@@ -39,6 +39,8 @@ class SlabPool {
   // Throws std::bad_alloc when the kernel has no memory to map.
   void* allocate();
   void deallocate(void* block);
+  // Unmaps the spare slab, if any (after many blocks were freed at once).
+  void release_spare();
 
   size_t block_size() const {
     return block_size_;

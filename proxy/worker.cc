@@ -1,5 +1,6 @@
 #include "proxy/worker.h"
 
+#include <malloc.h>
 #include <sys/eventfd.h>
 #include <time.h>
 #include <unistd.h>
@@ -12,6 +13,9 @@ namespace memshard::proxy {
 
 namespace {
 constexpr size_t kMaxFreeSlots = 1024;
+// Parked at once by one sweep, connections whose memory is worth returning
+// to the kernel at once.
+constexpr size_t kParkingWave = 64;
 }  // namespace
 
 Worker::Worker(Proxy& proxy, int index, int park_after_ms)
@@ -136,7 +140,7 @@ void Worker::drain_mailbox() {
     drain_requested_ = false;
   }
   if (stopping) {
-    close_parked(parked_->take_if([](const ParkedClients::Entry&) { return true; }));
+    close_parked(parked_->take_if(now_usec(), [](const ParkedClients::View&) { return true; }));
     for (NewClient& c : clients) {
       close(c.fd);
       c.pool_clients->fetch_sub(1, std::memory_order_relaxed);
@@ -150,7 +154,7 @@ void Worker::drain_mailbox() {
   }
   if (drain) {
     // Parked clients owe nothing: they close now.
-    close_parked(parked_->take_if([](const ParkedClients::Entry&) { return true; }));
+    close_parked(parked_->take_if(now_usec(), [](const ParkedClients::View&) { return true; }));
     for (ClientConn* c : clients_) c->close_when_idle();
   }
 }
@@ -190,15 +194,20 @@ void Worker::park_idle_clients() {
   std::erase_if(clients_, [&](ClientConn* c) {
     if (!c->parkable(idle_since)) return false;
     // Into the parked set first: should the kernel refuse, nothing changed.
-    if (!parked_->park(ParkedClients::Entry{c->fd(), c->last_input_usec(), c->origin()})) {
-      return false;
-    }
+    if (!parked_->park(c->fd(), c->origin(), c->last_input_usec())) return false;
     c->release_for_parking();
     destroy_client(c);
     ++parked;
     return true;
   });
   stats_.parked_connections.add(parked);
+  if (parked < kParkingWave) return;
+  // A wave of connections went idle together (a client fleet's burst is
+  // over): give back what they had grown, which malloc would otherwise keep
+  // (main.cc tells it to), now rather than never.
+  if (clients_.size() < clients_.capacity() / 4) clients_.shrink_to_fit();
+  client_memory_.release_spare();
+  malloc_trim(0);
 }
 
 void Worker::close_expired_parked() {
@@ -208,13 +217,12 @@ void Worker::close_expired_parked() {
   for (const auto& o : origins_) {
     const PoolRoute* r = route(o->pool_name);
     int ms = r != nullptr ? r->pool->config.client_idle_timeout_ms : 0;
-    if (ms > 0) timeouts.emplace_back(o.get(), static_cast<uint64_t>(ms) * 1000);
+    if (ms > 0) timeouts.emplace_back(o.get(), static_cast<uint64_t>(ms));
   }
   if (timeouts.empty()) return;
-  uint64_t now = now_usec();
-  close_parked(parked_->take_if([&](const ParkedClients::Entry& e) {
-    for (const auto& [origin, usec] : timeouts) {
-      if (origin == e.origin.get()) return now - e.idle_since_usec >= usec;
+  close_parked(parked_->take_if(now_usec(), [&](const ParkedClients::View& v) {
+    for (const auto& [origin, ms] : timeouts) {
+      if (origin == &v.origin) return v.idle_ms >= ms;
     }
     return false;
   }));
@@ -282,8 +290,9 @@ void Worker::apply_topology(std::shared_ptr<const Topology> topology) {
   // close; the others take their pool's new settings. Parked ones of a pool
   // that is gone owe nothing and close now.
   for (ClientConn* c : clients_) c->on_routes_changed();
-  close_parked(parked_->take_if(
-      [this](const ParkedClients::Entry& e) { return route(e.origin->pool_name) == nullptr; }));
+  close_parked(parked_->take_if(now_usec(), [this](const ParkedClients::View& v) {
+    return route(v.origin.pool_name) == nullptr;
+  }));
 }
 
 void Worker::collect(StatsSnapshot& out) const {
@@ -387,6 +396,7 @@ void Worker::on_housekeeping(evutil_socket_t fd, short what, void* self) {
   on_reap(fd, what, self);
   w->park_idle_clients();
   w->close_expired_parked();
+  w->parked_->shrink();
   std::erase_if(w->origins_, [](const auto& o) { return o.use_count() == 1; });
 }
 

@@ -98,6 +98,10 @@ TEST(SlabPool, EmptySlabsGoBackToTheKernelButOne) {
   void* b = pool.allocate();
   EXPECT_EQ(pool.mapped_slabs(), 1u);
   pool.deallocate(b);
+  // And goes too when asked.
+  pool.release_spare();
+  EXPECT_EQ(pool.mapped_slabs(), 0u);
+  EXPECT_FALSE(mapped(b));
 }
 
 TEST(SlabPool, AFullSlabWithAFreedBlockServesAgain) {

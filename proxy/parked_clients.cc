@@ -74,10 +74,12 @@ std::vector<ParkedClients::Entry> ParkedClients::take_if(
   std::vector<Entry> out;
   for (size_t i = 0; i < slots_.size();) {
     const Slot& s = slots_[i];
-    // Modulo 2^32 ms: right for idle times under 24 days, read as 0 beyond
-    // (by then any client_idle_timeout has long closed the socket).
-    auto idle = static_cast<int32_t>(now_ms - s.idle_since_ms);
-    if (!take(View{s.fd, *s.origin, idle > 0 ? static_cast<uint64_t>(idle) : 0})) {
+    // Modulo 2^32 ms: right for idle times under 49 days, twice the longest
+    // client_idle_timeout (INT_MAX ms). A start rounded up past `now` (the
+    // same millisecond) reads as 2^32 - 1: idle 0.
+    uint32_t idle = now_ms - s.idle_since_ms;
+    if (idle == UINT32_MAX) idle = 0;
+    if (!take(View{s.fd, *s.origin, idle})) {
       ++i;
       continue;
     }

@@ -42,6 +42,10 @@ uint64_t rss_kib(pid_t pid);
 // its RSS (shadow memory, quarantine) says nothing about memshard's own.
 bool sanitizer_build(pid_t pid);
 
+// Fails the current test when memshard's log holds a sanitizer report (with
+// MEMSHARD_BINARY pointing at an ASan/UBSan build).
+void expect_no_sanitizer_report(const std::string& log);
+
 // The proxy's `stats`, asked on a fresh connection. Empty on failure.
 std::map<std::string, uint64_t> proxy_stats(uint16_t port);
 // One counter of the proxy's stats (0 when absent).

@@ -83,6 +83,13 @@ void connect_and_store(uint16_t port, size_t n, const std::string& prefix, Clien
         << "client " << i;
   }
 }
+// Same, then waits until they are all parked (and no other client is open).
+void connect_store_and_park(uint16_t port, size_t n, const std::string& prefix, Clients& out,
+                            Stats& parked) {
+  ASSERT_NO_FATAL_FAILURE(connect_and_store(port, n, prefix, out));
+  ASSERT_TRUE(wait_counts(port, n, 0, parked, 5s))
+      << "not all " << n << " idle clients were parked within 5 s: " << describe(parked);
+}
 // Each client gets its own key back, exactly.
 void expect_own_values(Clients& clients, const std::string& prefix) {
   for (size_t i = 0; i < clients.size(); ++i) {
@@ -104,11 +111,8 @@ TEST_F(Parking, IdleClientsAreParkedAndServedAgainUnchanged) {
   Proxy proxy(dir_, fleet.server_lines(), {}, kParkArgs);
   constexpr size_t kClients = 40;
   Clients clients;
-  ASSERT_NO_FATAL_FAILURE(connect_and_store(proxy.port(), kClients, "pk", clients));
-
   Stats parked;
-  ASSERT_TRUE(wait_counts(proxy.port(), kClients, 0, parked, 5s))
-      << "not every idle client was parked within 5 s: " << describe(parked);
+  ASSERT_NO_FATAL_FAILURE(connect_store_and_park(proxy.port(), kClients, "pk", clients, parked));
   // Counted once when accepted, by the last query above included.
   uint64_t total_parked = stat_in(parked, "total_connections");
 
@@ -148,10 +152,8 @@ TEST_F(Parking, ParkedClientThatClosesIsCountedClosed) {
   Fleet fleet(1);
   Proxy proxy(dir_, fleet.server_lines(), {}, kParkArgs);
   Clients clients;
-  ASSERT_NO_FATAL_FAILURE(connect_and_store(proxy.port(), 10, "cl", clients));
   Stats s;
-  ASSERT_TRUE(wait_counts(proxy.port(), 10, 0, s, 5s))
-      << "10 idle clients not all parked: " << describe(s);
+  ASSERT_NO_FATAL_FAILURE(connect_store_and_park(proxy.port(), 10, "cl", clients, s));
 
   for (size_t i = 0; i < 4; ++i) clients[i].reset();  // close while parked
   EXPECT_TRUE(wait_counts(proxy.port(), 6, 0, s, 3s))
@@ -271,14 +273,7 @@ class LogCheck {
     std::stringstream all;
     all << f.rdbuf();
     std::string text = all.str();
-    for (const char* marker : {"AddressSanitizer", "LeakSanitizer", "runtime error:"}) {
-      size_t at = text.find(marker);
-      if (at != std::string::npos) {
-        ADD_FAILURE() << "sanitizer report in memshard's log:\n"
-                      << text.substr(at > 200 ? at - 200 : 0, 6000);
-        break;
-      }
-    }
+    expect_no_sanitizer_report(text);
     if (!::testing::Test::HasFailure()) return;
     if (text.size() > 4000) text = text.substr(text.size() - 4000);
     std::cerr << "---- memshard log (tail) ----\n" << text << "\n----\n";
@@ -346,9 +341,8 @@ TEST_F(Parking, SigtermClosesParkedClientsAndExitsZeroPromptly) {
   Fleet fleet(1);
   Proxy proxy(dir_, fleet.server_lines(), {}, kParkArgs);
   Clients clients;
-  ASSERT_NO_FATAL_FAILURE(connect_and_store(proxy.port(), 20, "st", clients));
   Stats s;
-  ASSERT_TRUE(wait_counts(proxy.port(), 20, 0, s, 5s)) << "not all 20 parked: " << describe(s);
+  ASSERT_NO_FATAL_FAILURE(connect_store_and_park(proxy.port(), 20, "st", clients, s));
 
   auto t0 = Clock::now();
   proxy.process().signal(SIGTERM);

@@ -1,27 +1,20 @@
 #include "proxy/slab_pool.h"
 
 #include <sys/mman.h>
+#include <unistd.h>
 
+#include <bit>
 #include <cassert>
 #include <cstdint>
 #include <new>
 
 namespace memshard::proxy {
 
-// A slab starts with this header; its blocks follow. Slabs are aligned to
-// their size, so a block finds its slab by masking its address.
-struct SlabPool::Slab {
-  Slab* prev = nullptr;  // in with_room_
-  Slab* next = nullptr;
-  void* free_list = nullptr;  // freed blocks, linked through their first word
-  size_t untouched = 0;       // blocks never handed out yet, from the end of the slab
-  size_t live = 0;
-  bool listed = false;
-};
-
 namespace {
 
 constexpr size_t kAlign = alignof(std::max_align_t);
+constexpr size_t kMaxBlocks = SlabPool::kSlabBytes / SlabPool::kMinBlock;
+constexpr size_t kMaxPages = 16;  // 4 KiB pages; larger pages give fewer
 
 size_t round_up(size_t n, size_t to) {
   return (n + to - 1) / to * to;
@@ -29,11 +22,30 @@ size_t round_up(size_t n, size_t to) {
 
 }  // namespace
 
+// A slab starts with this header; its blocks follow. Slabs are aligned to
+// their size, so a block finds its slab by masking its address. Which blocks
+// are free is kept here rather than in the free blocks themselves, so that
+// the pages of free blocks can be handed back to the kernel.
+struct SlabPool::Slab {
+  Slab* prev = nullptr;  // in with_room_
+  Slab* next = nullptr;
+  uint64_t free_bits[kMaxBlocks / 64] = {};  // bit set: block free
+  uint16_t page_live[kMaxPages] = {};        // live blocks on each page
+  uint32_t released = 0;                     // pages handed back (bit per page)
+  size_t live = 0;
+  bool listed = false;
+};
+
 SlabPool::SlabPool(size_t block_size)
-    : block_size_(round_up(block_size < sizeof(void*) ? sizeof(void*) : block_size, kAlign)),
-      first_offset_(round_up(sizeof(Slab), kAlign)) {
+    : block_size_(round_up(block_size < kMinBlock ? kMinBlock : block_size, kAlign)),
+      first_offset_(round_up(sizeof(Slab), kAlign)),
+      page_size_(static_cast<size_t>(sysconf(_SC_PAGESIZE))) {
   per_slab_ = (kSlabBytes - first_offset_) / block_size_;
-  assert(per_slab_ > 0);
+  assert(per_slab_ > 0 && per_slab_ <= kMaxBlocks);
+  // The header's page is never handed back; with pages this large or this
+  // many, none are tracked.
+  size_t pages = kSlabBytes / page_size_;
+  if (pages >= 2 && pages <= kMaxPages && first_offset_ <= page_size_) pages_ = pages;
 }
 
 SlabPool::~SlabPool() {
@@ -44,6 +56,14 @@ SlabPool::~SlabPool() {
     unmap_slab(s);
   }
   if (spare_ != nullptr) unmap_slab(spare_);
+}
+
+size_t SlabPool::first_page(size_t index) const {
+  return (first_offset_ + index * block_size_) / page_size_;
+}
+
+size_t SlabPool::last_page(size_t index) const {
+  return (first_offset_ + (index + 1) * block_size_ - 1) / page_size_;
 }
 
 void* SlabPool::allocate() {
@@ -61,20 +81,22 @@ void* SlabPool::allocate() {
     }
     link_front(s);
   }
-  void* block;
-  if (s->free_list != nullptr) {
-    block = s->free_list;
-    s->free_list = *static_cast<void**>(block);
-  } else {
-    // Blocks are handed out in address order the first time, so a slab's
-    // pages are touched only as they are needed.
-    block = reinterpret_cast<char*>(s) + first_offset_ + (per_slab_ - s->untouched) * block_size_;
-    --s->untouched;
+  // The lowest free block: live blocks gather at the start of the slab, so
+  // its later pages are the ones left free to hand back.
+  size_t word = 0;
+  while (s->free_bits[word] == 0) ++word;
+  size_t index = word * 64 + static_cast<size_t>(std::countr_zero(s->free_bits[word]));
+  s->free_bits[word] &= s->free_bits[word] - 1;
+  if (pages_ != 0) {
+    for (size_t p = first_page(index); p <= last_page(index); ++p) {
+      ++s->page_live[p];
+      s->released &= ~(uint32_t{1} << p);  // faulted in again when written
+    }
   }
   ++s->live;
   ++live_;
-  if (s->free_list == nullptr && s->untouched == 0) unlink(s);  // full
-  return block;
+  if (s->live == per_slab_) unlink(s);  // full
+  return reinterpret_cast<char*>(s) + first_offset_ + index * block_size_;
 }
 
 void SlabPool::deallocate(void* block) {
@@ -85,15 +107,17 @@ void SlabPool::deallocate(void* block) {
     return;
   }
   auto* s = reinterpret_cast<Slab*>(reinterpret_cast<uintptr_t>(block) & ~(kSlabBytes - 1));
-  *static_cast<void**>(block) = s->free_list;
-  s->free_list = block;
+  size_t index = (static_cast<size_t>(static_cast<char*>(block) - reinterpret_cast<char*>(s)) -
+                  first_offset_) /
+                 block_size_;
+  s->free_bits[index / 64] |= uint64_t{1} << (index % 64);
+  if (pages_ != 0) {
+    for (size_t p = first_page(index); p <= last_page(index); ++p) --s->page_live[p];
+  }
   --s->live;
   if (s->live == 0) {
     if (s->listed) unlink(s);
     if (spare_ == nullptr) {
-      // Reset, so it is handed out in address order again.
-      s->free_list = nullptr;
-      s->untouched = per_slab_;
       spare_ = s;
     } else {
       unmap_slab(s);
@@ -109,6 +133,36 @@ void SlabPool::release_spare() {
   spare_ = nullptr;
 }
 
+size_t SlabPool::release_free_pages() {
+  if (!kMapsSlabs || pages_ == 0) return 0;
+  size_t released = 0;
+  auto release = [&](Slab* s) {
+    // Page 0 holds the header. Runs of free pages go in one call.
+    size_t p = 1;
+    while (p < pages_) {
+      auto free_here = [&](size_t q) {
+        return s->page_live[q] == 0 && (s->released & (uint32_t{1} << q)) == 0;
+      };
+      if (!free_here(p)) {
+        ++p;
+        continue;
+      }
+      size_t end = p;
+      while (end < pages_ && free_here(end)) ++end;
+      char* start = reinterpret_cast<char*>(s) + p * page_size_;
+      if (madvise(start, (end - p) * page_size_, MADV_DONTNEED) == 0) {
+        for (size_t q = p; q < end; ++q) s->released |= uint32_t{1} << q;
+        released += end - p;
+      }
+      p = end;
+    }
+  };
+  // Full slabs have no free page; every other slab is listed or the spare.
+  for (Slab* s = with_room_; s != nullptr; s = s->next) release(s);
+  if (spare_ != nullptr) release(spare_);
+  return released;
+}
+
 SlabPool::Slab* SlabPool::map_slab() {
   // Map twice the size and keep the aligned half.
   size_t len = 2 * kSlabBytes;
@@ -120,7 +174,9 @@ SlabPool::Slab* SlabPool::map_slab() {
   uintptr_t end = start + len, aligned_end = aligned + kSlabBytes;
   if (end > aligned_end) munmap(reinterpret_cast<void*>(aligned_end), end - aligned_end);
   auto* s = new (reinterpret_cast<void*>(aligned)) Slab();
-  s->untouched = per_slab_;
+  for (size_t i = 0; i < per_slab_; ++i) s->free_bits[i / 64] |= uint64_t{1} << (i % 64);
+  // Fresh pages are not resident until written: as good as released.
+  for (size_t q = 1; q < pages_; ++q) s->released |= uint32_t{1} << q;
   ++mapped_;
   return s;
 }

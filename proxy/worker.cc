@@ -397,6 +397,9 @@ void Worker::on_housekeeping(evutil_socket_t fd, short what, void* self) {
   w->park_idle_clients();
   w->close_expired_parked();
   w->parked_->shrink();
+  // Pages of connections that parked or closed since, among those still
+  // open: a few active clients must not keep the memory of the many idle.
+  w->client_memory_.release_free_pages();
   std::erase_if(w->origins_, [](const auto& o) { return o.use_count() == 1; });
 }
 

@@ -18,6 +18,14 @@ namespace {
 
 constexpr size_t kBlock = 440;  // about a ClientConn
 
+// Whether the page holding p is resident (mapped and backed by memory).
+bool resident(const void* p) {
+  auto page = reinterpret_cast<uintptr_t>(p) & ~(static_cast<uintptr_t>(getpagesize()) - 1);
+  unsigned char v = 0;
+  EXPECT_EQ(mincore(reinterpret_cast<void*>(page), 1, &v), 0) << strerror(errno);
+  return (v & 1) != 0;
+}
+
 bool mapped(const void* p) {
   auto page = reinterpret_cast<uintptr_t>(p) & ~(static_cast<uintptr_t>(getpagesize()) - 1);
   unsigned char v;
@@ -102,6 +110,56 @@ TEST(SlabPool, EmptySlabsGoBackToTheKernelButOne) {
   pool.release_spare();
   EXPECT_EQ(pool.mapped_slabs(), 0u);
   EXPECT_FALSE(mapped(b));
+}
+
+// A few live blocks must not keep the pages of the many freed around them.
+TEST(SlabPool, FreePagesInsideALiveSlabGoBackToTheKernel) {
+  if (!SlabPool::kMapsSlabs) GTEST_SKIP() << "sanitizer build: blocks come from operator new";
+  SlabPool pool(kBlock);
+  size_t per = pool.blocks_per_slab();
+  std::vector<unsigned char*> blocks;
+  for (size_t i = 0; i < per; ++i) {
+    blocks.push_back(static_cast<unsigned char*>(pool.allocate()));
+    memset(blocks.back(), 0x5a, kBlock);  // every page of the slab resident
+  }
+  ASSERT_EQ(pool.mapped_slabs(), 1u);
+  size_t middle = per / 2;
+  for (size_t i = 1; i + 1 < per; ++i) {
+    if (i != middle) pool.deallocate(blocks[i]);
+  }
+  // Three live blocks: the first, the middle one and the last.
+  size_t released = pool.release_free_pages();
+  size_t page = static_cast<size_t>(getpagesize());
+  size_t pages = SlabPool::kSlabBytes / page;
+  // Every page but the header's and those the three blocks lie on (each may
+  // straddle two).
+  EXPECT_GE(released, pages - 1 - 6) << "of " << pages << " pages";
+  size_t resident_pages = 0;
+  auto* slab = reinterpret_cast<unsigned char*>(reinterpret_cast<uintptr_t>(blocks[0]) &
+                                                ~(SlabPool::kSlabBytes - 1));
+  for (size_t p = 0; p < pages; ++p) resident_pages += resident(slab + p * page) ? 1 : 0;
+  EXPECT_EQ(resident_pages, pages - released);
+  EXPECT_LE(resident_pages, 7u);
+  // The live blocks kept their bytes; a page is given back once only.
+  for (size_t i : {size_t{0}, middle, per - 1}) {
+    for (size_t j = 0; j < kBlock; ++j) ASSERT_EQ(blocks[i][j], 0x5a) << "block " << i;
+    EXPECT_TRUE(resident(blocks[i]));
+  }
+  EXPECT_EQ(pool.release_free_pages(), 0u);
+
+  // Blocks allocated again on given-back pages work like any other.
+  std::vector<unsigned char*> again;
+  for (size_t i = 0; i + 3 < per; ++i) {
+    again.push_back(static_cast<unsigned char*>(pool.allocate()));
+    memset(again.back(), static_cast<int>(i & 0xff), kBlock);
+  }
+  EXPECT_EQ(pool.mapped_slabs(), 1u) << "the freed blocks were not reused";
+  for (size_t i = 0; i < again.size(); ++i) {
+    ASSERT_EQ(again[i][kBlock - 1], static_cast<unsigned char>(i & 0xff));
+  }
+  for (unsigned char* b : again) pool.deallocate(b);
+  for (size_t i : {size_t{0}, middle, per - 1}) pool.deallocate(blocks[i]);
+  EXPECT_EQ(pool.live_blocks(), 0u);
 }
 
 TEST(SlabPool, AFullSlabWithAFreedBlockServesAgain) {

@@ -48,14 +48,13 @@ class ClientConn {
  public:
   // `resumed`: a parked connection coming back, already counted as open.
   ClientConn(Worker& worker, int fd, std::shared_ptr<const ClientOrigin> origin, uint64_t id,
-             bool resumed = false);
+             bool resumed);
   ~ClientConn();
   ClientConn(const ClientConn&) = delete;
   ClientConn& operator=(const ClientConn&) = delete;
 
   // A slot of this client became complete.
   void on_slot_complete();
-  const std::string& pool_name() const { return origin_->pool_name; }
   const std::shared_ptr<const ClientOrigin>& origin() const { return origin_; }
   // The worker's routes changed (reload, ejection): take the pool's new
   // settings now, or close after the replies owed if the pool is gone.

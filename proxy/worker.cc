@@ -140,7 +140,7 @@ void Worker::drain_mailbox() {
     drain_requested_ = false;
   }
   if (stopping) {
-    close_parked(parked_->take_if(now_usec(), [](const ParkedClients::View&) { return true; }));
+    close_all_parked();
     for (NewClient& c : clients) {
       close(c.fd);
       c.pool_clients->fetch_sub(1, std::memory_order_relaxed);
@@ -153,8 +153,7 @@ void Worker::drain_mailbox() {
     add_client(c.fd, origin_for(c.pool, std::move(c.pool_clients)), false);
   }
   if (drain) {
-    // Parked clients owe nothing: they close now.
-    close_parked(parked_->take_if(now_usec(), [](const ParkedClients::View&) { return true; }));
+    close_all_parked();
     for (ClientConn* c : clients_) c->close_when_idle();
   }
 }
@@ -226,6 +225,10 @@ void Worker::close_expired_parked() {
     }
     return false;
   }));
+}
+
+void Worker::close_all_parked() {
+  close_parked(parked_->take_if(now_usec(), [](const ParkedClients::View&) { return true; }));
 }
 
 void Worker::close_parked(std::vector<ParkedClients::Entry> entries) {

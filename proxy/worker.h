@@ -56,7 +56,7 @@ class Worker {
  public:
   // `park_after_ms`: how long a client connection must have been idle to be
   // parked (parked_clients.h); 0 never parks.
-  Worker(Proxy& proxy, int index, int park_after_ms = 0);
+  Worker(Proxy& proxy, int index, int park_after_ms);
   ~Worker();
   Worker(const Worker&) = delete;
   Worker& operator=(const Worker&) = delete;
@@ -108,12 +108,14 @@ class Worker {
                                                  std::shared_ptr<std::atomic<uint32_t>> clients);
   ClientConn* add_client(int fd, std::shared_ptr<const ClientOrigin> origin, bool resumed);
   void destroy_client(ClientConn* client);
-  // Parks the clients idle since park_after_ms_, and closes the parked ones
-  // whose pool's client_idle_timeout ran out.
+  // Parks the clients idle for park_after_usec_ with nothing in flight.
   void park_idle_clients();
+  // Closes the parked clients whose pool's client_idle_timeout ran out.
   void close_expired_parked();
   // Closes parked connections as a client closing would be counted.
   void close_parked(std::vector<ParkedClients::Entry> entries);
+  // Parked clients owe nothing: on drain or stop they close at once.
+  void close_all_parked();
   void drain_mailbox();
   void run();
 

@@ -1,5 +1,6 @@
 #include "proxy/log.h"
 
+#include <event2/event.h>
 #include <fcntl.h>
 #include <sys/time.h>
 #include <unistd.h>
@@ -85,6 +86,16 @@ void log_always(const char* fmt, ...) {
   va_start(ap, fmt);
   write_line(LogLevel::notice, fmt, ap);
   va_end(ap);
+}
+
+void log_capture_libevent() {
+  event_set_log_callback([](int severity, const char* msg) {
+    LogLevel level = severity >= EVENT_LOG_ERR    ? LogLevel::error
+                     : severity == EVENT_LOG_WARN ? LogLevel::warn
+                     : severity == EVENT_LOG_MSG  ? LogLevel::info
+                                                  : LogLevel::debug;
+    log_write(level, "libevent: %s", msg);
+  });
 }
 
 }  // namespace memshard::proxy

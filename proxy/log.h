@@ -19,6 +19,9 @@ void log_reopen();
 void log_write(LogLevel level, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
 // Written whatever the level (tagged NOTICE): what the operator just asked for.
 void log_always(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+// Sends libevent's own messages here too, with a timestamp and to the -o
+// file, instead of bare to stderr.
+void log_capture_libevent();
 
 #define log_error(...) ::memshard::proxy::log_write(::memshard::proxy::LogLevel::error, __VA_ARGS__)
 #define log_warn(...) ::memshard::proxy::log_write(::memshard::proxy::LogLevel::warn, __VA_ARGS__)

@@ -2,6 +2,7 @@
 // letters, so an existing unit file or init script keeps working.
 #include <fcntl.h>
 #include <malloc.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -113,6 +114,29 @@ void keep_freed_memory() {
   mallopt(M_MMAP_THRESHOLD, 4 << 20);
 }
 
+// A proxy holds a descriptor per client, and Debian's default soft limit
+// (1024) is far below what one in front of a fleet's clients needs; the
+// hard limit, set by the operator or the service manager, is what they
+// allow. memcached raises its own limit to fit its -c; memshard takes the
+// hard limit. (Past it, clients are refused with memcached's "ERROR Too
+// many open connections": see accept_guard.h.)
+void raise_descriptor_limit() {
+  rlimit rl{};
+  if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= rl.rlim_max) return;
+  const rlim_t was = rl.rlim_cur;
+  rl.rlim_cur = rl.rlim_max;
+  if (setrlimit(RLIMIT_NOFILE, &rl) != 0) {
+    // An unlimited hard limit still stops at the kernel's fs.nr_open.
+    unsigned long long nr_open = 0;
+    std::ifstream f("/proc/sys/fs/nr_open");
+    if (!(f >> nr_open) || nr_open <= was) return;
+    rl.rlim_cur = static_cast<rlim_t>(nr_open);
+    if (setrlimit(RLIMIT_NOFILE, &rl) != 0) return;
+  }
+  log_notice("descriptor limit raised from %llu to %llu", static_cast<unsigned long long>(was),
+             static_cast<unsigned long long>(rl.rlim_cur));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -205,6 +229,8 @@ int main(int argc, char** argv) {
       return 1;
     }
   }
+  memshard::proxy::log_capture_libevent();
+  raise_descriptor_limit();
   // Once detached, stderr is /dev/null: failures go to the log (-o) too.
   auto fail = [&](const std::string& why) {
     std::cerr << "memshard: " << why << "\n";

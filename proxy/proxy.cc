@@ -81,8 +81,8 @@ void Proxy::start() {
 
   if (options_.stats_port != 0) {
     try {
-      stats_server_ =
-          std::make_unique<StatsServer>(base_, *this, options_.stats_address, options_.stats_port);
+      stats_server_ = std::make_unique<StatsServer>(base_, *this, descriptor_reserve_,
+                                                    options_.stats_address, options_.stats_port);
       log_notice("stats on %s:%u (JSON; HTTP GET /metrics for Prometheus)",
                  options_.stats_address.c_str(), options_.stats_port);
     } catch (const std::exception& e) {
@@ -115,6 +115,9 @@ std::unique_ptr<Proxy::Listener> Proxy::open_listener(const Pool& pool) {
       evconnlistener_new_bind(base_, &Proxy::on_accept, l.get(), flags, pool.config.backlog,
                               pool.listen.get(), static_cast<int>(pool.listen.length));
   if (l->listener == nullptr) return nullptr;
+  l->guard = std::make_unique<AcceptGuard>(
+      base_, l->listener, &Proxy::on_accept, l.get(), descriptor_reserve_, "pool '" + l->pool + "'",
+      [this] { rejected_connections_.fetch_add(1, std::memory_order_relaxed); });
   if (l->address.is_unix && l->address.perm) {
     chmod(l->address.path.c_str(), static_cast<mode_t>(*l->address.perm));
   }
@@ -132,10 +135,7 @@ void Proxy::on_accept(evconnlistener*, evutil_socket_t fd, sockaddr* addr, int, 
   evutil_make_socket_nonblocking(fd);
   Proxy& proxy = *l->proxy;
   if (l->client_limit != 0 && l->clients->load(std::memory_order_relaxed) >= l->client_limit) {
-    // memcached's own answer when it is out of connections.
-    static constexpr char kFull[] = "ERROR Too many open connections\r\n";
-    (void)!send(fd, kFull, sizeof(kFull) - 1, MSG_NOSIGNAL);
-    close(fd);
+    refuse_client(fd);  // as memcached does when out of connections
     proxy.rejected_connections_.fetch_add(1, std::memory_order_relaxed);
     return;
   }
@@ -146,6 +146,7 @@ void Proxy::on_accept(evconnlistener*, evutil_socket_t fd, sockaddr* addr, int, 
 
 void Proxy::close_listener(Listener& l) {
   if (l.listener == nullptr) return;
+  l.guard.reset();
   evconnlistener_free(l.listener);
   l.listener = nullptr;
   if (l.address.is_unix) unlink(l.address.path.c_str());

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "conf/config.h"
+#include "proxy/accept_guard.h"
 #include "proxy/config_watch.h"
 #include "proxy/health.h"
 #include "proxy/stats_server.h"
@@ -76,6 +77,7 @@ class Proxy {
     uint32_t client_limit = 0;  // client_connections; 0 = none
     conf::ListenAddress address;
     evconnlistener* listener = nullptr;
+    std::unique_ptr<AcceptGuard> guard;  // out of descriptors: refuse, do not spin
     std::shared_ptr<std::atomic<uint32_t>> clients = std::make_shared<std::atomic<uint32_t>>(0);
   };
   static void on_accept(evconnlistener*, evutil_socket_t fd, sockaddr*, int, void* self);
@@ -93,6 +95,8 @@ class Proxy {
   std::vector<event*> signal_events_;
   std::unique_ptr<ConfigWatch> watch_;
   std::unique_ptr<ServerHealth> health_;
+  // Before the listeners and the stats server, which use it until they go.
+  DescriptorReserve descriptor_reserve_;
   std::unique_ptr<StatsServer> stats_server_;
   void install_on_workers();
   event* drain_timer_ = nullptr;

@@ -118,8 +118,8 @@ struct StatsServer::Session {
   }
 };
 
-StatsServer::StatsServer(event_base* base, const Proxy& proxy, const std::string& address,
-                         uint16_t port)
+StatsServer::StatsServer(event_base* base, const Proxy& proxy, DescriptorReserve& reserve,
+                         const std::string& address, uint16_t port)
     : base_(base), proxy_(proxy) {
   SocketAddress a = resolve_address(address, port, false);
   listener_ =
@@ -130,9 +130,12 @@ StatsServer::StatsServer(event_base* base, const Proxy& proxy, const std::string
     throw std::runtime_error("cannot listen on " + address + ":" + std::to_string(port) + ": " +
                              strerror(errno));
   }
+  guard_ = std::make_unique<AcceptGuard>(base_, listener_, &StatsServer::on_accept, this, reserve,
+                                         "stats port", [] {});
 }
 
 StatsServer::~StatsServer() {
+  guard_.reset();
   evconnlistener_free(listener_);
 }
 

@@ -10,7 +10,10 @@
 #include <event2/listener.h>
 
 #include <cstdint>
+#include <memory>
 #include <string>
+
+#include "proxy/accept_guard.h"
 
 namespace memshard::proxy {
 
@@ -19,7 +22,8 @@ class Proxy;
 class StatsServer {
  public:
   // Throws std::runtime_error when the address cannot be bound.
-  StatsServer(event_base* base, const Proxy& proxy, const std::string& address, uint16_t port);
+  StatsServer(event_base* base, const Proxy& proxy, DescriptorReserve& reserve,
+              const std::string& address, uint16_t port);
   ~StatsServer();
   StatsServer(const StatsServer&) = delete;
   StatsServer& operator=(const StatsServer&) = delete;
@@ -31,6 +35,7 @@ class StatsServer {
   event_base* base_;
   const Proxy& proxy_;
   evconnlistener* listener_ = nullptr;
+  std::unique_ptr<AcceptGuard> guard_;
 };
 
 }  // namespace memshard::proxy

@@ -9,7 +9,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <fstream>
 #include <iostream>
+#include <iterator>
 #include <memory>
 #include <string>
 #include <thread>
@@ -220,6 +222,135 @@ TEST_F(ClientLimits, SixthConnectionIsRefusedAndAcceptedAgainOnceOneCloses) {
   EXPECT_EQ(clients.back()->roundtrip("get c2\r\n", "END\r\n"), "VALUE c2 0 1\r\nv\r\nEND\r\n");
   RawClient again(proxy.port());
   EXPECT_EQ(again.read_until("\r\n", 2s), "ERROR Too many open connections\r\n");
+}
+
+// ================================ 6c. out of file descriptors (EMFILE)
+
+// memshard run under `prlimit --nofile=SOFT:HARD`, so that the process
+// itself runs out of descriptors, however many the test process may open.
+class LimitedProxy {
+ public:
+  LimitedProxy(const TempDir& dir, const Fleet& fleet, int soft, int hard) {
+    port_ = free_port();
+    PoolSpec pool;
+    pool.name = "main";
+    pool.listen = "127.0.0.1:" + std::to_string(port_);
+    pool.servers = fleet.server_lines();
+    std::string config = dir.write("limited-" + std::to_string(port_) + ".yml", pool_yaml(pool));
+    log_ = dir.path() + "/limited-" + std::to_string(port_) + ".log";
+    process_ = Process({"prlimit", "--nofile=" + std::to_string(soft) + ":" + std::to_string(hard),
+                        "--", memshard_binary(), "-c", config, "--threads", "2", "-s", "0"},
+                       log_);
+    if (!wait_listening(port_)) throw std::runtime_error("memshard did not start listening");
+  }
+  ~LimitedProxy() {
+    process_.stop();
+    expect_no_sanitizer_report(log());
+    if (::testing::Test::HasFailure()) std::cerr << "memshard's log:\n" << log() << "\n";
+  }
+  uint16_t port() const { return port_; }
+  pid_t pid() const { return process_.pid(); }
+  std::string log() const {
+    std::ifstream f(log_);
+    return std::string(std::istreambuf_iterator<char>(f), {});
+  }
+
+ private:
+  uint16_t port_ = 0;
+  std::string log_;
+  Process process_;
+};
+
+size_t count_of(const std::string& text, std::string_view what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+// With every descriptor in use, accept() fails and the client would wait in
+// the backlog while libevent retried it in a busy loop, flooding the log:
+// instead the client is told what memcached says when it is full, those
+// already connected carry on, and a place that frees up serves again.
+TEST_F(ClientLimits, OutOfDescriptorsRefusesWithMemcachedsErrorAndRecovers) {
+  Fleet fleet(1);
+  LimitedProxy proxy(dir_, fleet, 48, 48);
+  std::vector<std::unique_ptr<RawClient>> clients;
+  std::string refusal;
+  for (int i = 0; i < 64 && refusal.empty(); ++i) {
+    auto c = std::make_unique<RawClient>(proxy.port());
+    // Sent at once, as a real client does: the refusal must not be lost to
+    // a reset from the unread command.
+    std::string r = c->roundtrip(set_command("fd" + std::to_string(i), "v" + std::to_string(i)));
+    if (r == "STORED\r\n") {
+      clients.push_back(std::move(c));
+      continue;
+    }
+    refusal = r;
+    EXPECT_TRUE(c->closed_by_peer(2s)) << "the refused connection was left open";
+  }
+  ASSERT_EQ(refusal, "ERROR Too many open connections\r\n")
+      << clients.size() << " clients served, then: " << printable(refusal);
+  ASSERT_GE(clients.size(), 10u) << "memshard itself should need far fewer than 48 descriptors";
+
+  // More clients knocking while full: each is refused, none waits.
+  for (int i = 0; i < 5; ++i) {
+    RawClient c(proxy.port());
+    EXPECT_EQ(c.read_until("\r\n", 2s), "ERROR Too many open connections\r\n") << "knock " << i;
+  }
+  // Those connected are served as before.
+  for (size_t i = 0; i < clients.size(); ++i) {
+    std::string key = "fd" + std::to_string(i), value = "v" + std::to_string(i);
+    EXPECT_EQ(
+        clients[i]->roundtrip("get " + key + "\r\n", "END\r\n"),
+        "VALUE " + key + " 0 " + std::to_string(value.size()) + "\r\n" + value + "\r\nEND\r\n");
+  }
+  std::string stats = clients[0]->roundtrip("stats\r\n", "END\r\n");
+  EXPECT_NE(stats.find("STAT rejected_connections 6\r\n"), std::string::npos) << printable(stats);
+
+  clients.resize(clients.size() - 3);  // three leave: room again
+  std::string reply;
+  EXPECT_TRUE(eventually(
+      [&] {
+        RawClient c(proxy.port());
+        reply = c.roundtrip("get fd0\r\n", "END\r\n");
+        return reply == "VALUE fd0 0 2\r\nv0\r\nEND\r\n";
+      },
+      3s))
+      << "no client served after three left; last reply: " << printable(reply);
+
+  // Said in the log, in a few lines rather than one per retry; libevent's
+  // own per-retry warning never appears.
+  std::string log = proxy.log();
+  size_t warnings = count_of(log, "accept: Too many open files");
+  EXPECT_GE(warnings, 1u) << log;
+  EXPECT_LE(warnings, 4u) << log;
+  EXPECT_EQ(log.find("Error from accept"), std::string::npos) << log;
+}
+
+// A soft limit below the hard one (Debian's 1024 by default) is raised to
+// the hard one at start: more clients than the soft limit are all served.
+TEST_F(ClientLimits, SoftDescriptorLimitIsRaisedToTheHardLimit) {
+  Fleet fleet(1);
+  LimitedProxy proxy(dir_, fleet, 64, 1024);
+  std::ifstream limits("/proc/" + std::to_string(proxy.pid()) + "/limits");
+  std::string line;
+  bool seen = false;
+  while (std::getline(limits, line)) {
+    if (!line.starts_with("Max open files")) continue;
+    seen = true;
+    EXPECT_NE(line.find(" 1024                 1024 "), std::string::npos) << line;
+  }
+  EXPECT_TRUE(seen);
+  EXPECT_NE(proxy.log().find("descriptor limit raised from 64 to 1024"), std::string::npos)
+      << proxy.log();
+  std::vector<std::unique_ptr<RawClient>> clients;
+  for (int i = 0; i < 200; ++i) {
+    clients.push_back(std::make_unique<RawClient>(proxy.port()));
+    ASSERT_EQ(clients.back()->roundtrip(set_command("s" + std::to_string(i), "v")), "STORED\r\n")
+        << "client " << i + 1;
+  }
+  for (auto& c : clients)
+    EXPECT_EQ(c->roundtrip("get s7\r\n", "END\r\n"), "VALUE s7 0 1\r\nv\r\nEND\r\n");
 }
 
 // ================================================== 6b. graceful drain

@@ -107,6 +107,8 @@ class Worker {
   std::shared_ptr<const ClientOrigin> origin_for(const std::string& pool_name,
                                                  std::shared_ptr<std::atomic<uint32_t>> clients);
   ClientConn* add_client(int fd, std::shared_ptr<const ClientOrigin> origin, bool resumed);
+  // Takes the clients in `gone` (sorted here) off the client list.
+  void forget_clients(std::vector<ClientConn*>& gone);
   void destroy_client(ClientConn* client);
   // Parks the clients idle for park_after_usec_ with nothing in flight.
   void park_idle_clients();

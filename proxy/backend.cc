@@ -1,6 +1,7 @@
 #include "proxy/backend.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <utility>
 
 #include "proxy/log.h"
@@ -17,6 +18,17 @@ constexpr std::string_view kTimeout = "SERVER_ERROR backend timeout";
 constexpr std::string_view kUnreachable = "SERVER_ERROR backend unavailable";
 constexpr std::string_view kClosed = "SERVER_ERROR backend closed the connection";
 constexpr std::string_view kGarbled = "SERVER_ERROR backend sent an invalid reply";
+constexpr std::string_view kNoDescriptors = "SERVER_ERROR proxy out of file descriptors";
+constexpr std::string_view kNoMemory = "SERVER_ERROR proxy out of memory";
+
+// Why connect() failed here, when the fault is the proxy's own: the server
+// must not be backed off from or counted as failing (and, with
+// auto_eject_hosts, ejected: its keys would move) for it. Empty otherwise.
+std::string_view own_fault(int err) {
+  if (err == EMFILE || err == ENFILE) return kNoDescriptors;
+  if (err == ENOBUFS || err == ENOMEM) return kNoMemory;
+  return {};
+}
 
 // A server that refuses connections is not asked again for a while; the
 // requests meanwhile fail at once instead of queueing behind connects.
@@ -171,6 +183,7 @@ void BackendConn::connect() {
   if (!stream_->connect(server_.address())) {
     // Fails before any operation is queued; report it from the loop.
     broken_ = true;
+    own_fault_ = own_fault(errno);
     timeval now{0, 0};
     evtimer_add(timer_, &now);
     return;
@@ -272,7 +285,7 @@ void BackendConn::rearm_timer() {
 void BackendConn::on_timer(evutil_socket_t, short, void* self) {
   auto* c = static_cast<BackendConn*>(self);
   if (c->broken_) {
-    c->fail(kUnreachable);
+    c->fail(c->own_fault_.empty() ? kUnreachable : c->own_fault_);
     return;
   }
   int timeout_ms = c->server_.settings().timeout_ms;
@@ -567,8 +580,12 @@ void BackendConn::fail(std::string_view reason) {
   evtimer_del(timer_);
   data_left_ = 0;
   data_dest_ = nullptr;
-  if (!was_connected) server_.on_connect_failed();
-  server_.on_failure();
+  bool server_at_fault = own_fault_.empty();
+  own_fault_ = {};
+  if (server_at_fault) {
+    if (!was_connected) server_.on_connect_failed();
+    server_.on_failure();
+  }
 
   log_info("pool '%s': server %s: %.*s; %zu request(s) failed", server_.settings().pool.c_str(),
            server_.identity().c_str(), static_cast<int>(reason.size()), reason.data(), ops_.size());

@@ -157,9 +157,10 @@ class BackendConn {
   std::unique_ptr<Stream> stream_;  // null until the first request
   event* timer_ = nullptr;
   bool connected_ = false;
-  bool counted_ = false;    // counted in server_connections
-  size_t output_mark_ = 0;  // output length when output() was last called
-  bool broken_ = false;     // connect() failed synchronously; the timer reports it
+  bool counted_ = false;        // counted in server_connections
+  size_t output_mark_ = 0;      // output length when output() was last called
+  bool broken_ = false;         // connect() failed synchronously; the timer reports it
+  std::string_view own_fault_;  // ... for want of descriptors or memory here (a reply line)
   uint64_t connect_started_usec_ = 0;
   Fifo<BackendOp> ops_;
   // The multi-get line still taking keys ("get k1 k2", no "\r\n" yet),

@@ -313,6 +313,18 @@ void Memcached::restart() {
   launch();
 }
 
+std::optional<std::string> stat_value(std::string_view stats_reply, std::string_view name) {
+  const std::string prefix = "STAT " + std::string(name) + " ";
+  for (size_t at = 0; at < stats_reply.size();) {
+    size_t end = stats_reply.find("\r\n", at);
+    if (end == std::string_view::npos) end = stats_reply.size();
+    std::string_view line = stats_reply.substr(at, end - at);
+    if (line.starts_with(prefix)) return std::string(line.substr(prefix.size()));
+    at = end + 2;
+  }
+  return std::nullopt;
+}
+
 uint64_t Memcached::stat(const std::string& name) const {
   RawClient c(host_, port_);
   std::string all = c.roundtrip("stats\r\n", "END\r\n");
@@ -339,7 +351,7 @@ Memshard::Memshard(const std::string& config_path, std::vector<std::string> extr
 }
 
 RawClient::RawClient(uint16_t port) {
-  fd_ = socket(AF_INET, SOCK_STREAM, 0);
+  fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   sockaddr_in a = loopback(port);
   if (::connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) {
     close(fd_);
@@ -350,7 +362,7 @@ RawClient::RawClient(uint16_t port) {
 }
 
 RawClient::RawClient(const std::string& host, uint16_t port) {
-  fd_ = socket(AF_INET, SOCK_STREAM, 0);
+  fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   sockaddr_in a = loopback(port);
   if (inet_pton(AF_INET, host.c_str(), &a.sin_addr) != 1 ||
       ::connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) {
@@ -362,7 +374,7 @@ RawClient::RawClient(const std::string& host, uint16_t port) {
 }
 
 RawClient::RawClient(const std::string& unix_path) {
-  fd_ = socket(AF_UNIX, SOCK_STREAM, 0);
+  fd_ = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   sockaddr_un a = unix_address(unix_path);
   if (::connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) {
     close(fd_);

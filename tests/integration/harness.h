@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -76,6 +77,9 @@ bool wait_listening(const std::string& unix_path,
 // Waits until something accepts connections on host:port (an IPv4 literal).
 bool wait_listening_at(const std::string& host, uint16_t port,
                        std::chrono::milliseconds limit = std::chrono::seconds(10));
+
+// The value of "STAT name" in a `stats` reply, or nullopt.
+std::optional<std::string> stat_value(std::string_view stats_reply, std::string_view name);
 
 class Memcached {
  public:

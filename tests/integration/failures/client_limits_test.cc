@@ -230,12 +230,14 @@ TEST_F(ClientLimits, SixthConnectionIsRefusedAndAcceptedAgainOnceOneCloses) {
 // itself runs out of descriptors, however many the test process may open.
 class LimitedProxy {
  public:
-  LimitedProxy(const TempDir& dir, const Fleet& fleet, int soft, int hard) {
+  LimitedProxy(const TempDir& dir, const Fleet& fleet, int soft, int hard,
+               Directives directives = {}) {
     port_ = free_port();
     PoolSpec pool;
     pool.name = "main";
     pool.listen = "127.0.0.1:" + std::to_string(port_);
     pool.servers = fleet.server_lines();
+    pool.directives = std::move(directives);
     std::string config = dir.write("limited-" + std::to_string(port_) + ".yml", pool_yaml(pool));
     log_ = dir.path() + "/limited-" + std::to_string(port_) + ".log";
     process_ = Process({"prlimit", "--nofile=" + std::to_string(soft) + ":" + std::to_string(hard),
@@ -268,6 +270,23 @@ size_t count_of(const std::string& text, std::string_view what) {
   return n;
 }
 
+// Connects clients, each storing "fd<i>", until memshard refuses one with
+// memcached's error, which it returns; the clients served stay in `clients`.
+std::string fill_until_refused(LimitedProxy& proxy,
+                               std::vector<std::unique_ptr<RawClient>>& clients) {
+  for (int i = 0; i < 64; ++i) {
+    auto c = std::make_unique<RawClient>(proxy.port());
+    c->send(set_command("fd" + std::to_string(i), "v" + std::to_string(i)));
+    std::string r = c->read_until("\r\n", 2s);
+    if (r != "STORED\r\n") {
+      EXPECT_TRUE(c->closed_by_peer(2s)) << "the refused connection was left open";
+      return r;
+    }
+    clients.push_back(std::move(c));
+  }
+  return "(64 clients served)";
+}
+
 // With every descriptor in use, accept() fails and the client would wait in
 // the backlog while libevent retried it in a busy loop, flooding the log:
 // instead the client is told what memcached says when it is full, those
@@ -276,20 +295,7 @@ TEST_F(ClientLimits, OutOfDescriptorsRefusesWithMemcachedsErrorAndRecovers) {
   Fleet fleet(1);
   LimitedProxy proxy(dir_, fleet, 48, 48);
   std::vector<std::unique_ptr<RawClient>> clients;
-  std::string refusal;
-  bool refused = false;
-  for (int i = 0; i < 64 && !refused; ++i) {
-    auto c = std::make_unique<RawClient>(proxy.port());
-    c->send(set_command("fd" + std::to_string(i), "v" + std::to_string(i)));
-    std::string r = c->read_until("\r\n", 2s);
-    if (r == "STORED\r\n") {
-      clients.push_back(std::move(c));
-      continue;
-    }
-    refused = true;
-    refusal = r;
-    EXPECT_TRUE(c->closed_by_peer(2s)) << "the refused connection was left open";
-  }
+  std::string refusal = fill_until_refused(proxy, clients);
   ASSERT_EQ(refusal, "ERROR Too many open connections\r\n")
       << clients.size() << " clients served, then: " << printable(refusal);
   ASSERT_GE(clients.size(), 10u) << "memshard itself should need far fewer than 48 descriptors";
@@ -339,6 +345,80 @@ TEST_F(ClientLimits, OutOfDescriptorsRefusesWithMemcachedsErrorAndRecovers) {
   EXPECT_GE(warnings, 1u) << log;
   EXPECT_LE(warnings, 4u) << log;
   EXPECT_EQ(log.find("Error from accept"), std::string::npos) << log;
+}
+
+// A server is not blamed for the proxy's own want of descriptors: with
+// auto_eject_hosts it would be ejected, and its keys moved to others, for
+// a fault that is not its own.
+TEST_F(ClientLimits, BackendConnectOutOfDescriptorsDoesNotCountAgainstTheServer) {
+  Fleet fleet(1);
+  LimitedProxy proxy(dir_, fleet, 48, 48,
+                     {{"auto_eject_hosts", "true"},
+                      {"server_failure_limit", "2"},
+                      {"server_retry_timeout", "60000"}});
+  std::vector<std::unique_ptr<RawClient>> clients;
+  ASSERT_EQ(fill_until_refused(proxy, clients), "ERROR Too many open connections\r\n");
+  ASSERT_GE(clients.size(), 10u);
+
+  auto server_stat = [&](const std::string& field) {
+    return stat_value(clients[0]->roundtrip("stats servers\r\n", "END\r\n"),
+                      "main:127.0.0.1:" + std::to_string(fleet[0].port()) + ":" + field);
+  };
+  ASSERT_EQ(server_stat("server_connections"), "2") << "one per worker";
+
+  // The server restarts: each worker's connection to it closes (one failure
+  // each, below the limit) and frees a descriptor, which new clients take
+  // before any request needs the server again ("version" is answered by
+  // memshard itself).
+  fleet[0].restart();
+  ASSERT_TRUE(eventually([&] { return server_stat("server_connections") == "0"; }, 3s));
+  std::vector<std::unique_ptr<RawClient>> newcomers;
+  std::string last;
+  bool full = eventually(
+      [&] {
+        auto c = std::make_unique<RawClient>(proxy.port());
+        last = c->roundtrip("version\r\n");
+        if (last.starts_with("VERSION ")) newcomers.push_back(std::move(c));
+        return last == "ERROR Too many open connections\r\n" && !newcomers.empty();
+      },
+      5s);
+  ASSERT_TRUE(full) << newcomers.size() << " newcomers; last reply " << printable(last);
+
+  // Requests for the server now find no descriptor to connect with: three
+  // per worker, past server_failure_limit.
+  for (size_t i = 0; i < 6; ++i) {
+    EXPECT_EQ(clients[i]->roundtrip("get fd0\r\n"),
+              "SERVER_ERROR proxy out of file descriptors\r\n")
+        << "client " << i;
+  }
+  // Room again: the server is used at once, never ejected.
+  newcomers.clear();
+  clients.resize(clients.size() - 6);
+  std::string curr;
+  EXPECT_TRUE(eventually(
+      [&] {
+        curr = stat_value(clients[0]->roundtrip("stats\r\n", "END\r\n"), "curr_connections")
+                   .value_or("?");
+        return curr == std::to_string(clients.size());
+      },
+      3s))
+      << "closes not seen: curr_connections " << curr << " with " << clients.size() << " open";
+  std::string reply;
+  EXPECT_TRUE(eventually(
+      [&] {
+        RawClient c(proxy.port());
+        reply = c.roundtrip(set_command("back", "again"));  // refused until the closes are seen
+        if (reply != "STORED\r\n") return false;
+        reply = c.roundtrip("get back\r\n", "END\r\n");
+        return reply == "VALUE back 0 5\r\nagain\r\nEND\r\n";
+      },
+      3s))
+      << "last reply: " << printable(reply);
+  for (auto& c : clients) {
+    EXPECT_EQ(c->roundtrip("get back\r\n", "END\r\n"), "VALUE back 0 5\r\nagain\r\nEND\r\n");
+  }
+  EXPECT_EQ(server_stat("state"), "live");
+  EXPECT_EQ(stat_value(clients[0]->roundtrip("stats\r\n", "END\r\n"), "server_ejects"), "0");
 }
 
 // A soft limit below the hard one (Debian's 1024 by default) is raised to

@@ -510,14 +510,6 @@ std::map<std::string, std::map<std::string, std::string>> stats_servers(uint16_t
   return out;
 }
 
-std::optional<std::string> stat_value(const std::string& stats_reply, const std::string& name) {
-  const std::string prefix = "STAT " + name + " ";
-  for (const std::string& line : lines_of(stats_reply)) {
-    if (line.rfind(prefix, 0) == 0) return line.substr(prefix.size());
-  }
-  return std::nullopt;
-}
-
 // ------------------------------------------------------------ processes
 
 std::unique_ptr<Proxy> start_proxy(const TempDir& dir, const std::string& config_yaml,

@@ -106,9 +106,6 @@ bool fetch_metrics(uint16_t port, std::vector<Sample>& out, std::string* body = 
 std::map<std::string, std::map<std::string, std::string>> stats_servers(uint16_t proxy_port,
                                                                         const std::string& pool);
 
-// The value of "STAT name" in a `stats` reply, or nullopt.
-std::optional<std::string> stat_value(const std::string& stats_reply, const std::string& name);
-
 // ------------------------------------------------------------ processes
 
 // A memshard on a config written to dir/memshard.yml, with its stats port

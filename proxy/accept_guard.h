@@ -39,7 +39,6 @@ class DescriptorReserve {
   // refused, 0 when none was waiting, -1 when the reserve could not help
   // (none was held, or accept() failed even so).
   int refuse_one(int listen_fd);
-  bool held() const { return fd_ >= 0; }
 
  private:
   bool take();

@@ -313,6 +313,15 @@ void Memcached::restart() {
   launch();
 }
 
+size_t count_of(std::string_view text, std::string_view needle) {
+  size_t n = 0;
+  for (size_t at = text.find(needle); at != std::string_view::npos;
+       at = text.find(needle, at + needle.size())) {
+    ++n;
+  }
+  return n;
+}
+
 std::optional<std::string> stat_value(std::string_view stats_reply, std::string_view name) {
   const std::string prefix = "STAT " + std::string(name) + " ";
   for (size_t at = 0; at < stats_reply.size();) {
@@ -340,8 +349,10 @@ std::string memshard_binary() {
 }
 
 Memshard::Memshard(const std::string& config_path, std::vector<std::string> extra_args,
-                   uint16_t wait_port, const std::string& log_file) {
-  std::vector<std::string> argv = {memshard_binary(), "-c", config_path};
+                   uint16_t wait_port, const std::string& log_file,
+                   std::vector<std::string> launcher) {
+  std::vector<std::string> argv = std::move(launcher);
+  argv.insert(argv.end(), {memshard_binary(), "-c", config_path});
   argv.insert(argv.end(), extra_args.begin(), extra_args.end());
   process_ = Process(argv, log_file);
   if (wait_port != 0 && !wait_listening(wait_port)) {

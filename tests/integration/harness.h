@@ -78,6 +78,9 @@ bool wait_listening(const std::string& unix_path,
 bool wait_listening_at(const std::string& host, uint16_t port,
                        std::chrono::milliseconds limit = std::chrono::seconds(10));
 
+// How many times `needle` occurs in `text`, without overlaps.
+size_t count_of(std::string_view text, std::string_view needle);
+
 // The value of "STAT name" in a `stats` reply, or nullopt.
 std::optional<std::string> stat_value(std::string_view stats_reply, std::string_view name);
 
@@ -106,8 +109,10 @@ class Memcached {
 // The memshard binary under test (path from the build), started on a config.
 class Memshard {
  public:
+  // `launcher`: a command that runs memshard ("prlimit", "--nofile=..", "--").
   Memshard(const std::string& config_path, std::vector<std::string> extra_args = {},
-           uint16_t wait_port = 0, const std::string& log_file = "");
+           uint16_t wait_port = 0, const std::string& log_file = "",
+           std::vector<std::string> launcher = {});
   Process& process() { return process_; }
 
  private:

@@ -228,52 +228,15 @@ TEST_F(ClientLimits, SixthConnectionIsRefusedAndAcceptedAgainOnceOneCloses) {
 
 // memshard run under `prlimit --nofile=SOFT:HARD`, so that the process
 // itself runs out of descriptors, however many the test process may open.
-class LimitedProxy {
- public:
-  LimitedProxy(const TempDir& dir, const Fleet& fleet, int soft, int hard,
-               Directives directives = {}) {
-    port_ = free_port();
-    PoolSpec pool;
-    pool.name = "main";
-    pool.listen = "127.0.0.1:" + std::to_string(port_);
-    pool.servers = fleet.server_lines();
-    pool.directives = std::move(directives);
-    std::string config = dir.write("limited-" + std::to_string(port_) + ".yml", pool_yaml(pool));
-    log_ = dir.path() + "/limited-" + std::to_string(port_) + ".log";
-    process_ = Process({"prlimit", "--nofile=" + std::to_string(soft) + ":" + std::to_string(hard),
-                        "--", memshard_binary(), "-c", config, "--threads", "2", "-s", "0"},
-                       log_);
-    if (!wait_listening(port_)) throw std::runtime_error("memshard did not start listening");
-  }
-  ~LimitedProxy() {
-    process_.stop();
-    expect_no_sanitizer_report(log());
-    if (::testing::Test::HasFailure()) std::cerr << "memshard's log:\n" << log() << "\n";
-  }
-  uint16_t port() const { return port_; }
-  pid_t pid() const { return process_.pid(); }
-  Process& process() { return process_; }
-  std::string log() const {
-    std::ifstream f(log_);
-    return std::string(std::istreambuf_iterator<char>(f), {});
-  }
-
- private:
-  uint16_t port_ = 0;
-  std::string log_;
-  Process process_;
-};
-
-size_t count_of(const std::string& text, std::string_view what) {
-  size_t n = 0;
-  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
-  return n;
+Proxy limited_proxy(const TempDir& dir, const Fleet& fleet, int soft, int hard,
+                    Directives directives = {}) {
+  return Proxy(dir, fleet.server_lines(), std::move(directives), {"--threads", "2", "-s", "0"},
+               {"prlimit", "--nofile=" + std::to_string(soft) + ":" + std::to_string(hard), "--"});
 }
 
 // Connects clients, each storing "fd<i>", until memshard refuses one with
 // memcached's error, which it returns; the clients served stay in `clients`.
-std::string fill_until_refused(LimitedProxy& proxy,
-                               std::vector<std::unique_ptr<RawClient>>& clients) {
+std::string fill_until_refused(Proxy& proxy, std::vector<std::unique_ptr<RawClient>>& clients) {
   for (int i = 0; i < 64; ++i) {
     auto c = std::make_unique<RawClient>(proxy.port());
     c->send(set_command("fd" + std::to_string(i), "v" + std::to_string(i)));
@@ -293,7 +256,7 @@ std::string fill_until_refused(LimitedProxy& proxy,
 // already connected carry on, and a place that frees up serves again.
 TEST_F(ClientLimits, OutOfDescriptorsRefusesWithMemcachedsErrorAndRecovers) {
   Fleet fleet(1);
-  LimitedProxy proxy(dir_, fleet, 48, 48);
+  Proxy proxy = limited_proxy(dir_, fleet, 48, 48);
   std::vector<std::unique_ptr<RawClient>> clients;
   std::string refusal = fill_until_refused(proxy, clients);
   ASSERT_EQ(refusal, "ERROR Too many open connections\r\n")
@@ -340,7 +303,7 @@ TEST_F(ClientLimits, OutOfDescriptorsRefusesWithMemcachedsErrorAndRecovers) {
 
   // Said in the log, in a few lines rather than one per retry; libevent's
   // own per-retry warning never appears.
-  std::string log = proxy.log();
+  std::string log = proxy.log_tail(1 << 20);
   size_t warnings = count_of(log, "accept: Too many open files");
   EXPECT_GE(warnings, 1u) << log;
   EXPECT_LE(warnings, 4u) << log;
@@ -352,10 +315,10 @@ TEST_F(ClientLimits, OutOfDescriptorsRefusesWithMemcachedsErrorAndRecovers) {
 // a fault that is not its own.
 TEST_F(ClientLimits, BackendConnectOutOfDescriptorsDoesNotCountAgainstTheServer) {
   Fleet fleet(1);
-  LimitedProxy proxy(dir_, fleet, 48, 48,
-                     {{"auto_eject_hosts", "true"},
-                      {"server_failure_limit", "2"},
-                      {"server_retry_timeout", "60000"}});
+  Proxy proxy = limited_proxy(dir_, fleet, 48, 48,
+                              {{"auto_eject_hosts", "true"},
+                               {"server_failure_limit", "2"},
+                               {"server_retry_timeout", "60000"}});
   std::vector<std::unique_ptr<RawClient>> clients;
   ASSERT_EQ(fill_until_refused(proxy, clients), "ERROR Too many open connections\r\n");
   ASSERT_GE(clients.size(), 10u);
@@ -425,7 +388,7 @@ TEST_F(ClientLimits, BackendConnectOutOfDescriptorsDoesNotCountAgainstTheServer)
 // the hard one at start: more clients than the soft limit are all served.
 TEST_F(ClientLimits, SoftDescriptorLimitIsRaisedToTheHardLimit) {
   Fleet fleet(1);
-  LimitedProxy proxy(dir_, fleet, 64, 1024);
+  Proxy proxy = limited_proxy(dir_, fleet, 64, 1024);
   std::ifstream limits("/proc/" + std::to_string(proxy.pid()) + "/limits");
   std::string line;
   bool seen = false;
@@ -435,8 +398,9 @@ TEST_F(ClientLimits, SoftDescriptorLimitIsRaisedToTheHardLimit) {
     EXPECT_NE(line.find(" 1024                 1024 "), std::string::npos) << line;
   }
   EXPECT_TRUE(seen);
-  EXPECT_NE(proxy.log().find("descriptor limit raised from 64 to 1024"), std::string::npos)
-      << proxy.log();
+  EXPECT_NE(proxy.log_tail(1 << 20).find("descriptor limit raised from 64 to 1024"),
+            std::string::npos)
+      << proxy.log_tail(1 << 20);
   std::vector<std::unique_ptr<RawClient>> clients;
   for (int i = 0; i < 200; ++i) {
     clients.push_back(std::make_unique<RawClient>(proxy.port()));

@@ -45,13 +45,6 @@ struct Transcript {
   }
 };
 
-size_t count_of(std::string_view hay, std::string_view needle) {
-  size_t n = 0;
-  for (size_t at = hay.find(needle); at != std::string_view::npos; at = hay.find(needle, at + 1))
-    ++n;
-  return n;
-}
-
 // Lines of `request` whose command is `mn` (each gets an MN back), plus
 // the sentinel.
 size_t expected_mn(std::string_view request) {

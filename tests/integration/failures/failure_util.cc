@@ -71,7 +71,7 @@ bool eventually(const std::function<bool()>& pred, std::chrono::milliseconds lim
 }
 
 Proxy::Proxy(const TempDir& dir, const std::vector<std::string>& servers, Directives directives,
-             std::vector<std::string> extra_args) {
+             std::vector<std::string> extra_args, std::vector<std::string> launcher) {
   port_ = free_port();
   PoolSpec pool;
   pool.name = "main";
@@ -81,7 +81,8 @@ Proxy::Proxy(const TempDir& dir, const std::vector<std::string>& servers, Direct
   std::string tag = std::to_string(port_);
   config_ = dir.write("memshard-" + tag + ".yml", pool_yaml(pool));
   log_ = dir.path() + "/memshard-" + tag + ".log";
-  memshard_ = std::make_unique<Memshard>(config_, std::move(extra_args), port_, log_);
+  memshard_ =
+      std::make_unique<Memshard>(config_, std::move(extra_args), port_, log_, std::move(launcher));
 }
 
 void expect_no_sanitizer_report(const std::string& log) {

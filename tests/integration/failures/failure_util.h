@@ -57,7 +57,8 @@ bool eventually(const std::function<bool()>& pred, std::chrono::milliseconds lim
 class Proxy {
  public:
   Proxy(const TempDir& dir, const std::vector<std::string>& servers, Directives directives,
-        std::vector<std::string> extra_args = {"--threads", "2", "-s", "0"});
+        std::vector<std::string> extra_args = {"--threads", "2", "-s", "0"},
+        std::vector<std::string> launcher = {});  // see Memshard
   ~Proxy();
   uint16_t port() const { return port_; }
   const std::string& config() const { return config_; }

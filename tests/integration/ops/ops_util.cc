@@ -558,15 +558,6 @@ bool file_exists(const std::string& path) {
   return access(path.c_str(), F_OK) == 0;
 }
 
-size_t count_of(std::string_view text, std::string_view needle) {
-  size_t n = 0;
-  for (size_t at = text.find(needle); at != std::string_view::npos;
-       at = text.find(needle, at + needle.size())) {
-    ++n;
-  }
-  return n;
-}
-
 std::vector<std::string> lines_of(std::string_view text) {
   std::vector<std::string> out;
   while (!text.empty()) {

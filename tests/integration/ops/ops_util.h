@@ -131,7 +131,6 @@ bool wait_until(const std::function<bool()>& pred, std::chrono::milliseconds lim
 
 std::string read_file(const std::string& path);
 bool file_exists(const std::string& path);
-size_t count_of(std::string_view text, std::string_view needle);
 std::vector<std::string> lines_of(std::string_view text);
 
 // Keys that the config's ring places on each server ("host:port"): at

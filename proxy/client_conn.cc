@@ -550,7 +550,7 @@ void ClientConn::shut() {
   stream_.close();
   worker_.stats().curr_connections.sub();
   pool_stats_.client_connections.sub();
-  origin_->pool_clients->fetch_sub(1, std::memory_order_relaxed);
+  origin_->pool_clients->remove();
   if (slots_.empty()) worker_.retire(this);
 }
 

@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "proxy/client_count.h"
 #include "proxy/reply_slot.h"
 #include "proxy/request_parser.h"
 #include "proxy/request_scratch.h"
@@ -25,8 +26,9 @@ struct PoolRoute;
 // the clients of a listener on a worker, and a parked connection keeps it.
 struct ClientOrigin {
   std::string pool_name;
-  // The listener's count of open clients (client_connections limit).
-  std::shared_ptr<std::atomic<uint32_t>> pool_clients;
+  // The listener's count of open clients, which the connection leaves
+  // when it closes.
+  std::shared_ptr<ClientCount> pool_clients;
   // The counters of the pool the clients connected to. A pool removed and
   // added again by reloads gets new counters; its old clients keep these.
   std::shared_ptr<PoolStats> stats;

@@ -44,6 +44,7 @@ void append_stats_reply(const Proxy& p, const std::vector<std::string_view>& arg
   stat(out, "config_reloads", p.reloads());
   stat(out, "config_reload_failures", p.reload_failures());
   for (const auto& [name, value] : p.counter_totals()) stat(out, name, value);
+  stat(out, "max_connections", p.max_connections());
   stat(out, "rejected_connections", p.rejected_connections());
   stat(out, "server_ejects", p.health().ejections());
   stat(out, "server_readmissions", p.health().readmissions());

@@ -94,8 +94,55 @@ void Proxy::start() {
   if (options_.watch) {
     watch_ = std::make_unique<ConfigWatch>(base_, options_.config_file, [this] { reload(); });
   }
+  set_descriptor_budget(true);
   log_notice("memshard %s started: %zu pool(s), %d worker thread(s)", MEMSHARD_VERSION,
              topology_->pools.size(), threads);
+}
+
+void Proxy::set_descriptor_budget(bool starting) {
+  if (starting) {
+    // Nothing but the proxy's own descriptors is open yet: servers are
+    // connected on first use.
+    own_descriptors_ = open_descriptors();
+    listeners_at_start_ = listeners_.size();
+  }
+  DescriptorBudget budget;
+  budget.limit = descriptor_limit();
+  // Since then, the proxy's own descriptors change only by the listeners
+  // that reloads bound or closed.
+  uint64_t own = own_descriptors_ + listeners_.size();
+  budget.own = own > listeners_at_start_ ? own - listeners_at_start_ : 0;
+  budget.servers = server_connections_at_most(*topology_, workers_.size());
+  uint64_t room = budget.clients();
+  if (starting && room == 0) {
+    throw std::runtime_error("descriptor " + budget.describe() +
+                             ": raise the limit (ulimit -n; LimitNOFILE= under systemd)");
+  }
+  uint64_t was = max_clients_.exchange(room, std::memory_order_relaxed);
+  if (room == was) return;
+  log_notice("descriptor %s", budget.describe().c_str());
+  uint32_t open = open_clients_->load(std::memory_order_relaxed);
+  if (open > room) {
+    log_warn(
+        "%u client connections are open, more than there is now room for: new clients are "
+        "refused until they are fewer",
+        open);
+  }
+}
+
+void Proxy::refuse_over_budget(int fd, uint32_t open) {
+  refuse_client(fd);
+  rejected_connections_.fetch_add(1, std::memory_order_relaxed);
+  ++refusals_unreported_;
+  uint64_t now = now_ms();
+  if (refusal_reported_ms_ != 0 && now - refusal_reported_ms_ < 1000) return;
+  refusal_reported_ms_ = now;
+  log_warn(
+      "%llu client(s) refused with \"ERROR Too many open connections\": %u client "
+      "connections open, all the descriptor limit leaves room for (see \"descriptor limit\" "
+      "above; raise it with ulimit -n or LimitNOFILE=)",
+      static_cast<unsigned long long>(refusals_unreported_), open);
+  refusals_unreported_ = 0;
 }
 
 void Proxy::install_on_workers() {
@@ -108,6 +155,7 @@ std::unique_ptr<Proxy::Listener> Proxy::open_listener(const Pool& pool) {
   l->proxy = this;
   l->pool = pool.config.name;
   l->client_limit = pool.config.client_connections;
+  l->clients = std::make_shared<ClientCount>(open_clients_);
   l->address = pool.config.listen;
   if (l->address.is_unix) unlink(l->address.path.c_str());  // a stale socket from a past run
   unsigned flags = LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_EXEC;
@@ -134,12 +182,17 @@ void Proxy::on_accept(evconnlistener*, evutil_socket_t fd, sockaddr* addr, int, 
   }
   evutil_make_socket_nonblocking(fd);
   Proxy& proxy = *l->proxy;
-  if (l->client_limit != 0 && l->clients->load(std::memory_order_relaxed) >= l->client_limit) {
+  uint32_t open = proxy.open_clients_->load(std::memory_order_relaxed);
+  if (open >= proxy.max_clients_.load(std::memory_order_relaxed)) {
+    proxy.refuse_over_budget(fd, open);
+    return;
+  }
+  if (l->client_limit != 0 && l->clients->open() >= l->client_limit) {
     refuse_client(fd);  // as memcached does when out of connections
     proxy.rejected_connections_.fetch_add(1, std::memory_order_relaxed);
     return;
   }
-  l->clients->fetch_add(1, std::memory_order_relaxed);
+  l->clients->add();
   Worker& w = *proxy.workers_[proxy.next_worker_++ % proxy.workers_.size()];
   w.adopt_client(fd, l->pool, l->clients);
 }

@@ -18,7 +18,9 @@
 
 #include "conf/config.h"
 #include "proxy/accept_guard.h"
+#include "proxy/client_count.h"
 #include "proxy/config_watch.h"
+#include "proxy/descriptor_budget.h"
 #include "proxy/health.h"
 #include "proxy/stats_server.h"
 #include "proxy/topology.h"
@@ -62,6 +64,9 @@ class Proxy {
   uint64_t rejected_connections() const {
     return rejected_connections_.load(std::memory_order_relaxed);
   }
+  // The client connections the descriptor limit leaves room for
+  // (descriptor_budget.h); memcached's max_connections.
+  uint64_t max_connections() const { return max_clients_.load(std::memory_order_relaxed); }
 
   ServerHealth& health() { return *health_; }
   const ServerHealth& health() const { return *health_; }
@@ -78,7 +83,7 @@ class Proxy {
     conf::ListenAddress address;
     evconnlistener* listener = nullptr;
     std::unique_ptr<AcceptGuard> guard;  // out of descriptors: refuse, do not spin
-    std::shared_ptr<std::atomic<uint32_t>> clients = std::make_shared<std::atomic<uint32_t>>(0);
+    std::shared_ptr<ClientCount> clients;
   };
   static void on_accept(evconnlistener*, evutil_socket_t fd, sockaddr*, int, void* self);
   static void on_signal(evutil_socket_t sig, short, void* self);
@@ -89,6 +94,12 @@ class Proxy {
   std::unique_ptr<Listener> open_listener(const Pool& pool);
   bool swap_listeners(const Topology& next);
   void log_changes(const Topology& next) const;
+  // Sets max_connections from the descriptor limit and the topology in
+  // force; throws at start when it leaves no room for a client.
+  void set_descriptor_budget(bool starting);
+  // Refuses a client for want of room; the operator hears of it at most
+  // once a second.
+  void refuse_over_budget(int fd, uint32_t open);
 
   ProxyOptions options_;
   event_base* base_ = nullptr;
@@ -104,6 +115,15 @@ class Proxy {
   std::shared_ptr<const Topology> topology_;
   std::vector<std::unique_ptr<Worker>> workers_;
   std::vector<std::unique_ptr<Listener>> listeners_;
+  // Client connections open on every listener, parked ones included.
+  std::shared_ptr<std::atomic<uint32_t>> open_clients_ = std::make_shared<std::atomic<uint32_t>>(0);
+  std::atomic<uint64_t> max_clients_{UINT64_MAX};
+  // What the proxy held itself once started, and how many listeners then:
+  // a reload changes only the listeners among its own descriptors.
+  uint64_t own_descriptors_ = 0;
+  size_t listeners_at_start_ = 0;
+  uint64_t refusals_unreported_ = 0;
+  uint64_t refusal_reported_ms_ = 0;
   size_t next_worker_ = 0;
   uint64_t started_at_ = 0;
   std::atomic<uint64_t> generation_{0};

@@ -40,6 +40,7 @@ bool Proxy::reload() {
   health_->set_topology(next);
   topology_ = next;
   install_on_workers();
+  set_descriptor_budget(false);
   generation_.store(next->generation, std::memory_order_relaxed);
   reloads_.fetch_add(1, std::memory_order_relaxed);
   log_notice("configuration generation %llu in force",

@@ -196,8 +196,12 @@ void render_prometheus(const Proxy& p, std::string& out) {
   f.header("memshard_parked_connections", "gauge",
            "Of the client connections open, idle ones held as a bare socket.");
   f.sample("memshard_parked_connections", "", total("parked_connections"));
+  f.header("memshard_max_connections", "gauge",
+           "Client connections the descriptor limit leaves room for.");
+  f.sample("memshard_max_connections", "", p.max_connections());
   f.header("memshard_rejected_connections_total", "counter",
-           "Client connections refused by client_connections.");
+           "Client connections refused: past a pool's client_connections, the room the "
+           "descriptor limit leaves, or with no descriptor left.");
   f.sample("memshard_rejected_connections_total", "", p.rejected_connections());
   f.header("memshard_client_errors_total", "counter",
            "Requests answered with an error by the proxy itself.");

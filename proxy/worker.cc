@@ -95,7 +95,7 @@ void Worker::stop() {
 }
 
 void Worker::adopt_client(int fd, std::string pool_name,
-                          std::shared_ptr<std::atomic<uint32_t>> pool_clients) {
+                          std::shared_ptr<ClientCount> pool_clients) {
   {
     std::lock_guard<std::mutex> lock(mailbox_mu_);
     new_clients_.push_back(NewClient{fd, std::move(pool_name), std::move(pool_clients)});
@@ -144,7 +144,7 @@ void Worker::drain_mailbox() {
     close_all_parked();
     for (NewClient& c : clients) {
       close(c.fd);
-      c.pool_clients->fetch_sub(1, std::memory_order_relaxed);
+      c.pool_clients->remove();
     }
     running_ = false;
     return;
@@ -159,8 +159,8 @@ void Worker::drain_mailbox() {
   }
 }
 
-std::shared_ptr<const ClientOrigin> Worker::origin_for(
-    const std::string& pool_name, std::shared_ptr<std::atomic<uint32_t>> clients) {
+std::shared_ptr<const ClientOrigin> Worker::origin_for(const std::string& pool_name,
+                                                       std::shared_ptr<ClientCount> clients) {
   const PoolRoute* r = route(pool_name);
   // A pool that just went away still gets counters, for the replies owed.
   std::shared_ptr<PoolStats> stats = r != nullptr ? r->stats : std::make_shared<PoolStats>();
@@ -248,7 +248,7 @@ void Worker::close_parked(std::vector<ParkedClients::Entry> entries) {
     stats_.parked_connections.sub();
     stats_.curr_connections.sub();
     e.origin->stats->client_connections.sub();
-    e.origin->pool_clients->fetch_sub(1, std::memory_order_relaxed);
+    e.origin->pool_clients->remove();
   }
 }
 

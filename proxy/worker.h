@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "proxy/backend.h"
+#include "proxy/client_count.h"
 #include "proxy/parked_clients.h"
 #include "proxy/reply_slot.h"
 #include "proxy/request_scratch.h"
@@ -65,10 +66,9 @@ class Worker {
   void stop();  // asks the loop to end and joins the thread
 
   // Thread-safe: hands an accepted socket to this worker. `pool_clients`
-  // counts the pool's open client connections (client_connections limit);
-  // the connection decrements it when it closes.
-  void adopt_client(int fd, std::string pool_name,
-                    std::shared_ptr<std::atomic<uint32_t>> pool_clients);
+  // counts the listener's open client connections, already including this
+  // one, which leaves the count when it closes.
+  void adopt_client(int fd, std::string pool_name, std::shared_ptr<ClientCount> pool_clients);
   // Thread-safe: every client gets the replies it is owed for what it has
   // already sent, then is closed (graceful shutdown).
   void drain();
@@ -105,7 +105,7 @@ class Worker {
   void apply_topology(std::shared_ptr<const Topology> topology);
   // The origin shared by the clients of this pool's listener.
   std::shared_ptr<const ClientOrigin> origin_for(const std::string& pool_name,
-                                                 std::shared_ptr<std::atomic<uint32_t>> clients);
+                                                 std::shared_ptr<ClientCount> clients);
   ClientConn* add_client(int fd, std::shared_ptr<const ClientOrigin> origin, bool resumed);
   // Takes the clients in `gone` (sorted here) off the client list.
   void forget_clients(std::vector<ClientConn*>& gone);
@@ -139,7 +139,7 @@ class Worker {
   struct NewClient {
     int fd;
     std::string pool;
-    std::shared_ptr<std::atomic<uint32_t>> pool_clients;
+    std::shared_ptr<ClientCount> pool_clients;
   };
   std::vector<NewClient> new_clients_;
   bool drain_requested_ = false;

@@ -62,7 +62,8 @@ class ParkedClientsTest : public testing::Test {
   }
 
   std::shared_ptr<const ClientOrigin> origin_ = std::make_shared<const ClientOrigin>(ClientOrigin{
-      "main", std::make_shared<std::atomic<uint32_t>>(0), std::make_shared<PoolStats>()});
+      "main", std::make_shared<ClientCount>(std::make_shared<std::atomic<uint32_t>>(0)),
+      std::make_shared<PoolStats>()});
   event_base* base_ = event_base_new();
   event* tick_ = nullptr;
   std::unique_ptr<ParkedClients> parked_;

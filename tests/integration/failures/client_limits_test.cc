@@ -13,6 +13,7 @@
 #include <iostream>
 #include <iterator>
 #include <memory>
+#include <regex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -234,6 +235,17 @@ Proxy limited_proxy(const TempDir& dir, const Fleet& fleet, int soft, int hard,
                {"prlimit", "--nofile=" + std::to_string(soft) + ":" + std::to_string(hard), "--"});
 }
 
+// memshard sizes its room for clients to the limit it starts with. Lowered
+// under it afterwards (as `prlimit --pid` lets an operator do), the limit
+// runs out before that room does, and accept() itself fails: the case its
+// accept guard exists for (as is a system-wide table full, ENFILE).
+void lower_descriptor_limit(Proxy& proxy, int to) {
+  std::string lim = std::to_string(to);
+  CommandResult r = run_command(
+      {"prlimit", "--pid", std::to_string(proxy.pid()), "--nofile=" + lim + ":" + lim}, {}, 10s);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+}
+
 // Connects clients, each storing "fd<i>", until memshard refuses one with
 // memcached's error, which it returns; the clients served stay in `clients`.
 std::string fill_until_refused(Proxy& proxy, std::vector<std::unique_ptr<RawClient>>& clients) {
@@ -256,7 +268,8 @@ std::string fill_until_refused(Proxy& proxy, std::vector<std::unique_ptr<RawClie
 // already connected carry on, and a place that frees up serves again.
 TEST_F(ClientLimits, OutOfDescriptorsRefusesWithMemcachedsErrorAndRecovers) {
   Fleet fleet(1);
-  Proxy proxy = limited_proxy(dir_, fleet, 48, 48);
+  Proxy proxy = limited_proxy(dir_, fleet, 256, 256);
+  ASSERT_NO_FATAL_FAILURE(lower_descriptor_limit(proxy, 48));
   std::vector<std::unique_ptr<RawClient>> clients;
   std::string refusal = fill_until_refused(proxy, clients);
   ASSERT_EQ(refusal, "ERROR Too many open connections\r\n")
@@ -315,10 +328,11 @@ TEST_F(ClientLimits, OutOfDescriptorsRefusesWithMemcachedsErrorAndRecovers) {
 // a fault that is not its own.
 TEST_F(ClientLimits, BackendConnectOutOfDescriptorsDoesNotCountAgainstTheServer) {
   Fleet fleet(1);
-  Proxy proxy = limited_proxy(dir_, fleet, 48, 48,
+  Proxy proxy = limited_proxy(dir_, fleet, 256, 256,
                               {{"auto_eject_hosts", "true"},
                                {"server_failure_limit", "2"},
                                {"server_retry_timeout", "60000"}});
+  ASSERT_NO_FATAL_FAILURE(lower_descriptor_limit(proxy, 48));
   std::vector<std::unique_ptr<RawClient>> clients;
   ASSERT_EQ(fill_until_refused(proxy, clients), "ERROR Too many open connections\r\n");
   ASSERT_GE(clients.size(), 10u);
@@ -409,6 +423,127 @@ TEST_F(ClientLimits, SoftDescriptorLimitIsRaisedToTheHardLimit) {
   }
   for (auto& c : clients)
     EXPECT_EQ(c->roundtrip("get s7\r\n", "END\r\n"), "VALUE s7 0 1\r\nv\r\nEND\r\n");
+}
+
+// The room memshard announces at start: "descriptor limit L: room for N
+// client connections (S for server connections, O in use by memshard
+// itself, 32 spare)". Fields N, S and O; empty when not (yet) logged.
+std::vector<uint64_t> announced_room(const Proxy& proxy, int limit) {
+  std::regex line("descriptor limit " + std::to_string(limit) +
+                  ": room for ([0-9]+) client connections \\(([0-9]+) for server connections, "
+                  "([0-9]+) in use by memshard itself, 32 spare\\)");
+  std::string log = proxy.log_tail(1 << 20);
+  std::smatch m;
+  if (!std::regex_search(log, m, line)) return {};
+  return {std::stoull(m[1]), std::stoull(m[2]), std::stoull(m[3])};
+}
+
+// As nutcracker does, memshard sets aside the descriptors its servers can
+// need and refuses clients past the rest, so that clients never take the
+// ones a worker needs to connect to a server again (here, after the server
+// restarts, where without the budget the requests would fail for want of a
+// descriptor).
+TEST_F(ClientLimits, ClientsPastTheDescriptorBudgetAreRefusedAndServersKeepTheirDescriptors) {
+  Fleet fleet(1);
+  Proxy proxy = limited_proxy(dir_, fleet, 96, 96);
+  std::vector<uint64_t> room = announced_room(proxy, 96);
+  ASSERT_EQ(room.size(), 3u) << proxy.log_tail();
+  // One server: a connection from each of 2 workers, and a health probe.
+  EXPECT_EQ(room[1], 3u);
+  EXPECT_EQ(room[0], 96 - room[1] - room[2] - 32);
+  ASSERT_GE(room[0], 10u) << "memshard itself should need far fewer descriptors";
+  ASSERT_LT(room[0], 64u) << "more than fill_until_refused tries";
+
+  std::vector<std::unique_ptr<RawClient>> clients;
+  ASSERT_EQ(fill_until_refused(proxy, clients), "ERROR Too many open connections\r\n");
+  EXPECT_EQ(clients.size(), room[0]);
+  std::string stats = clients[0]->roundtrip("stats\r\n", "END\r\n");
+  EXPECT_EQ(stat_value(stats, "max_connections"), std::to_string(room[0])) << printable(stats);
+  EXPECT_EQ(stat_value(stats, "rejected_connections"), "1") << printable(stats);
+  std::string log = proxy.log_tail(1 << 20);
+  EXPECT_NE(log.find("1 client(s) refused with \"ERROR Too many open connections\": " +
+                     std::to_string(room[0]) + " client connections open"),
+            std::string::npos)
+      << log;
+  EXPECT_EQ(log.find("Too many open files"), std::string::npos) << "the limit itself was hit";
+
+  auto server_connections = [&] {
+    return stat_value(clients[0]->roundtrip("stats servers\r\n", "END\r\n"),
+                      "main:127.0.0.1:" + std::to_string(fleet[0].port()) + ":server_connections");
+  };
+  ASSERT_EQ(server_connections(), "2");
+  fleet[0].restart();
+  ASSERT_TRUE(eventually([&] { return server_connections() == "0"; }, 3s));
+  // A client knocking meanwhile does not take a descriptor the workers need.
+  RawClient knock(proxy.port());
+  EXPECT_EQ(knock.read_until("\r\n", 2s), "ERROR Too many open connections\r\n");
+  for (size_t i = 0; i < clients.size(); ++i) {
+    std::string key = "again" + std::to_string(i);
+    EXPECT_EQ(clients[i]->roundtrip(set_command(key, "v")), "STORED\r\n") << "client " << i;
+    EXPECT_EQ(clients[i]->roundtrip("get " + key + "\r\n", "END\r\n"),
+              "VALUE " + key + " 0 1\r\nv\r\nEND\r\n")
+        << "client " << i;
+  }
+  EXPECT_EQ(server_connections(), "2");
+}
+
+// A limit that leaves no room for a single client is a mistake to report at
+// start, not a proxy that refuses every client.
+TEST_F(ClientLimits, StartIsRefusedWhenTheDescriptorLimitLeavesNoRoomForClients) {
+  Fleet fleet(1);
+  PoolSpec pool;
+  pool.name = "main";
+  pool.listen = "127.0.0.1:" + std::to_string(free_port());
+  pool.servers = fleet.server_lines();
+  std::string config = dir_.write("tight.yml", pool_yaml(pool));
+  CommandResult r = run_command({"prlimit", "--nofile=40:40", "--", memshard_binary(), "-c", config,
+                                 "-s", "0", "--threads", "2"},
+                                {}, 20s);
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("descriptor limit 40: room for 0 client connections (3 for server "
+                       "connections, "),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("raise the limit"), std::string::npos) << r.err;
+}
+
+// A reload that adds servers or listeners sets aside their descriptors too:
+// max_connections falls by what they can take.
+TEST_F(ClientLimits, ReloadSetsAsideTheDescriptorsOfWhatItAdds) {
+  Fleet fleet(3);
+  Proxy proxy(dir_, {fleet.server_lines()[0]}, {}, {"--threads", "2", "-s", "0"},
+              {"prlimit", "--nofile=1000:1000", "--"});
+  RawClient c(proxy.port());
+  auto max_connections = [&] {
+    return std::stoull(
+        stat_value(c.roundtrip("stats\r\n", "END\r\n"), "max_connections").value_or("0"));
+  };
+  uint64_t before = max_connections();
+  ASSERT_GT(before, 0u);
+
+  // Three servers with 2 connections per worker, and a second pool with a
+  // listener of its own and one server.
+  PoolSpec main_pool;
+  main_pool.name = "main";
+  main_pool.listen = "127.0.0.1:" + std::to_string(proxy.port());
+  main_pool.directives = {{"server_connections", "2"}};
+  main_pool.servers = fleet.server_lines();
+  PoolSpec other;
+  other.name = "other";
+  other.listen = "127.0.0.1:" + std::to_string(free_port());
+  other.servers = {fleet.server_lines()[1]};
+  dir_.write(proxy.config().substr(dir_.path().size() + 1), config_yaml({main_pool, other}));
+  proxy.process().signal(SIGHUP);
+  ASSERT_TRUE(eventually(
+      [&] { return stat_value(c.roundtrip("stats\r\n", "END\r\n"), "config_generation") == "2"; },
+      5s))
+      << proxy.log_tail();
+  // Per server: 2 workers x server_connections, and a probe.
+  uint64_t servers_before = 1 * (2 * 1 + 1);
+  uint64_t servers_after = 3 * (2 * 2 + 1) + 1 * (2 * 1 + 1);
+  uint64_t listeners_added = 1;
+  EXPECT_EQ(max_connections(), before - (servers_after - servers_before) - listeners_added)
+      << proxy.log_tail();
 }
 
 // ================================================== 6b. graceful drain

@@ -201,7 +201,9 @@ std::string ReplyReader::next(std::chrono::milliseconds limit) {
 // ------------------------------------------------------------ fake server
 
 FakeServer::FakeServer(Handler handler) : handler_(std::move(handler)) {
-  listen_fd_ = socket(AF_INET, SOCK_STREAM, 0);
+  // Close-on-exec, as every test socket: a process a test starts must not
+  // hold a copy that keeps a connection open after the test closes it.
+  listen_fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   int one = 1;
   setsockopt(listen_fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
   sockaddr_in a{};
@@ -235,7 +237,7 @@ void FakeServer::accept_loop() {
   while (!stop_) {
     pollfd p{listen_fd_, POLLIN, 0};
     if (poll(&p, 1, 50) <= 0) continue;
-    int fd = accept(listen_fd_, nullptr, nullptr);
+    int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
     if (fd < 0) continue;
     ++accepted_;
     std::lock_guard<std::mutex> lock(mu_);

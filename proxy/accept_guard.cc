@@ -60,7 +60,15 @@ AcceptGuard::AcceptGuard(event_base* base, evconnlistener* listener, evconnliste
       what_(std::move(what)),
       on_refused_(std::move(on_refused)),
       resume_(evtimer_new(base, &AcceptGuard::on_resume, this)),
-      report_(evtimer_new(base, &AcceptGuard::on_report, this)) {
+      warning_(base, [this] {
+        log_warn(
+            "%s: accept: %s: %llu client(s) refused with \"ERROR Too many open connections\", "
+            "%llu pause(s) of %d ms",
+            what_.c_str(), strerror(last_errno_), static_cast<unsigned long long>(refused_),
+            static_cast<unsigned long long>(pauses_), kPauseMs);
+        refused_ = 0;
+        pauses_ = 0;
+      }) {
   evconnlistener_set_cb(listener_, &AcceptGuard::on_accept, this);
   evconnlistener_set_error_cb(listener_, &AcceptGuard::on_error);
 }
@@ -68,7 +76,6 @@ AcceptGuard::AcceptGuard(event_base* base, evconnlistener* listener, evconnliste
 AcceptGuard::~AcceptGuard() {
   evconnlistener_set_error_cb(listener_, nullptr);
   evconnlistener_set_cb(listener_, accept_, accept_arg_);
-  event_free(report_);
   event_free(resume_);
 }
 
@@ -106,29 +113,10 @@ void AcceptGuard::on_resume(evutil_socket_t, short, void* arg) {
   evconnlistener_enable(static_cast<AcceptGuard*>(arg)->listener_);
 }
 
-// The first event is logged at once; those of the next second are summed
-// into one line when it is over.
 void AcceptGuard::count(uint64_t& counter, int err) {
   ++counter;
   last_errno_ = err;
-  if (!evtimer_pending(report_, nullptr)) report();
-}
-
-void AcceptGuard::on_report(evutil_socket_t, short, void* arg) {
-  static_cast<AcceptGuard*>(arg)->report();
-}
-
-void AcceptGuard::report() {
-  if (refused_ == 0 && pauses_ == 0) return;
-  log_warn(
-      "%s: accept: %s: %llu client(s) refused with \"ERROR Too many open connections\", "
-      "%llu pause(s) of %d ms",
-      what_.c_str(), strerror(last_errno_), static_cast<unsigned long long>(refused_),
-      static_cast<unsigned long long>(pauses_), kPauseMs);
-  refused_ = 0;
-  pauses_ = 0;
-  timeval second{1, 0};
-  evtimer_add(report_, &second);
+  warning_.note();
 }
 
 }  // namespace memshard::proxy

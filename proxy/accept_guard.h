@@ -18,6 +18,8 @@
 #include <functional>
 #include <string>
 
+#include "proxy/warning_throttle.h"
+
 namespace memshard::proxy {
 
 // Sends a client memcached's "ERROR Too many open connections" and closes
@@ -68,10 +70,7 @@ class AcceptGuard {
                         void* self);
   static void on_error(evconnlistener* listener, void* self);
   static void on_resume(evutil_socket_t, short, void* self);
-  static void on_report(evutil_socket_t, short, void* self);
-  // Warnings: at most one line a second, with what happened since the last.
   void count(uint64_t& counter, int err);
-  void report();
 
   evconnlistener* listener_;
   evconnlistener_cb accept_;
@@ -80,7 +79,7 @@ class AcceptGuard {
   std::string what_;
   std::function<void()> on_refused_;
   event* resume_ = nullptr;
-  event* report_ = nullptr;
+  WarningThrottle warning_;
   uint64_t refused_ = 0;  // since the last warning
   uint64_t pauses_ = 0;
   int last_errno_ = 0;

@@ -27,6 +27,14 @@ uint64_t now_ms() {
 Proxy::Proxy(ProxyOptions options) : options_(std::move(options)) {
   base_ = event_base_new();
   started_at_ = static_cast<uint64_t>(time(nullptr));
+  over_budget_warning_ = std::make_unique<WarningThrottle>(base_, [this] {
+    log_warn(
+        "%llu client(s) refused with \"ERROR Too many open connections\": %u client "
+        "connections open, all the descriptor limit leaves room for (see \"descriptor limit\" "
+        "above; raise it with ulimit -n or LimitNOFILE=)",
+        static_cast<unsigned long long>(refused_over_budget_), open_when_refused_);
+    refused_over_budget_ = 0;
+  });
 }
 
 Proxy::~Proxy() {
@@ -37,6 +45,7 @@ Proxy::~Proxy() {
   watch_.reset();
   if (drain_timer_ != nullptr) event_free(drain_timer_);
   for (event* e : signal_events_) event_free(e);
+  over_budget_warning_.reset();
   event_base_free(base_);
 }
 
@@ -133,16 +142,9 @@ void Proxy::set_descriptor_budget(bool starting) {
 void Proxy::refuse_over_budget(int fd, uint32_t open) {
   refuse_client(fd);
   rejected_connections_.fetch_add(1, std::memory_order_relaxed);
-  ++refusals_unreported_;
-  uint64_t now = now_ms();
-  if (refusal_reported_ms_ != 0 && now - refusal_reported_ms_ < 1000) return;
-  refusal_reported_ms_ = now;
-  log_warn(
-      "%llu client(s) refused with \"ERROR Too many open connections\": %u client "
-      "connections open, all the descriptor limit leaves room for (see \"descriptor limit\" "
-      "above; raise it with ulimit -n or LimitNOFILE=)",
-      static_cast<unsigned long long>(refusals_unreported_), open);
-  refusals_unreported_ = 0;
+  ++refused_over_budget_;
+  open_when_refused_ = open;
+  over_budget_warning_->note();
 }
 
 void Proxy::install_on_workers() {

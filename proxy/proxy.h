@@ -24,6 +24,7 @@
 #include "proxy/health.h"
 #include "proxy/stats_server.h"
 #include "proxy/topology.h"
+#include "proxy/warning_throttle.h"
 #include "proxy/worker.h"
 
 namespace memshard::proxy {
@@ -122,8 +123,9 @@ class Proxy {
   // a reload changes only the listeners among its own descriptors.
   uint64_t own_descriptors_ = 0;
   size_t listeners_at_start_ = 0;
-  uint64_t refusals_unreported_ = 0;
-  uint64_t refusal_reported_ms_ = 0;
+  uint64_t refused_over_budget_ = 0;  // since the last warning
+  uint32_t open_when_refused_ = 0;
+  std::unique_ptr<WarningThrottle> over_budget_warning_;
   size_t next_worker_ = 0;
   uint64_t started_at_ = 0;
   std::atomic<uint64_t> generation_{0};

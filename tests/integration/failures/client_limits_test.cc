@@ -532,7 +532,7 @@ TEST_F(ClientLimits, ReloadSetsAsideTheDescriptorsOfWhatItAdds) {
   other.name = "other";
   other.listen = "127.0.0.1:" + std::to_string(free_port());
   other.servers = {fleet.server_lines()[1]};
-  dir_.write(proxy.config().substr(dir_.path().size() + 1), config_yaml({main_pool, other}));
+  std::ofstream(proxy.config()) << config_yaml({main_pool, other});
   proxy.process().signal(SIGHUP);
   ASSERT_TRUE(eventually(
       [&] { return stat_value(c.roundtrip("stats\r\n", "END\r\n"), "config_generation") == "2"; },

@@ -450,21 +450,21 @@ bool BackendConn::take_line(evbuffer* in, std::string_view line, size_t total,
         while (true) {
           BackendOp& first = ops_.front();
           Fragment& frag = first.slot->fragments[first.fragment];
-          size_t i = frag.next_key;
-          while (i < frag.key_positions.size() && first.slot->key(frag.key_positions[i]) != r.key) {
-            ++i;
-          }
+          size_t i = next_match(*first.slot, frag, r.key);
           if (i < frag.key_positions.size()) {
             frag.next_key = i + 1;
             block_position_ = frag.key_positions[i];
             block_bytes_ = total + r.data_bytes;
             if (chain.size() >= block_bytes_) {
-              // The whole block is here: one move, once its data is seen
-              // to end with "\r\n" as a data block must.
+              // The whole block is here, once its data is seen to end with
+              // "\r\n" as a data block must. So may be the blocks after
+              // it: all go in one move.
               if (chain.substr(block_bytes_ - 2, 2) != "\r\n") return false;
-              evbuffer_remove_buffer(in, frag.values, block_bytes_);
               first.slot->key_refs[block_position_].block_bytes =
                   static_cast<uint32_t>(block_bytes_);
+              size_t run =
+                  block_bytes_ + take_whole_blocks(*first.slot, frag, chain.substr(block_bytes_));
+              evbuffer_remove_buffer(in, frag.values, run);
               return true;
             }
             evbuffer_remove_buffer(in, frag.values, total);
@@ -539,6 +539,44 @@ bool BackendConn::take_line(evbuffer* in, std::string_view line, size_t total,
       return true;
   }
   return false;
+}
+
+// The position in frag.key_positions of the next key asked named `key`,
+// or key_positions.size() when no key still unanswered is.
+size_t BackendConn::next_match(const ReplySlot& slot, const Fragment& frag, std::string_view key) {
+  size_t i = frag.next_key;
+  while (i < frag.key_positions.size() && slot.key(frag.key_positions[i]) != key) ++i;
+  return i;
+}
+
+// A multi-get's reply is mostly VALUE blocks back to back, and most arrive
+// whole in one read: the ones that follow a block taken for `frag`, lie
+// whole in `rest` and answer frag's next keys are taken with it, so that a
+// reply costs one evbuffer move rather than one per key. Returns their
+// bytes. Stops, leaving it to read_replies, at anything else: END, a block
+// cut by the read, a key not frag's, or a block that is not valid (there
+// it fails the connection as it would have).
+size_t BackendConn::take_whole_blocks(ReplySlot& slot, Fragment& frag, std::string_view rest) {
+  constexpr std::string_view kValue = "VALUE ";
+  size_t taken = 0;
+  while (true) {
+    std::string_view ahead = rest.substr(taken);
+    if (!ahead.starts_with(kValue)) return taken;
+    size_t nl = ahead.substr(0, proto::kMaxReplyLineLength + 2).find('\n');
+    if (nl == std::string_view::npos || ahead[nl - 1] != '\r') return taken;
+    std::string_view line = ahead.substr(0, nl - 1);
+    proto::ReplyLine r = proto::parse_reply_line(line);
+    if (r.kind != proto::ReplyKind::value || r.data_bytes > server_.settings().max_value_bytes + 2)
+      return taken;
+    size_t block = nl + 1 + r.data_bytes;
+    if (ahead.size() < block || ahead.substr(block - 2, 2) != "\r\n") return taken;
+    size_t i = next_match(slot, frag, r.key);
+    if (i == frag.key_positions.size()) return taken;
+    count_reply(server_.stats(), r.kind, line);
+    frag.next_key = i + 1;
+    slot.key_refs[frag.key_positions[i]].block_bytes = static_cast<uint32_t>(block);
+    taken += block;
+  }
 }
 
 void BackendConn::finish_retrieval(std::string_view error) {

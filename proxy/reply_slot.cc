@@ -39,10 +39,18 @@ void ReplySlot::assemble() {
     }
     // Each fragment's buffer holds its hits in its own key order, which is
     // the client's order restricted to that fragment: taking blocks off
-    // the fronts in client order interleaves them correctly.
-    for (const KeyRef& k : key_refs) {
-      if (k.block_bytes == 0) continue;
-      evbuffer_remove_buffer(fragments[k.fragment].values, reply, k.block_bytes);
+    // the fronts in client order interleaves them correctly. The blocks of
+    // keys in a row from one fragment (misses between them take nothing)
+    // are taken in one move: all of them when there is one fragment.
+    for (size_t i = 0; i < key_refs.size();) {
+      uint32_t fragment = key_refs[i].fragment;
+      size_t bytes = 0;
+      for (; i < key_refs.size() &&
+             (key_refs[i].fragment == fragment || key_refs[i].block_bytes == 0);
+           ++i) {
+        bytes += key_refs[i].block_bytes;
+      }
+      if (bytes > 0) evbuffer_remove_buffer(fragments[fragment].values, reply, bytes);
     }
     append(reply, kEnd);
   } else if (kind == SlotKind::broadcast) {

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <iostream>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -181,6 +182,72 @@ std::string garbage_name(const ::testing::TestParamInfo<Garbage>& p) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Fake, GarbageBackend, ::testing::ValuesIn(kGarbage), garbage_name);
+
+}  // namespace
+}  // namespace memshard::testing::failures
+
+namespace memshard::testing::failures {
+namespace {
+
+// A multi-get's VALUE blocks that arrive together are taken from the input
+// in one move (BackendConn::take_whole_blocks). A bad block after good ones
+// in the same read must fail the reply exactly as a bad first block does,
+// with no byte of the good blocks reaching the client, and good blocks
+// with misses between them must come back whole and in order.
+struct BlockRun {
+  const char* name;
+  std::string reply;     // the fake's whole answer to "get k1 k2 k3", sent in one write
+  std::string expected;  // memshard's reply to the client
+};
+
+std::vector<BlockRun> block_runs() {
+  const std::string ok1 = "VALUE k1 0 2\r\nok\r\n";
+  const std::string ok3 = "VALUE k3 5 3 99\r\nthe\r\n";
+  const std::string invalid(kInvalid);
+  return {
+      {"HitsAroundAMiss", ok1 + ok3 + "END\r\n", ok1 + ok3 + "END\r\n"},
+      {"EmptyValueThenHit", "VALUE k1 0 0\r\n\r\n" + ok3 + "END\r\n",
+       "VALUE k1 0 0\r\n\r\n" + ok3 + "END\r\n"},
+      {"SecondBlockNotTerminatedByCrLf", ok1 + "VALUE k2 0 3\r\nabcdeEND\r\n", invalid},
+      {"SecondBlockLongerThanAnnounced", ok1 + "VALUE k2 0 3\r\nabcdef\r\nEND\r\n", invalid},
+      {"SecondKeyNotAsked", ok1 + "VALUE zz 0 2\r\nok\r\nEND\r\n", invalid},
+      {"SecondKeyRepeated", ok1 + ok1 + "END\r\n", invalid},
+      {"SecondKeyOutOfOrder", ok3 + ok1 + "END\r\n", invalid},
+      {"SecondHeaderBad", ok1 + "VALUE k2 x 2\r\nok\r\nEND\r\n", invalid},
+      {"SecondValueOverItemSizeMax", ok1 + "VALUE k2 0 4000000000\r\n", invalid},
+  };
+}
+
+TEST(GarbageBackendBlockRuns, ABadBlockAfterGoodOnesFailsTheWholeReply) {
+  std::string current;  // the case the fake answers with
+  std::mutex mu;
+  FakeServer fake([&](int fd, FakeServer& self) {
+    std::string buffered, line;
+    while (self.read_line(fd, buffered, line)) {
+      std::string reply;
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        reply = current;
+      }
+      FakeServer::send_all(fd, reply);
+    }
+  });
+  TempDir dir;
+  Proxy proxy(dir, {fake.address() + ":1"}, {{"timeout", "1000"}}, {"--threads", "1", "-s", "0"});
+  for (const BlockRun& run : block_runs()) {
+    SCOPED_TRACE(run.name);
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      current = run.reply;
+    }
+    RawClient c(proxy.port());
+    std::string got =
+        c.roundtrip("get k1 k2 k3\r\n", run.expected == kInvalid ? "\r\n" : "END\r\n");
+    EXPECT_EQ(printable(got), printable(run.expected));
+  }
+  EXPECT_TRUE(proxy.process().running()) << "memshard died";
+  proxy.dump_log_on_failure();
+}
 
 }  // namespace
 }  // namespace memshard::testing::failures

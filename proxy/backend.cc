@@ -56,6 +56,26 @@ bool is_error_line(std::string_view line) {
          line.starts_with("SERVER_ERROR");
 }
 
+// The reply line at the start of `bytes` ("\r\n" excluded) and its length
+// with the terminator; total is 0 when the line is not whole there.
+struct LineAt {
+  std::string_view line;
+  size_t total = 0;
+};
+LineAt line_at(std::string_view bytes) {
+  size_t nl = bytes.substr(0, proto::kMaxReplyLineLength + 2).find('\n');
+  if (nl == std::string_view::npos || nl == 0 || bytes[nl - 1] != '\r') return {};
+  return {bytes.substr(0, nl - 1), nl + 1};
+}
+
+// The position in frag.key_positions of the next key asked named `key`,
+// or key_positions.size() when no key still unanswered is.
+size_t next_match(const ReplySlot& slot, const Fragment& frag, std::string_view key) {
+  size_t i = frag.next_key;
+  while (i < frag.key_positions.size() && slot.key(frag.key_positions[i]) != key) ++i;
+  return i;
+}
+
 // Counts a reply line by what it says, for the per-server reply metrics.
 void count_reply(ServerStats& st, proto::ReplyKind kind, std::string_view line) {
   switch (kind) {
@@ -397,11 +417,9 @@ void BackendConn::read_replies() {
     evbuffer_iovec first;
     if (evbuffer_peek(in, -1, nullptr, &first, 1) >= 1) {
       chain = {static_cast<const char*>(first.iov_base), first.iov_len};
-      size_t nl = chain.substr(0, proto::kMaxReplyLineLength + 2).find('\n');
-      if (nl != std::string_view::npos && nl > 0 && chain[nl - 1] == '\r') {
-        line = chain.substr(0, nl - 1);
-        total = nl + 1;
-      }
+      LineAt at = line_at(chain);
+      line = at.line;
+      total = at.total;
     }
     if (total == 0) {
       chain = {};
@@ -541,14 +559,6 @@ bool BackendConn::take_line(evbuffer* in, std::string_view line, size_t total,
   return false;
 }
 
-// The position in frag.key_positions of the next key asked named `key`,
-// or key_positions.size() when no key still unanswered is.
-size_t BackendConn::next_match(const ReplySlot& slot, const Fragment& frag, std::string_view key) {
-  size_t i = frag.next_key;
-  while (i < frag.key_positions.size() && slot.key(frag.key_positions[i]) != key) ++i;
-  return i;
-}
-
 // A multi-get's reply is mostly VALUE blocks back to back, and most arrive
 // whole in one read: the ones that follow a block taken for `frag`, lie
 // whole in `rest` and answer frag's next keys are taken with it, so that a
@@ -562,13 +572,12 @@ size_t BackendConn::take_whole_blocks(ReplySlot& slot, Fragment& frag, std::stri
   while (true) {
     std::string_view ahead = rest.substr(taken);
     if (!ahead.starts_with(kValue)) return taken;
-    size_t nl = ahead.substr(0, proto::kMaxReplyLineLength + 2).find('\n');
-    if (nl == std::string_view::npos || ahead[nl - 1] != '\r') return taken;
-    std::string_view line = ahead.substr(0, nl - 1);
+    auto [line, total] = line_at(ahead);
+    if (total == 0) return taken;
     proto::ReplyLine r = proto::parse_reply_line(line);
     if (r.kind != proto::ReplyKind::value || r.data_bytes > server_.settings().max_value_bytes + 2)
       return taken;
-    size_t block = nl + 1 + r.data_bytes;
+    size_t block = total + r.data_bytes;
     if (ahead.size() < block || ahead.substr(block - 2, 2) != "\r\n") return taken;
     size_t i = next_match(slot, frag, r.key);
     if (i == frag.key_positions.size()) return taken;

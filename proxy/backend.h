@@ -144,7 +144,6 @@ class BackendConn {
   // there can be taken at once. The views end with the first change to
   // the input.
   bool take_line(evbuffer* in, std::string_view line, size_t total, std::string_view chain);
-  static size_t next_match(const ReplySlot& slot, const Fragment& frag, std::string_view key);
   size_t take_whole_blocks(ReplySlot& slot, Fragment& frag, std::string_view rest);
   void finish_op();
   // Finishes the oldest (retrieval) operation: its keys not yet answered

@@ -570,6 +570,10 @@ size_t BackendConn::take_whole_blocks(ReplySlot& slot, Fragment& frag, std::stri
   constexpr std::string_view kValue = "VALUE ";
   size_t taken = 0;
   while (true) {
+    // A fragment with every key answered takes no more: on a line shared
+    // by single-key gets, the next block is the next request's, and is
+    // not parsed here only to be parsed again by read_replies.
+    if (frag.next_key == frag.key_positions.size()) return taken;
     std::string_view ahead = rest.substr(taken);
     if (!ahead.starts_with(kValue)) return taken;
     auto [line, total] = line_at(ahead);

@@ -183,12 +183,6 @@ std::string garbage_name(const ::testing::TestParamInfo<Garbage>& p) {
 
 INSTANTIATE_TEST_SUITE_P(Fake, GarbageBackend, ::testing::ValuesIn(kGarbage), garbage_name);
 
-}  // namespace
-}  // namespace memshard::testing::failures
-
-namespace memshard::testing::failures {
-namespace {
-
 // A multi-get's VALUE blocks that arrive together are taken from the input
 // in one move (BackendConn::take_whole_blocks). A bad block after good ones
 // in the same read must fail the reply exactly as a bad first block does,

@@ -2,6 +2,8 @@
 
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <sched.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -21,6 +23,28 @@ uint64_t now_ms() {
   timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return static_cast<uint64_t>(ts.tv_sec) * 1000 + static_cast<uint64_t>(ts.tv_nsec) / 1'000'000;
+}
+
+// The CPUs this process may run on, ascending: a cpuset or taskset limits
+// them below the machine's.
+std::vector<int> allowed_cpus() {
+  std::vector<int> cpus;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) {
+    for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+      if (CPU_ISSET(cpu, &set)) cpus.push_back(cpu);
+    }
+  }
+  return cpus;
+}
+
+// The CPU the kernel last received this connection's packets on, or -1.
+int incoming_cpu(int fd) {
+  int cpu = -1;
+  socklen_t len = sizeof(cpu);
+  if (getsockopt(fd, SOL_SOCKET, SO_INCOMING_CPU, &cpu, &len) != 0) return -1;
+  return cpu;
 }
 }  // namespace
 
@@ -71,11 +95,12 @@ void Proxy::start() {
   generation_ = 1;
   topology_ = build_topology(*loaded.config, 1);
 
-  int threads = options_.threads > 0 ? options_.threads
-                                     : static_cast<int>(std::thread::hardware_concurrency());
+  std::vector<int> cpus = allowed_cpus();
+  int threads = options_.threads > 0 ? options_.threads : static_cast<int>(cpus.size());
   if (threads <= 0) threads = 1;
   for (int i = 0; i < threads; ++i)
     workers_.push_back(std::make_unique<Worker>(*this, i, options_.park_after_ms));
+  picker_ = std::make_unique<WorkerPicker>(workers_.size(), std::move(cpus));
   health_ = std::make_unique<ServerHealth>(base_, [this] { install_on_workers(); });
   health_->set_topology(topology_);
   for (const Pool& pool : topology_->pools) {
@@ -195,8 +220,20 @@ void Proxy::on_accept(evconnlistener*, evutil_socket_t fd, sockaddr* addr, int, 
     return;
   }
   l->clients->add();
-  Worker& w = *proxy.workers_[proxy.next_worker_++ % proxy.workers_.size()];
-  w.adopt_client(fd, l->pool, l->clients);
+  proxy.worker_for(addr->sa_family == AF_UNIX ? -1 : incoming_cpu(fd))
+      .adopt_client(fd, l->pool, l->clients);
+}
+
+std::vector<uint64_t> Proxy::worker_connections() const {
+  std::vector<uint64_t> out;
+  for (const auto& w : workers_) out.push_back(w->stats().curr_connections.get());
+  return out;
+}
+
+Worker& Proxy::worker_for(int cpu) {
+  loads_.resize(workers_.size());
+  for (size_t i = 0; i < workers_.size(); ++i) loads_[i] = workers_[i]->client_load();
+  return *workers_[picker_->pick(cpu, loads_)];
 }
 
 void Proxy::close_listener(Listener& l) {

@@ -1,8 +1,9 @@
 // The running proxy: listeners and signal handling on the main thread,
 // requests on the workers. The main thread accepts connections and hands
-// each to a worker in turn; this one mechanism serves TCP and unix-socket
-// listeners alike, and lets a reload open and close listeners without
-// touching the workers.
+// each to a worker (worker_picker.h: the one matching the CPU the
+// connection arrives on, within a bound on imbalance); this one mechanism serves TCP and
+// unix-socket listeners alike, and lets a reload open and close listeners without touching the
+// workers.
 #pragma once
 
 #include <event2/event.h>
@@ -26,12 +27,13 @@
 #include "proxy/topology.h"
 #include "proxy/warning_throttle.h"
 #include "proxy/worker.h"
+#include "proxy/worker_picker.h"
 
 namespace memshard::proxy {
 
 struct ProxyOptions {
   std::string config_file;
-  int threads = 0;               // 0: one per core
+  int threads = 0;               // 0: one per CPU this process may run on
   bool watch = false;            // reload when the config file changes
   int drain_timeout_ms = 10000;  // SIGTERM: how long in-flight requests may take
   std::string stats_address = "127.0.0.1";
@@ -55,6 +57,8 @@ class Proxy {
   // Safe from any thread.
   uint64_t uptime_seconds() const;
   int thread_count() const { return static_cast<int>(workers_.size()); }
+  // Client connections each worker holds (by index), parked ones included.
+  std::vector<uint64_t> worker_connections() const;
   // Per-pool and per-server counters summed over the workers.
   StatsSnapshot snapshot() const;
   // Every worker counter, summed over the workers, in declaration order.
@@ -91,6 +95,8 @@ class Proxy {
   static void on_drain_tick(evutil_socket_t, short, void* self);
   void begin_drain();
   void close_listener(Listener& l);
+  // The worker for a connection arriving on `cpu` (-1: unknown).
+  Worker& worker_for(int cpu);
   // Binds a listener for the pool; null (and errno set) on failure.
   std::unique_ptr<Listener> open_listener(const Pool& pool);
   bool swap_listeners(const Topology& next);
@@ -126,7 +132,8 @@ class Proxy {
   uint64_t refused_over_budget_ = 0;  // since the last warning
   uint32_t open_when_refused_ = 0;
   std::unique_ptr<WarningThrottle> over_budget_warning_;
-  size_t next_worker_ = 0;
+  std::unique_ptr<WorkerPicker> picker_;
+  std::vector<uint64_t> loads_;  // scratch for picker_, main thread only
   uint64_t started_at_ = 0;
   std::atomic<uint64_t> generation_{0};
   std::atomic<uint64_t> reloads_{0};

@@ -196,6 +196,11 @@ void render_prometheus(const Proxy& p, std::string& out) {
   f.header("memshard_parked_connections", "gauge",
            "Of the client connections open, idle ones held as a bare socket.");
   f.sample("memshard_parked_connections", "", total("parked_connections"));
+  f.header("memshard_worker_connections", "gauge",
+           "Client connections open, per worker thread (parked ones included).");
+  std::vector<uint64_t> per_worker = p.worker_connections();
+  for (size_t i = 0; i < per_worker.size(); ++i)
+    f.sample("memshard_worker_connections", "worker=\"" + std::to_string(i) + "\"", per_worker[i]);
   f.header("memshard_max_connections", "gauge",
            "Client connections the descriptor limit leaves room for.");
   f.sample("memshard_max_connections", "", p.max_connections());

@@ -99,9 +99,14 @@ void Worker::adopt_client(int fd, std::string pool_name,
   {
     std::lock_guard<std::mutex> lock(mailbox_mu_);
     new_clients_.push_back(NewClient{fd, std::move(pool_name), std::move(pool_clients)});
+    handed_over_.fetch_add(1, std::memory_order_relaxed);
   }
   uint64_t one = 1;
   (void)!write(mailbox_fd_, &one, sizeof(one));
+}
+
+uint64_t Worker::client_load() const {
+  return stats_.curr_connections.get() + handed_over_.load(std::memory_order_relaxed);
 }
 
 void Worker::drain() {
@@ -146,6 +151,7 @@ void Worker::drain_mailbox() {
       close(c.fd);
       c.pool_clients->remove();
     }
+    handed_over_.fetch_sub(clients.size(), std::memory_order_relaxed);
     running_ = false;
     return;
   }
@@ -153,6 +159,9 @@ void Worker::drain_mailbox() {
   for (NewClient& c : clients) {
     add_client(c.fd, origin_for(c.pool, std::move(c.pool_clients)), false);
   }
+  // Counted as connections now (the ClientConn counts itself), so no longer
+  // as handed over.
+  handed_over_.fetch_sub(clients.size(), std::memory_order_relaxed);
   if (drain) {
     close_all_parked();
     for (ClientConn* c : clients_) c->close_when_idle();

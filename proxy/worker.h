@@ -69,6 +69,10 @@ class Worker {
   // counts the listener's open client connections, already including this
   // one, which leaves the count when it closes.
   void adopt_client(int fd, std::string pool_name, std::shared_ptr<ClientCount> pool_clients);
+  // Thread-safe: the client connections this worker holds, counting those
+  // handed to it that it has not adopted yet (a burst of accepts is
+  // balanced before the worker has run).
+  uint64_t client_load() const;
   // Thread-safe: every client gets the replies it is owed for what it has
   // already sent, then is closed (graceful shutdown).
   void drain();
@@ -142,6 +146,7 @@ class Worker {
     std::shared_ptr<ClientCount> pool_clients;
   };
   std::vector<NewClient> new_clients_;
+  std::atomic<uint64_t> handed_over_{0};  // in new_clients_, read without the lock
   bool drain_requested_ = false;
   std::shared_ptr<const Topology> new_topology_;
   bool stopping_ = false;

@@ -7,6 +7,7 @@
 #include <set>
 #include <thread>
 
+#include "proxy/worker_picker.h"
 #include "reload_util.h"
 
 namespace memshard::testing::reload {
@@ -60,8 +61,10 @@ TEST(ReloadBackends, ServersThatStayKeepTheirConnections) {
   Memshard ms(path, memshard_args({"--threads", std::to_string(threads)}), port);
   ASSERT_TRUE(wait_ready(port));
 
+  // Enough clients for every worker to get some, wherever they come from.
   std::vector<std::unique_ptr<Conn>> conns;
-  for (int i = 0; i < 6; ++i) conns.push_back(std::make_unique<Conn>(port));
+  for (uint64_t i = 0; i < memshard::proxy::WorkerPicker::reaching_every_worker(threads); ++i)
+    conns.push_back(std::make_unique<Conn>(port));
   traffic(conns, "warm:");
   if (HasFatalFailure()) return;
   // Every worker now holds its one connection to every server.

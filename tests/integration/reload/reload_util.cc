@@ -16,6 +16,8 @@
 #include <stdexcept>
 #include <thread>
 
+#include "proxy/worker_picker.h"
+
 namespace memshard::testing::reload {
 
 using Clock = std::chrono::steady_clock;
@@ -365,9 +367,11 @@ int settled_fds(pid_t pid, std::chrono::milliseconds quiet, std::chrono::millise
   return last;
 }
 
-::testing::AssertionResult warm_every_worker(uint16_t port, int clients) {
+::testing::AssertionResult warm_every_worker(uint16_t port, int threads) {
   std::vector<std::unique_ptr<Conn>> conns;
-  for (int i = 0; i < clients; ++i) conns.push_back(std::make_unique<Conn>(port));
+  uint64_t clients =
+      memshard::proxy::WorkerPicker::reaching_every_worker(static_cast<uint64_t>(threads));
+  for (uint64_t i = 0; i < clients; ++i) conns.push_back(std::make_unique<Conn>(port));
   std::vector<std::string> keys;
   for (uint64_t i = 0; i < 200; ++i) keys.push_back(key_of("warm", i));
   for (auto& c : conns) {

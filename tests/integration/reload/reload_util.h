@@ -155,11 +155,11 @@ int count_fds(pid_t pid);
 // The count once it stays the same for `quiet` (bounded by `limit`).
 int settled_fds(pid_t pid, std::chrono::milliseconds quiet = 500ms,
                 std::chrono::milliseconds limit = 5s);
-// Opens `clients` connections at once (accepted in turn by the workers, so
-// each worker gets some when clients >= 2 x threads), sends each a
+// Opens enough connections at once for each of `threads` workers to get
+// some, whatever CPUs they come from (proxy/worker_picker.h), sends each a
 // multi-get over 200 keys (which span the servers), closes them: every
 // worker then holds its connections to every server of the pool.
-::testing::AssertionResult warm_every_worker(uint16_t port, int clients = 4);
+::testing::AssertionResult warm_every_worker(uint16_t port, int threads = 2);
 
 // Whole file, empty when missing.
 std::string read_file(const std::string& path);

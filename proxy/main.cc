@@ -165,7 +165,8 @@ int main(int argc, char** argv) {
   app.add_option("-i,--stats-interval", stats_interval, "stats aggregation interval (ms)")
       ->capture_default_str();
   app.add_option("-m,--mbuf-size", mbuf_size, "accepted for nutcracker compatibility; unused");
-  app.add_option("--threads", threads, "worker threads (default: one per CPU this process may run on)");
+  app.add_option("--threads", threads,
+                 "worker threads (default: one per CPU this process may run on)");
   bool watch = false;
   app.add_flag("--watch", watch, "reload when the configuration file changes (no SIGHUP needed)");
   int drain_timeout_ms = 10000;

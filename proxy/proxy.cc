@@ -12,7 +12,6 @@
 #include <cstring>
 #include <ctime>
 #include <stdexcept>
-#include <thread>
 
 #include "proxy/log.h"
 

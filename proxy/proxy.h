@@ -1,9 +1,9 @@
 // The running proxy: listeners and signal handling on the main thread,
 // requests on the workers. The main thread accepts connections and hands
 // each to a worker (worker_picker.h: the one matching the CPU the
-// connection arrives on, within a bound on imbalance); this one mechanism serves TCP and
-// unix-socket listeners alike, and lets a reload open and close listeners without touching the
-// workers.
+// connection arrives on, within a bound on imbalance); this one mechanism
+// serves TCP and unix-socket listeners alike, and lets a reload open and
+// close listeners without touching the workers.
 #pragma once
 
 #include <event2/event.h>

@@ -25,7 +25,10 @@ namespace memshard::proxy {
 class WorkerPicker {
  public:
   // `allowed_cpus`: the CPUs this process may run on, ascending (its
-  // affinity mask); the k-th of them maps to worker k % workers.
+  // affinity mask). With no more workers than CPUs, the k-th of them maps
+  // to worker k % workers; with more, the k-th CPU's connections take
+  // turns among workers k, k + cpus, k + 2 cpus ... (so --threads above
+  // the CPU count still spreads evenly).
   WorkerPicker(size_t workers, std::vector<int> allowed_cpus);
 
   // `incoming_cpu`: the connection's SO_INCOMING_CPU, or -1 when unknown
@@ -51,8 +54,10 @@ class WorkerPicker {
   size_t preferred(int incoming_cpu);
 
   size_t workers_;
-  std::vector<int> worker_of_cpu_;  // by CPU number; -1: not in the mask
-  size_t next_ = 0;                 // turns, for connections with no CPU
+  size_t groups_;                  // min(CPUs in the mask, workers), at least 1
+  std::vector<int> group_of_cpu_;  // by CPU number; -1: not in the mask
+  std::vector<size_t> turn_;       // per group: turns among its workers
+  size_t next_ = 0;                // turns, for connections with no CPU
 };
 
 }  // namespace memshard::proxy

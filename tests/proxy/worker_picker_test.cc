@@ -55,10 +55,20 @@ TEST(WorkerPicker, CpusMapToWorkersByTheirRankInTheMask) {
 }
 
 TEST(WorkerPicker, ACpuOutsideTheMaskStillKeepsItsConnectionsTogether) {
-  WorkerPicker picker(4, {0, 1});
-  std::vector<uint64_t> loads(4, 0);
-  std::vector<size_t> picked = accept(picker, loads, 9, 5);
-  EXPECT_EQ(picked, std::vector<size_t>(5, 9 % 4));
+  WorkerPicker picker(3, {0, 1, 2});
+  std::vector<uint64_t> loads(3, 0);
+  std::vector<size_t> picked = accept(picker, loads, 7, 5);
+  EXPECT_EQ(picked, std::vector<size_t>(5, 7 % 3));
+}
+
+TEST(WorkerPicker, MoreWorkersThanCpusTakeTurnsAtEachCpusConnections) {
+  // --threads 5 on two CPUs: CPU 0's connections go to workers 0, 2 and 4
+  // in turn, CPU 1's to workers 1 and 3, so none of the five is left out.
+  WorkerPicker picker(5, {0, 1});
+  std::vector<uint64_t> loads(5, 0);
+  EXPECT_EQ(accept(picker, loads, 0, 6), (std::vector<size_t>{0, 2, 4, 0, 2, 4}));
+  EXPECT_EQ(accept(picker, loads, 1, 4), (std::vector<size_t>{1, 3, 1, 3}));
+  EXPECT_EQ(loads, (std::vector<uint64_t>{2, 2, 2, 2, 2}));
 }
 
 TEST(WorkerPicker, ConnectionsWithNoCpuTakeTurns) {

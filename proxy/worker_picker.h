@@ -24,8 +24,8 @@ namespace memshard::proxy {
 
 class WorkerPicker {
  public:
-  // `allowed_cpus`: the CPUs this process may run on, ascending (its
-  // affinity mask). With no more workers than CPUs, the k-th of them maps
+  // `allowed_cpus`: the CPUs this process may run on (its affinity mask),
+  // in any order. With no more workers than CPUs, the k-th lowest maps
   // to worker k % workers; with more, the k-th CPU's connections take
   // turns among workers k, k + cpus, k + 2 cpus ... (so --threads above
   // the CPU count still spreads evenly).
@@ -47,7 +47,7 @@ class WorkerPicker {
   // `workers` workers: no worker can be more than slack(0) + 1 ahead of an
   // idle one.
   static constexpr uint64_t reaching_every_worker(uint64_t workers) {
-    return (slack(0) + 1) * (workers - 1) + 1;
+    return workers == 0 ? 0 : (slack(0) + 1) * (workers - 1) + 1;
   }
 
  private:

@@ -117,6 +117,7 @@ TEST(WorkerPicker, ReachingEveryWorkerIsEnoughHoweverTheConnectionsArrive) {
   EXPECT_EQ(loads, (std::vector<uint64_t>{9, 9, 0}));
   EXPECT_EQ(picker.pick(0, loads), 2u);
   EXPECT_EQ(WorkerPicker::reaching_every_worker(1), 1u);
+  EXPECT_EQ(WorkerPicker::reaching_every_worker(0), 0u) << "no workers: nothing to reach";
 }
 
 TEST(WorkerPicker, SlackIsEightOrAQuarterOfTheLeastLoad) {

@@ -169,7 +169,8 @@ def main():
             print(("{:<{w}} " + cols).format(f"({wid}) {desc}", *cells, w=w_desc))
         if any(s.get("by") for s in syscalls):
             print()
-            print("per request, by syscall (cs = context switches, pf = page faults of the target process)")
+            print("per request, by syscall (cs = context switches, of which slept: waited for work, and preempted:")
+            print(" made to give way, typically to a process it had just woken; pf = page faults of the target process)")
             for wid, desc in workloads:
                 for t in TARGETS:
                     s = next((s for s in syscalls if s["workload"] == wid and s["target"] == t), None)
@@ -179,6 +180,8 @@ def main():
                     parts = [f"{k} {v / n:.2f}" for k, v in s.get("by", {}).items() if v / n >= 0.005]
                     if s.get("context_switches") is not None:
                         parts.append(f"cs {s['context_switches'] / n:.2f}")
+                    if s.get("slept") is not None:
+                        parts.append(f"(slept {s['slept'] / n:.2f}, preempted {s['preempted'] / n:.2f})")
                     if s.get("page_faults") is not None:
                         parts.append(f"pf {s['page_faults'] / n:.2f}")
                     print("  ({}) {:<12} {}".format(wid, t, "  ".join(parts)))

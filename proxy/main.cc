@@ -180,6 +180,11 @@ int main(int argc, char** argv) {
                  "socket, its memory freed until it speaks again; 0 never parks")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
+  bool no_io_uring = false;
+  app.add_flag("--no-io-uring", no_io_uring,
+               "write each socket with its own writev, rather than all the writes of an event "
+               "loop iteration in one io_uring submission (the default, when the kernel allows "
+               "io_uring)");
   CLI::App* ring = app.add_subcommand("ring", "inspect the rings a configuration builds");
   ring->require_subcommand(1);
   std::string ring_conf, ring_pool, diff_old, diff_new;
@@ -240,9 +245,9 @@ int main(int argc, char** argv) {
     return 1;
   };
   try {
-    memshard::proxy::Proxy proxy(
-        memshard::proxy::ProxyOptions{conf_file, threads, watch, drain_timeout_ms, stats_addr,
-                                      static_cast<uint16_t>(stats_port), park_after_ms});
+    memshard::proxy::Proxy proxy(memshard::proxy::ProxyOptions{
+        conf_file, threads, watch, drain_timeout_ms, stats_addr, static_cast<uint16_t>(stats_port),
+        park_after_ms, !no_io_uring});
     proxy.start();
     if (!pid_file.empty() && !write_pid_file(pid_file)) {
       return fail("cannot write pid file '" + pid_file + "': " + strerror(errno));

@@ -98,7 +98,16 @@ void Proxy::start() {
   int threads = options_.threads > 0 ? options_.threads : static_cast<int>(cpus.size());
   if (threads <= 0) threads = 1;
   for (int i = 0; i < threads; ++i)
-    workers_.push_back(std::make_unique<Worker>(*this, i, options_.park_after_ms));
+    workers_.push_back(std::make_unique<Worker>(
+        *this, i, options_.park_after_ms,
+        options_.batch_writes ? StreamLoop::Writes::batched : StreamLoop::Writes::one_by_one));
+  // Said once: every worker's ring is set up alike, so they all batch or none.
+  if (options_.batch_writes && !workers_.front()->streams().batching())
+    log_warn("io_uring is not available (%s): each socket is written with its own writev",
+             strerror(workers_.front()->streams().batching_error()));
+  else
+    log_info("writes: %s", options_.batch_writes ? "one io_uring submission per loop iteration"
+                                                 : "one writev per socket (--no-io-uring)");
   picker_ = std::make_unique<WorkerPicker>(workers_.size(), std::move(cpus));
   health_ = std::make_unique<ServerHealth>(base_, [this] { install_on_workers(); });
   health_->set_topology(topology_);

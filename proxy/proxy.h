@@ -39,6 +39,7 @@ struct ProxyOptions {
   std::string stats_address = "127.0.0.1";
   uint16_t stats_port = 22222;  // 0: no stats port
   int park_after_ms = 1000;     // idle this long, a client is parked; 0: never
+  bool batch_writes = true;     // io_uring write batches when the kernel allows (stream.h)
 };
 
 class Proxy {

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstddef>
 
 namespace memshard::proxy {
 
@@ -19,7 +20,20 @@ constexpr int kMaxReadsPerEvent = 4;
 
 }  // namespace
 
+// A batch hands evbuffer_peek's vectors to the kernel as iovecs.
+static_assert(sizeof(evbuffer_iovec) == sizeof(iovec));
+static_assert(offsetof(evbuffer_iovec, iov_base) == offsetof(iovec, iov_base));
+static_assert(offsetof(evbuffer_iovec, iov_len) == offsetof(iovec, iov_len));
+
+StreamLoop::StreamLoop(event_base* base, Writes writes) : base_(base) {
+  if (writes == Writes::batched) batch_ = std::make_unique<WriteBatch>();
+}
+
 void StreamLoop::flush() {
+  if (batching()) {
+    flush_batched();
+    return;
+  }
   // Writing may report to owners, which may append to other streams (a
   // failed backend answers its clients) or destroy streams: walk by index,
   // over entries appended meanwhile too.
@@ -35,6 +49,66 @@ void StreamLoop::flush() {
     s->write_out();
   }
   dirty_.clear();
+}
+
+void StreamLoop::flush_batched() {
+  // Rounds: reports made while finishing one round's sends may append to
+  // streams not in it (a failed backend answers its clients); those go in
+  // the next round. Entries stay in dirty_ until their stream is finished,
+  // so a stream destroyed meanwhile has cleared its own (Stream::close).
+  size_t begin = 0;
+  while (begin < dirty_.size()) {
+    // Owners that hold back their tail append it now, all before any
+    // send, so bytes one of them appends to another's stream join too.
+    size_t i = begin;
+    for (; i < dirty_.size(); ++i) {
+      Stream* s = dirty_[i];
+      if (s != nullptr && s->watch_flush_) (void)s->report(Stream::Happened::flushing);
+    }
+    size_t end = dirty_.size();
+    send_batched(begin, end);
+    for (size_t j = begin; j < end; ++j) {
+      Stream* s = dirty_[j];
+      if (s == nullptr) continue;
+      dirty_[j] = nullptr;
+      s->dirty_ = false;
+      s->finish_batched_send(sent_[j - begin]);
+    }
+    begin = end;
+  }
+  dirty_.clear();
+}
+
+void StreamLoop::send_batched(size_t begin, size_t end) {
+  // Not sent: the stream's finish writes it the usual way.
+  sent_.assign(end - begin, -EAGAIN);
+  size_t next = begin;
+  while (next < end && batching()) {
+    batch_members_.clear();
+    for (; next < end && batch_members_.size() < WriteBatch::kMaxSends; ++next) {
+      Stream* s = dirty_[next];
+      if (s != nullptr && s->sendable()) batch_members_.push_back(next - begin);
+    }
+    // One stream alone gains nothing from the ring: its finish writes it.
+    if (batch_members_.size() < 2) continue;
+    // Grown to the largest submission so far (at most kMaxSends streams'
+    // worth), before any send points into it.
+    if (iov_.size() < batch_members_.size() * kIovPerSend)
+      iov_.resize(batch_members_.size() * kIovPerSend);
+    for (size_t k = 0; k < batch_members_.size(); ++k) {
+      Stream* s = dirty_[begin + batch_members_[k]];
+      iovec* iov = &iov_[k * kIovPerSend];
+      // Output in more chains than kIovPerSend sends what fits; the finish
+      // writes the rest.
+      int n = evbuffer_peek(s->output_, -1, nullptr, reinterpret_cast<evbuffer_iovec*>(iov),
+                            kIovPerSend);
+      batch_->add(s->fd_, iov, static_cast<size_t>(std::min(n, kIovPerSend)));
+    }
+    const std::vector<int>& results = batch_->submit();
+    ++batches_;
+    batched_sends_ += batch_members_.size();
+    for (size_t k = 0; k < batch_members_.size(); ++k) sent_[batch_members_[k]] = results[k];
+  }
 }
 
 Stream::Stream(StreamLoop& loop, int fd, Callback callback, void* owner, size_t read_chunk,
@@ -290,9 +364,32 @@ void Stream::handle_read() {
   }
 }
 
-bool Stream::write_out() {
+bool Stream::sendable() const {
+  return !connecting_ && !failed_ && fd_ >= 0 && output_length() > 0;
+}
+
+bool Stream::finish_batched_send(int sent) {
   if (connecting_ || failed_ || fd_ < 0) return true;
-  size_t wrote = 0;
+  if (sent > 0) {
+    evbuffer_drain(output_, static_cast<size_t>(sent));
+    return write_out(static_cast<size_t>(sent));
+  }
+  if (sent < 0 && sent != -EAGAIN && sent != -EWOULDBLOCK && sent != -EINTR) {
+    errno = -sent;
+    return fail_write();
+  }
+  return write_out();
+}
+
+bool Stream::fail_write() {
+  failed_ = true;
+  set_interest();
+  report(Happened::error);
+  return false;
+}
+
+bool Stream::write_out(size_t wrote) {
+  if (connecting_ || failed_ || fd_ < 0) return true;
   while (output_length() > 0) {
     int n = evbuffer_write_atmost(output_, fd_, -1);
     if (n > 0) {
@@ -300,12 +397,7 @@ bool Stream::write_out() {
       continue;
     }
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
-      failed_ = true;
-      set_interest();
-      report(Happened::error);
-      return false;
-    }
+    if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK) return fail_write();
     break;  // the kernel's buffer is full
   }
   bool blocked = output_length() > 0;

@@ -12,7 +12,9 @@
 //    dirty, and its StreamLoop writes every dirty stream once per event
 //    loop iteration, so all the requests (or replies) that one iteration
 //    produced for a socket leave in one writev;
-//  - asks for write readiness only when the kernel refused bytes.
+//  - asks for write readiness only when the kernel refused bytes;
+//  - hands all of an iteration's writes to the kernel in one system call
+//    when it can (io_uring, see write_batch.h).
 #pragma once
 
 #include <event2/buffer.h>
@@ -25,9 +27,11 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "proxy/topology.h"
+#include "proxy/write_batch.h"
 
 namespace memshard::proxy {
 
@@ -36,16 +40,43 @@ class Stream;
 // The streams of one event loop (one worker) that have output to write.
 class StreamLoop {
  public:
-  explicit StreamLoop(event_base* base) : base_(base) {}
+  // How flush() writes.
+  enum class Writes : uint8_t {
+    batched,     // all the streams in one submission (io_uring) when the
+                 // kernel allows it, else one_by_one
+    one_by_one,  // one writev per stream
+  };
+
+  explicit StreamLoop(event_base* base, Writes writes = Writes::batched);
   event_base* base() const { return base_; }
   // Writes the output of every dirty stream. Called by the loop's owner
   // after each event loop iteration.
   void flush();
+  // Whether flush() batches its writes now.
+  bool batching() const { return batch_ != nullptr && batch_->available(); }
+  // Why batching was asked for and is not available (an errno), else 0.
+  int batching_error() const { return batch_ != nullptr ? batch_->setup_error() : 0; }
+  // Submissions made so far, and the sends they carried.
+  uint64_t batches() const { return batches_; }
+  uint64_t batched_sends() const { return batched_sends_; }
 
  private:
   friend class Stream;
+  void flush_batched();
+  // Queues the sends of dirty_[begin, end) on batch_, kMaxSends at a time,
+  // and records in sent_ what each made (WriteBatch::submit).
+  void send_batched(size_t begin, size_t end);
+
   event_base* base_;
   std::vector<Stream*> dirty_;  // null: the stream was destroyed meanwhile
+  std::unique_ptr<WriteBatch> batch_;
+  // Per stream of a batch: iovecs, kIovPerSend each, and what the send made.
+  std::vector<iovec> iov_;
+  std::vector<int> sent_;
+  std::vector<size_t> batch_members_;  // of one submission, as offsets in the round
+  uint64_t batches_ = 0;
+  uint64_t batched_sends_ = 0;
+  static constexpr int kIovPerSend = 64;
   // Shared landing space for reads into an empty input (see Stream::Reads).
   std::vector<char> scratch_ = std::vector<char>(kMaxReadChunk);
 
@@ -137,8 +168,16 @@ class Stream {
   static void on_event(evutil_socket_t fd, short what, void* self);
   void handle_read();
   void handle_write();
-  // Returns false when the stream failed (and was reported).
-  bool write_out();
+  // Output to hand to a write batch.
+  bool sendable() const;
+  // Takes what a batched send made (bytes, or -errno), then writes
+  // whatever is left as write_out does.
+  bool finish_batched_send(int sent);
+  // Writes the output until it is empty or the kernel refuses more.
+  // `wrote`: bytes already written for this flush. Returns false when the
+  // stream failed (and was reported).
+  bool write_out(size_t wrote = 0);
+  bool fail_write();
   // False when the owner destroyed the stream in its callback.
   bool report(Happened what);
   void set_interest();

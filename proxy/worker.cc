@@ -19,7 +19,7 @@ constexpr size_t kMaxFreeSlots = 1024;
 constexpr size_t kParkingWave = 64;
 }  // namespace
 
-Worker::Worker(Proxy& proxy, int index, int park_after_ms)
+Worker::Worker(Proxy& proxy, int index, int park_after_ms, StreamLoop::Writes writes)
     : proxy_(proxy),
       index_(index),
       park_after_usec_(park_after_ms > 0 ? static_cast<uint64_t>(park_after_ms) * 1000 : 0),
@@ -36,7 +36,7 @@ Worker::Worker(Proxy& proxy, int index, int park_after_ms)
   event_config_set_flag(cfg, EVENT_BASE_FLAG_NOLOCK);
   base_ = event_base_new_with_config(cfg);
   event_config_free(cfg);
-  streams_ = std::make_unique<StreamLoop>(base_);
+  streams_ = std::make_unique<StreamLoop>(base_, writes);
   mailbox_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   mailbox_event_ = event_new(base_, mailbox_fd_, EV_READ | EV_PERSIST, &Worker::on_mailbox, this);
   event_add(mailbox_event_, nullptr);

@@ -56,8 +56,10 @@ struct StatsSnapshot {
 class Worker {
  public:
   // `park_after_ms`: how long a client connection must have been idle to be
-  // parked (parked_clients.h); 0 never parks.
-  Worker(Proxy& proxy, int index, int park_after_ms);
+  // parked (parked_clients.h); 0 never parks. `writes`: how the worker's
+  // streams are written (StreamLoop::Writes).
+  Worker(Proxy& proxy, int index, int park_after_ms,
+         StreamLoop::Writes writes = StreamLoop::Writes::batched);
   ~Worker();
   Worker(const Worker&) = delete;
   Worker& operator=(const Worker&) = delete;

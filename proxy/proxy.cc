@@ -102,12 +102,10 @@ void Proxy::start() {
         *this, i, options_.park_after_ms,
         options_.batch_writes ? StreamLoop::Writes::batched : StreamLoop::Writes::one_by_one));
   // Said once: every worker's ring is set up alike, so they all batch or none.
-  if (options_.batch_writes && !workers_.front()->streams().batching())
+  const bool batching = workers_.front()->streams().batching();
+  if (options_.batch_writes && !batching)
     log_warn("io_uring is not available (%s): each socket is written with its own writev",
              strerror(workers_.front()->streams().batching_error()));
-  else
-    log_info("writes: %s", options_.batch_writes ? "one io_uring submission per loop iteration"
-                                                 : "one writev per socket (--no-io-uring)");
   picker_ = std::make_unique<WorkerPicker>(workers_.size(), std::move(cpus));
   health_ = std::make_unique<ServerHealth>(base_, [this] { install_on_workers(); });
   health_->set_topology(topology_);
@@ -137,8 +135,9 @@ void Proxy::start() {
     watch_ = std::make_unique<ConfigWatch>(base_, options_.config_file, [this] { reload(); });
   }
   set_descriptor_budget(true);
-  log_notice("memshard %s started: %zu pool(s), %d worker thread(s)", MEMSHARD_VERSION,
-             topology_->pools.size(), threads);
+  log_notice("memshard %s started: %zu pool(s), %d worker thread(s), writes %s", MEMSHARD_VERSION,
+             topology_->pools.size(), threads,
+             batching ? "batched (io_uring)" : "one writev per socket");
 }
 
 void Proxy::set_descriptor_budget(bool starting) {

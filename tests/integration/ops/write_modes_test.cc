@@ -1,0 +1,114 @@
+// Both ways a worker writes its sockets (proxy/stream.h, StreamLoop::Writes):
+// batched in one io_uring submission per loop iteration (the default), and
+// one writev per socket (--no-io-uring). Many clients send at once, so that
+// each iteration has many sockets to write, with values large enough that
+// the kernel takes some writes only in part; every reply must come back
+// byte for byte. The startup line says which way the proxy writes.
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "ops_util.h"
+
+namespace memshard::testing::ops {
+namespace {
+
+enum class Mode { batched, one_by_one };
+
+void PrintTo(Mode mode, std::ostream* os) {
+  *os << (mode == Mode::batched ? "batched" : "one_by_one");
+}
+
+class WriteModes : public ::testing::TestWithParam<Mode> {
+ protected:
+  void SetUp() override {
+    fleet_ = std::make_unique<Fleet>(2);
+    port_ = free_port();
+    log_ = dir_.path() + "/memshard.log";
+    PoolSpec pool{"alpha", "127.0.0.1:" + std::to_string(port_), {}, fleet_->server_lines()};
+    std::vector<std::string> extra = {"-o", log_, "--threads", "2"};
+    if (GetParam() == Mode::one_by_one) extra.push_back("--no-io-uring");
+    proxy_ = start_proxy(dir_, config_yaml({pool}), port_, extra);
+    ASSERT_TRUE(wait_until([&] { return log().find(" started: ") != std::string::npos; })) << log();
+  }
+
+  std::string log() const { return read_file(log_); }
+
+  TempDir dir_;
+  std::unique_ptr<Fleet> fleet_;
+  uint16_t port_ = 0;
+  std::string log_;
+  std::unique_ptr<Proxy> proxy_;
+};
+
+// A value that differs in every byte position and between keys.
+std::string value_for(int client, int i) {
+  size_t size = (i == 3) ? 300'000 : static_cast<size_t>(1 + client * 37 + i * 101);
+  std::string v(size, '\0');
+  for (size_t k = 0; k < size; ++k) v[k] = static_cast<char>('a' + (k * 7 + client + i) % 26);
+  return v;
+}
+
+TEST_P(WriteModes, ManyClientsAtOnceGetEveryReplyIntact) {
+  const std::string started = log().substr(log().find(" started: "));
+  if (GetParam() == Mode::batched) {
+    if (log().find("io_uring is not available") != std::string::npos)
+      GTEST_SKIP() << "the kernel refuses io_uring here: " << log();
+    EXPECT_NE(started.find("writes batched (io_uring)"), std::string::npos) << started;
+  } else {
+    EXPECT_NE(started.find("writes one writev per socket"), std::string::npos) << started;
+  }
+
+  constexpr int kClients = 24, kKeys = 8;
+  auto key = [](int c, int i) { return "wm-" + std::to_string(c) + "-" + std::to_string(i); };
+  std::vector<std::unique_ptr<RawClient>> clients;
+  for (int c = 0; c < kClients; ++c) clients.push_back(std::make_unique<RawClient>(port_));
+
+  // Every client sends all its sets before any reads a reply.
+  for (int c = 0; c < kClients; ++c) {
+    std::string sets;
+    for (int i = 0; i < kKeys; ++i) {
+      std::string v = value_for(c, i);
+      sets += "set " + key(c, i) + " " + std::to_string(c) + " 0 " + std::to_string(v.size()) +
+              "\r\n" + v + "\r\n";
+    }
+    clients[c]->send(sets);
+  }
+  std::string stored;
+  for (int i = 0; i < kKeys; ++i) stored += "STORED\r\n";
+  for (int c = 0; c < kClients; ++c)
+    ASSERT_EQ(clients[c]->read_exact(stored.size()), stored) << "client " << c;
+
+  // Then each asks for its own keys and a neighbour's, all before reading.
+  std::vector<std::string> want(kClients);
+  for (int c = 0; c < kClients; ++c) {
+    int n = (c + 1) % kClients;
+    std::string get = "get";
+    for (int i = 0; i < kKeys; ++i) {
+      get += " " + key(c, i) + " " + key(n, i);
+      for (int owner : {c, n}) {
+        std::string v = value_for(owner, i);
+        want[c] += "VALUE " + key(owner, i) + " " + std::to_string(owner) + " " +
+                   std::to_string(v.size()) + "\r\n" + v + "\r\n";
+      }
+    }
+    want[c] += "END\r\n";
+    clients[c]->send(get + "\r\n");
+  }
+  for (int c = 0; c < kClients; ++c) {
+    std::string got = clients[c]->read_exact(want[c].size(), std::chrono::seconds(20));
+    ASSERT_EQ(got.size(), want[c].size()) << "client " << c;
+    EXPECT_TRUE(got == want[c]) << "client " << c << ": the reply differs";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Writes, WriteModes, ::testing::Values(Mode::batched, Mode::one_by_one),
+                         [](const ::testing::TestParamInfo<Mode>& param) {
+                           return param.param == Mode::batched ? "Batched" : "OneByOne";
+                         });
+
+}  // namespace
+}  // namespace memshard::testing::ops

@@ -10,6 +10,8 @@
 #include <cerrno>
 #include <cstddef>
 
+#include "proxy/log.h"
+
 namespace memshard::proxy {
 
 namespace {
@@ -107,6 +109,9 @@ void StreamLoop::send_batched(size_t begin, size_t end) {
     const std::vector<int>& results = batch_->submit();
     ++batches_;
     batched_sends_ += batch_members_.size();
+    if (!batching())
+      log_warn(
+          "io_uring stopped taking sends: each socket is written with its own writev from now on");
     for (size_t k = 0; k < batch_members_.size(); ++k) sent_[batch_members_[k]] = results[k];
   }
 }

@@ -62,8 +62,7 @@ void StreamLoop::flush_batched() {
   while (begin < dirty_.size()) {
     // Owners that hold back their tail append it now, all before any
     // send, so bytes one of them appends to another's stream join too.
-    size_t i = begin;
-    for (; i < dirty_.size(); ++i) {
+    for (size_t i = begin; i < dirty_.size(); ++i) {
       Stream* s = dirty_[i];
       if (s != nullptr && s->watch_flush_) (void)s->report(Stream::Happened::flushing);
     }

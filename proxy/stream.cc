@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstddef>
+#include <span>
 
 #include "proxy/log.h"
 
@@ -105,7 +106,7 @@ void StreamLoop::send_batched(size_t begin, size_t end) {
                             kIovPerSend);
       batch_->add(s->fd_, iov, static_cast<size_t>(std::min(n, kIovPerSend)));
     }
-    const std::vector<int>& results = batch_->submit();
+    std::span<const int> results = batch_->submit();
     ++batches_;
     batched_sends_ += batch_members_.size();
     if (!batching())

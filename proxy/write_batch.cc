@@ -38,12 +38,12 @@ void WriteBatch::add(int fd, const iovec* iov, size_t count) {
   ++queued_;
 }
 
-const std::vector<int>& WriteBatch::submit() {
-  results_.resize(queued_);
+std::span<const int> WriteBatch::submit() {
+  const size_t queued = queued_;
   // Hand the sends to the kernel. A submission can be cut short by a
   // signal or a shortage of kernel memory: retry a few times.
   size_t submitted = 0;
-  for (int tries = 0; submitted < queued_ && tries < 8; ++tries) {
+  for (int tries = 0; submitted < queued && tries < 8; ++tries) {
     int rc = io_uring_submit(ring_.get());
     if (rc > 0)
       submitted += static_cast<size_t>(rc);
@@ -61,21 +61,21 @@ const std::vector<int>& WriteBatch::submit() {
     if (rc == -EINTR) continue;
     if (rc != 0) throw std::runtime_error("io_uring: lost track of a send in flight");
     uint64_t index = io_uring_cqe_get_data64(cqe);
-    if (index < results_.size()) results_[index] = cqe->res;
+    if (index < queued) results_[index] = cqe->res;
     io_uring_cqe_seen(ring_.get(), cqe);
     ++done;
   }
-  if (submitted < queued_) {
+  if (submitted < queued) {
     // The kernel would not take the rest: they were never sent, so the
     // caller writes them itself, and so does every later batch. Dropping
     // the ring drops the entries it still holds.
-    for (int& r : results_)
-      if (r == kPending) r = -EAGAIN;
+    for (size_t i = 0; i < queued; ++i)
+      if (results_[i] == kPending) results_[i] = -EAGAIN;
     io_uring_queue_exit(ring_.get());
     ring_.reset();
   }
   queued_ = 0;
-  return results_;
+  return {results_.data(), queued};
 }
 
 }  // namespace memshard::proxy

@@ -19,6 +19,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <span>
 #include <vector>
 
 struct io_uring;
@@ -48,15 +49,16 @@ class WriteBatch {
   void add(int fd, const iovec* iov, size_t count);
   size_t queued() const { return queued_; }
   // Makes every queued send and returns, in the order they were added, the
-  // bytes each sent or -errno (-EAGAIN: the socket's buffer was full).
-  const std::vector<int>& submit();
+  // bytes each sent or -errno (-EAGAIN: the socket's buffer was full),
+  // valid until the next add().
+  std::span<const int> submit();
 
  private:
   static constexpr int kPending = -(1 << 30);
   std::unique_ptr<io_uring> ring_;
   int setup_error_ = 0;
   std::vector<msghdr> messages_;
-  std::vector<int> results_;
+  std::vector<int> results_;  // kMaxSends long; the first queued_ are this batch's
   size_t queued_ = 0;
 };
 

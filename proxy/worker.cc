@@ -106,7 +106,13 @@ void Worker::adopt_client(int fd, std::string pool_name,
 }
 
 uint64_t Worker::client_load() const {
-  return stats_.curr_connections.get() + handed_over_.load(std::memory_order_relaxed);
+  // Adoption counts a client as a connection first and only then stops
+  // counting it as handed over (release). Reading in the other order
+  // (acquire) means a client adopted between the two reads is counted
+  // twice, never zero times: read the other way, a batch of adoptions could
+  // make a busy worker look idle and draw every following accept to it.
+  uint64_t handed = handed_over_.load(std::memory_order_acquire);
+  return handed + stats_.curr_connections.get();
 }
 
 void Worker::drain() {
@@ -160,8 +166,8 @@ void Worker::drain_mailbox() {
     add_client(c.fd, origin_for(c.pool, std::move(c.pool_clients)), false);
   }
   // Counted as connections now (the ClientConn counts itself), so no longer
-  // as handed over.
-  handed_over_.fetch_sub(clients.size(), std::memory_order_relaxed);
+  // as handed over; release pairs with client_load().
+  handed_over_.fetch_sub(clients.size(), std::memory_order_release);
   if (drain) {
     close_all_parked();
     for (ClientConn* c : clients_) c->close_when_idle();

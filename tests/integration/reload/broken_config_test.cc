@@ -123,7 +123,7 @@ TEST_F(ReloadBrokenConfig, RefusedReloadsLeakNothing) {
   // Each refused config first binds a new pool's port, then fails on a
   // port in use: the rollback must close what it opened.
   const pid_t pid = ms_->process().pid();
-  ASSERT_TRUE(warm_every_worker(port_));
+  ASSERT_TRUE(warm_every_worker(port_, pid, ports_));
   const int fds_before = settled_fds(pid);
   const uint64_t failures = stat_of(proxy_stats(port_), "config_reload_failures");
   for (int i = 0; i < 20; ++i) {
@@ -147,7 +147,7 @@ TEST_F(ReloadBrokenConfig, RefusedReloadsLeakNothing) {
   }
   EXPECT_EQ(stat_of(proxy_stats(port_), "config_generation"), 1u);
   EXPECT_TRUE(keys_land_per_config(port_, good_, ports_, "after-refusals"));
-  ASSERT_TRUE(warm_every_worker(port_));
+  ASSERT_TRUE(warm_every_worker(port_, pid, ports_));
   int fds_after = settled_fds(pid);
   for (int i = 0; i < 20 && fds_after > fds_before; ++i) {
     std::this_thread::sleep_for(100ms);

@@ -367,18 +367,67 @@ int settled_fds(pid_t pid, std::chrono::milliseconds quiet, std::chrono::millise
   return last;
 }
 
-::testing::AssertionResult warm_every_worker(uint16_t port, int threads) {
-  std::vector<std::unique_ptr<Conn>> conns;
-  uint64_t clients =
+int connections_to(pid_t pid, uint16_t port) {
+  const std::string proc = "/proc/" + std::to_string(pid);
+  std::set<std::string> inodes;
+  std::error_code ec;
+  for (std::filesystem::directory_iterator it(proc + "/fd", ec), end; !ec && it != end;
+       it.increment(ec)) {
+    std::string target = std::filesystem::read_symlink(it->path(), ec).string();
+    if (!ec && target.rfind("socket:[", 0) == 0) {
+      inodes.insert(target.substr(8, target.size() - 9));
+    }
+    ec.clear();
+  }
+  std::ifstream tcp(proc + "/net/tcp");
+  if (!tcp) return -1;
+  // "sl local rem st tx:rx tr:when retrnsmt uid timeout inode ...", hex
+  // addresses in network order as the kernel prints them: 0100007F:PORT.
+  char want[32];
+  snprintf(want, sizeof(want), "0100007F:%04X", port);
+  std::string line;
+  std::getline(tcp, line);  // header
+  int n = 0;
+  while (std::getline(tcp, line)) {
+    std::istringstream in(line);
+    std::string sl, local, remote, state, queues, timer, retransmits, uid, timeout, inode;
+    in >> sl >> local >> remote >> state >> queues >> timer >> retransmits >> uid >> timeout >>
+        inode;
+    if (remote == want && state == "01" && inodes.count(inode) != 0) ++n;
+  }
+  return n;
+}
+
+::testing::AssertionResult warm_every_worker(uint16_t port, pid_t pid,
+                                             const std::vector<uint16_t>& servers, int threads) {
+  const uint64_t reaching =
       memshard::proxy::WorkerPicker::reaching_every_worker(static_cast<uint64_t>(threads));
-  for (uint64_t i = 0; i < clients; ++i) conns.push_back(std::make_unique<Conn>(port));
   std::vector<std::string> keys;
   for (uint64_t i = 0; i < 200; ++i) keys.push_back(key_of("warm", i));
-  for (auto& c : conns) {
-    std::vector<Hit> hits;
-    if (!c->get(keys, hits)) return ::testing::AssertionFailure() << "warm-up: " << c->error();
+  std::string short_of;
+  for (uint64_t attempt = 1; attempt <= 4; ++attempt) {
+    {
+      std::vector<std::unique_ptr<Conn>> conns;
+      for (uint64_t i = 0; i < reaching * attempt; ++i)
+        conns.push_back(std::make_unique<Conn>(port));
+      for (auto& c : conns) {
+        std::vector<Hit> hits;
+        if (!c->get(keys, hits)) return ::testing::AssertionFailure() << "warm-up: " << c->error();
+      }
+    }
+    // Connections to servers are made as the gets route; they are up by
+    // the time the replies came back, so there is nothing to wait for.
+    short_of.clear();
+    for (uint16_t server : servers) {
+      int n = connections_to(pid, server);
+      if (n < threads) {
+        short_of += " " + std::to_string(server) + " (" + std::to_string(n) + ")";
+      }
+    }
+    if (short_of.empty()) return ::testing::AssertionSuccess();
   }
-  return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << "warm-up: after 4 attempts, fewer than " << threads
+                                       << " connections from memshard to server(s)" << short_of;
 }
 
 std::string read_file(const std::string& path) {

@@ -155,11 +155,18 @@ int count_fds(pid_t pid);
 // The count once it stays the same for `quiet` (bounded by `limit`).
 int settled_fds(pid_t pid, std::chrono::milliseconds quiet = 500ms,
                 std::chrono::milliseconds limit = 5s);
+// Established TCP connections that process `pid` holds to 127.0.0.1:`port`
+// (its descriptors matched to /proc/<pid>/net/tcp); -1 when unreadable.
+int connections_to(pid_t pid, uint16_t port);
 // Opens enough connections at once for each of `threads` workers to get
 // some, whatever CPUs they come from (proxy/worker_picker.h), sends each a
-// multi-get over 200 keys (which span the servers), closes them: every
-// worker then holds its connections to every server of the pool.
-::testing::AssertionResult warm_every_worker(uint16_t port, int threads = 2);
+// multi-get over 200 keys (which span the servers), closes them. Succeeds
+// once memshard (`pid`) holds at least `threads` connections to each of
+// `servers`, so every worker is connected to every server: a worker still
+// counting a client that closed just before can draw every warm-up
+// connection away from the others, so it retries, with more connections.
+::testing::AssertionResult warm_every_worker(uint16_t port, pid_t pid,
+                                             const std::vector<uint16_t>& servers, int threads = 2);
 
 // Whole file, empty when missing.
 std::string read_file(const std::string& path);

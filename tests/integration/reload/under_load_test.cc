@@ -199,10 +199,11 @@ TEST(ReloadUnderLoad, FiftyReloadsGrowShrinkSwapReweightWithBrokenConfigs) {
   Memshard ms(path, memshard_args({"--threads", "2", "-o", log, "-v", "6"}), port);
   ASSERT_TRUE(wait_ready(port)) << "memshard does not answer stats";
   const pid_t pid = ms.process().pid();
+  const std::vector<uint16_t> initial_servers = {ports[0], ports[1], ports[2]};
 
   // Baseline: every worker connected to every server of the initial config,
   // no client open.
-  ASSERT_TRUE(warm_every_worker(port));
+  ASSERT_TRUE(warm_every_worker(port, pid, initial_servers));
   const int fds_before = settled_fds(pid, 500ms, 5s);
   ASSERT_GT(fds_before, 0);
 
@@ -288,7 +289,7 @@ TEST(ReloadUnderLoad, FiftyReloadsGrowShrinkSwapReweightWithBrokenConfigs) {
   }
 
   // Same config, same warm-up, no client open: no more descriptors than before.
-  ASSERT_TRUE(warm_every_worker(port));
+  ASSERT_TRUE(warm_every_worker(port, pid, initial_servers));
   int fds_after = settled_fds(pid, 500ms, 5s);
   for (int i = 0; i < 40 && fds_after > fds_before; ++i) {  // draining backends go within ~1 s
     std::this_thread::sleep_for(100ms);

@@ -17,6 +17,7 @@
 #include <set>
 #include <sstream>
 #include <thread>
+#include <utility>
 
 namespace memshard::testing::ops {
 
@@ -514,13 +515,15 @@ std::map<std::string, std::map<std::string, std::string>> stats_servers(uint16_t
 
 std::unique_ptr<Proxy> start_proxy(const TempDir& dir, const std::string& config_yaml,
                                    uint16_t listen_port, std::vector<std::string> extra,
-                                   const std::string& stderr_file) {
+                                   const std::string& stderr_file,
+                                   std::vector<std::string> launcher) {
   auto p = std::make_unique<Proxy>();
   p->stats_port = free_port();
   p->config_path = dir.write("memshard.yml", config_yaml);
   std::vector<std::string> args = {"-s", std::to_string(p->stats_port), "-a", "127.0.0.1"};
   args.insert(args.end(), extra.begin(), extra.end());
-  p->memshard = std::make_unique<Memshard>(p->config_path, args, listen_port, stderr_file);
+  p->memshard = std::make_unique<Memshard>(p->config_path, args, listen_port, stderr_file,
+                                           std::move(launcher));
   if (!wait_listening(p->stats_port)) {
     throw std::runtime_error("memshard's stats port " + std::to_string(p->stats_port) +
                              " does not accept connections");

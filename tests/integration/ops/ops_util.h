@@ -119,10 +119,12 @@ struct Proxy {
 };
 // Starts memshard with `-s <free port> -a 127.0.0.1` plus `extra`, and
 // waits until `listen_port` and the stats port accept connections and the
-// wait_listening probe's connection is closed again.
+// wait_listening probe's connection is closed again. `launcher` runs it
+// (Memshard's launcher).
 std::unique_ptr<Proxy> start_proxy(const TempDir& dir, const std::string& config_yaml,
                                    uint16_t listen_port, std::vector<std::string> extra = {},
-                                   const std::string& stderr_file = "");
+                                   const std::string& stderr_file = "",
+                                   std::vector<std::string> launcher = {});
 
 // ------------------------------------------------------------------ misc
 

@@ -4,6 +4,10 @@
 // each iteration has many sockets to write, with values large enough that
 // the kernel takes some writes only in part; every reply must come back
 // byte for byte. The startup line says which way the proxy writes.
+// Where the kernel refuses io_uring (a container's seccomp profile, here
+// tests/integration/ops/refuse_syscall.cc), the proxy says so and falls back
+// to one writev per socket: at startup when the ring cannot be made, at the
+// first submission when the ring is made but never takes one.
 #include <gtest/gtest.h>
 
 #include <memory>
@@ -16,10 +20,24 @@
 namespace memshard::testing::ops {
 namespace {
 
-enum class Mode { batched, one_by_one };
+enum class Mode { batched, one_by_one, setup_refused, enter_refused };
+
+const char* name_of(Mode mode) {
+  switch (mode) {
+    case Mode::batched:
+      return "Batched";
+    case Mode::one_by_one:
+      return "OneByOne";
+    case Mode::setup_refused:
+      return "IoUringSetupRefused";
+    case Mode::enter_refused:
+      return "IoUringEnterRefused";
+  }
+  return "?";
+}
 
 void PrintTo(Mode mode, std::ostream* os) {
-  *os << (mode == Mode::batched ? "batched" : "one_by_one");
+  *os << name_of(mode);
 }
 
 class WriteModes : public ::testing::TestWithParam<Mode> {
@@ -31,7 +49,12 @@ class WriteModes : public ::testing::TestWithParam<Mode> {
     PoolSpec pool{"alpha", "127.0.0.1:" + std::to_string(port_), {}, fleet_->server_lines()};
     std::vector<std::string> extra = {"-o", log_, "--threads", "2"};
     if (GetParam() == Mode::one_by_one) extra.push_back("--no-io-uring");
-    proxy_ = start_proxy(dir_, config_yaml({pool}), port_, extra);
+    std::vector<std::string> launcher;
+    if (GetParam() == Mode::setup_refused)
+      launcher = {MEMSHARD_REFUSE_SYSCALL, "io_uring_setup"};
+    else if (GetParam() == Mode::enter_refused)
+      launcher = {MEMSHARD_REFUSE_SYSCALL, "io_uring_enter"};
+    proxy_ = start_proxy(dir_, config_yaml({pool}), port_, extra, "", launcher);
     ASSERT_TRUE(wait_until([&] { return log().find(" started: ") != std::string::npos; })) << log();
   }
 
@@ -54,12 +77,23 @@ std::string value_for(int client, int i) {
 
 TEST_P(WriteModes, ManyClientsAtOnceGetEveryReplyIntact) {
   const std::string started = log().substr(log().find(" started: "));
-  if (GetParam() == Mode::batched) {
-    if (log().find("io_uring is not available") != std::string::npos)
-      GTEST_SKIP() << "the kernel refuses io_uring here: " << log();
-    EXPECT_NE(started.find("writes batched (io_uring)"), std::string::npos) << started;
-  } else {
-    EXPECT_NE(started.find("writes one writev per socket"), std::string::npos) << started;
+  const bool refused_here = GetParam() != Mode::setup_refused &&
+                            log().find("io_uring is not available") != std::string::npos;
+  switch (GetParam()) {
+    case Mode::batched:
+    case Mode::enter_refused:
+      if (refused_here) GTEST_SKIP() << "the kernel refuses io_uring here: " << log();
+      EXPECT_NE(started.find("writes batched (io_uring)"), std::string::npos) << started;
+      break;
+    case Mode::one_by_one:
+      EXPECT_NE(started.find("writes one writev per socket"), std::string::npos) << started;
+      break;
+    case Mode::setup_refused:
+      EXPECT_NE(log().find("io_uring is not available (Operation not permitted)"),
+                std::string::npos)
+          << log();
+      EXPECT_NE(started.find("writes one writev per socket"), std::string::npos) << started;
+      break;
   }
 
   constexpr int kClients = 24, kKeys = 8;
@@ -103,11 +137,26 @@ TEST_P(WriteModes, ManyClientsAtOnceGetEveryReplyIntact) {
     ASSERT_EQ(got.size(), want[c].size()) << "client " << c;
     EXPECT_TRUE(got == want[c]) << "client " << c << ": the reply differs";
   }
+  // Sends a refused submission carried were written one by one instead, as
+  // the byte-exact replies above show. Each worker has its own ring and
+  // says so once, when its ring first fails.
+  size_t warnings = 0;
+  for (size_t at = log().find("io_uring stopped taking sends"); at != std::string::npos;
+       at = log().find("io_uring stopped taking sends", at + 1))
+    ++warnings;
+  if (GetParam() == Mode::enter_refused) {
+    EXPECT_GE(warnings, 1u) << log();
+    EXPECT_LE(warnings, 2u) << "more than once per worker: " << log();
+  } else {
+    EXPECT_EQ(warnings, 0u) << log();
+  }
 }
 
-INSTANTIATE_TEST_SUITE_P(Writes, WriteModes, ::testing::Values(Mode::batched, Mode::one_by_one),
+INSTANTIATE_TEST_SUITE_P(Writes, WriteModes,
+                         ::testing::Values(Mode::batched, Mode::one_by_one, Mode::setup_refused,
+                                           Mode::enter_refused),
                          [](const ::testing::TestParamInfo<Mode>& param) {
-                           return param.param == Mode::batched ? "Batched" : "OneByOne";
+                           return std::string(name_of(param.param));
                          });
 
 }  // namespace

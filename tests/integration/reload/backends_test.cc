@@ -61,21 +61,15 @@ TEST(ReloadBackends, ServersThatStayKeepTheirConnections) {
   Memshard ms(path, memshard_args({"--threads", std::to_string(threads)}), port);
   ASSERT_TRUE(wait_ready(port));
 
-  // Enough clients for every worker to get some, wherever they come from.
-  // A worker still counting a client that closed just before (wait_ready's)
-  // can draw a whole round away from the others: then another round.
-  auto every_worker_connected = [&] {
-    for (size_t i = 0; i < 3; ++i)
-      if (mc[i]->stat("curr_connections") != idle_conns[i] + threads) return false;
-    return true;
-  };
+  // Every worker connects to every server; then clients that stay open
+  // across the reload.
+  ASSERT_TRUE(warm_every_worker(port, ms.process().pid(), {ports[0], ports[1], ports[2]},
+                                static_cast<int>(threads)));
   std::vector<std::unique_ptr<Conn>> conns;
-  for (int round = 0; round < 4 && (round == 0 || !every_worker_connected()); ++round) {
-    for (uint64_t i = 0; i < memshard::proxy::WorkerPicker::reaching_every_worker(threads); ++i)
-      conns.push_back(std::make_unique<Conn>(port));
-    traffic(conns, "warm:");
-    if (HasFatalFailure()) return;
-  }
+  for (uint64_t i = 0; i < memshard::proxy::WorkerPicker::reaching_every_worker(threads); ++i)
+    conns.push_back(std::make_unique<Conn>(port));
+  traffic(conns, "warm:");
+  if (HasFatalFailure()) return;
   // Every worker now holds its one connection to every server.
   for (size_t i = 0; i < 3; ++i) {
     ASSERT_EQ(mc[i]->stat("curr_connections"), idle_conns[i] + threads)

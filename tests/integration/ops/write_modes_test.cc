@@ -140,10 +140,7 @@ TEST_P(WriteModes, ManyClientsAtOnceGetEveryReplyIntact) {
   // Sends a refused submission carried were written one by one instead, as
   // the byte-exact replies above show. Each worker has its own ring and
   // says so once, when its ring first fails.
-  size_t warnings = 0;
-  for (size_t at = log().find("io_uring stopped taking sends"); at != std::string::npos;
-       at = log().find("io_uring stopped taking sends", at + 1))
-    ++warnings;
+  const size_t warnings = count_of(log(), "io_uring stopped taking sends");
   if (GetParam() == Mode::enter_refused) {
     EXPECT_GE(warnings, 1u) << log();
     EXPECT_LE(warnings, 2u) << "more than once per worker: " << log();

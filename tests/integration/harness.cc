@@ -22,6 +22,7 @@
 #include <fstream>
 #include <mutex>
 #include <random>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
@@ -320,6 +321,47 @@ size_t count_of(std::string_view text, std::string_view needle) {
     ++n;
   }
   return n;
+}
+
+std::vector<TcpSocket> tcp_sockets_of(pid_t pid) {
+  const std::string proc = "/proc/" + std::to_string(pid);
+  std::set<std::string> inodes;
+  std::error_code ec;
+  for (std::filesystem::directory_iterator it(proc + "/fd", ec), end; !ec && it != end;
+       it.increment(ec)) {
+    std::error_code link_ec;
+    std::string target = std::filesystem::read_symlink(it->path(), link_ec).string();
+    if (!link_ec && target.rfind("socket:[", 0) == 0) {
+      inodes.insert(target.substr(8, target.size() - 9));
+    }
+  }
+  // Lines of "sl local remote st tx:rx tr:when retrnsmt uid timeout inode
+  // ...", addresses as hex ADDRESS:PORT; the first line is the header.
+  auto port_of = [](const std::string& address) {
+    size_t colon = address.rfind(':');
+    return static_cast<uint16_t>(std::stoul(address.substr(colon + 1), nullptr, 16));
+  };
+  std::vector<TcpSocket> out;
+  for (const char* table : {"/net/tcp", "/net/tcp6"}) {
+    std::ifstream in(proc + table);
+    std::string line;
+    std::getline(in, line);
+    while (std::getline(in, line)) {
+      std::istringstream f(line);
+      std::vector<std::string> fields;
+      for (std::string w; f >> w;) fields.push_back(w);
+      if (fields.size() < 10 || !inodes.contains(fields[9])) continue;
+      if (fields[1].find(':') == std::string::npos || fields[2].find(':') == std::string::npos)
+        continue;
+      TcpSocket s;
+      s.local_port = port_of(fields[1]);
+      s.remote_address = fields[2].substr(0, fields[2].rfind(':'));
+      s.remote_port = port_of(fields[2]);
+      s.state = static_cast<int>(std::stoul(fields[3], nullptr, 16));
+      out.push_back(s);
+    }
+  }
+  return out;
 }
 
 std::optional<std::string> stat_value(std::string_view stats_reply, std::string_view name) {

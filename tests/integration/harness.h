@@ -81,6 +81,17 @@ bool wait_listening_at(const std::string& host, uint16_t port,
 // How many times `needle` occurs in `text`, without overlaps.
 size_t count_of(std::string_view text, std::string_view needle);
 
+// A TCP socket that process `pid` holds: its descriptors' sockets matched
+// to /proc/<pid>/net/tcp and tcp6.
+struct TcpSocket {
+  uint16_t local_port = 0;
+  std::string remote_address;  // as the kernel prints it: "0100007F" is 127.0.0.1
+  uint16_t remote_port = 0;
+  int state = 0;  // TCP_ESTABLISHED, TCP_LISTEN, ... (<netinet/tcp.h>)
+};
+// Empty when the process is gone or /proc is unreadable.
+std::vector<TcpSocket> tcp_sockets_of(pid_t pid);
+
 // The value of "STAT name" in a `stats` reply, or nullopt.
 std::optional<std::string> stat_value(std::string_view stats_reply, std::string_view name);
 

@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -622,29 +623,9 @@ bool stop_process(pid_t pid, std::chrono::milliseconds limit) {
 }
 
 std::vector<uint16_t> listening_tcp_ports(pid_t pid) {
-  std::set<std::string> inodes;
-  const std::string fd_dir = "/proc/" + std::to_string(pid) + "/fd";
-  std::error_code ec;
-  for (const auto& entry : std::filesystem::directory_iterator(fd_dir, ec)) {
-    std::error_code link_ec;
-    std::string target = std::filesystem::read_symlink(entry.path(), link_ec).string();
-    if (!link_ec && target.rfind("socket:[", 0) == 0) {
-      inodes.insert(target.substr(8, target.size() - 9));
-    }
-  }
   std::vector<uint16_t> ports;
-  for (const char* table : {"/net/tcp", "/net/tcp6"}) {
-    for (const std::string& line : lines_of(read_file("/proc/" + std::to_string(pid) + table))) {
-      std::istringstream f(line);
-      std::vector<std::string> fields;
-      for (std::string w; f >> w;) fields.push_back(w);
-      // sl local remote st tx:rx tr:when retrnsmt uid timeout inode
-      if (fields.size() < 10 || fields[3] != "0A" || !inodes.contains(fields[9])) continue;
-      size_t colon = fields[1].rfind(':');
-      if (colon == std::string::npos) continue;
-      ports.push_back(static_cast<uint16_t>(std::stoul(fields[1].substr(colon + 1), nullptr, 16)));
-    }
-  }
+  for (const TcpSocket& s : tcp_sockets_of(pid))
+    if (s.state == TCP_LISTEN) ports.push_back(s.local_port);
   std::sort(ports.begin(), ports.end());
   return ports;
 }

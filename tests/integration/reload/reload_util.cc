@@ -368,33 +368,9 @@ int settled_fds(pid_t pid, std::chrono::milliseconds quiet, std::chrono::millise
 }
 
 int connections_to(pid_t pid, uint16_t port) {
-  const std::string proc = "/proc/" + std::to_string(pid);
-  std::set<std::string> inodes;
-  std::error_code ec;
-  for (std::filesystem::directory_iterator it(proc + "/fd", ec), end; !ec && it != end;
-       it.increment(ec)) {
-    std::string target = std::filesystem::read_symlink(it->path(), ec).string();
-    if (!ec && target.rfind("socket:[", 0) == 0) {
-      inodes.insert(target.substr(8, target.size() - 9));
-    }
-    ec.clear();
-  }
-  std::ifstream tcp(proc + "/net/tcp");
-  if (!tcp) return -1;
-  // "sl local rem st tx:rx tr:when retrnsmt uid timeout inode ...", hex
-  // addresses in network order as the kernel prints them: 0100007F:PORT.
-  char want[32];
-  snprintf(want, sizeof(want), "0100007F:%04X", port);
-  std::string line;
-  std::getline(tcp, line);  // header
   int n = 0;
-  while (std::getline(tcp, line)) {
-    std::istringstream in(line);
-    std::string sl, local, remote, state, queues, timer, retransmits, uid, timeout, inode;
-    in >> sl >> local >> remote >> state >> queues >> timer >> retransmits >> uid >> timeout >>
-        inode;
-    if (remote == want && state == "01" && inodes.count(inode) != 0) ++n;
-  }
+  for (const TcpSocket& s : tcp_sockets_of(pid))
+    if (s.state == TCP_ESTABLISHED && s.remote_address == "0100007F" && s.remote_port == port) ++n;
   return n;
 }
 

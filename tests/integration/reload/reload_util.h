@@ -155,8 +155,7 @@ int count_fds(pid_t pid);
 // The count once it stays the same for `quiet` (bounded by `limit`).
 int settled_fds(pid_t pid, std::chrono::milliseconds quiet = 500ms,
                 std::chrono::milliseconds limit = 5s);
-// Established TCP connections that process `pid` holds to 127.0.0.1:`port`
-// (its descriptors matched to /proc/<pid>/net/tcp); -1 when unreadable.
+// Established TCP connections that process `pid` holds to 127.0.0.1:`port`.
 int connections_to(pid_t pid, uint16_t port);
 // Opens enough connections at once for each of `threads` workers to get
 // some, whatever CPUs they come from (proxy/worker_picker.h), sends each a

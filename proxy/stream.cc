@@ -369,12 +369,8 @@ void Stream::handle_read() {
   }
 }
 
-bool Stream::sendable() const {
-  return !connecting_ && !failed_ && fd_ >= 0 && output_length() > 0;
-}
-
 bool Stream::finish_batched_send(int sent) {
-  if (connecting_ || failed_ || fd_ < 0) return true;
+  if (!writable()) return true;
   if (sent > 0) {
     evbuffer_drain(output_, static_cast<size_t>(sent));
     return write_out(static_cast<size_t>(sent));
@@ -394,7 +390,7 @@ bool Stream::fail_write() {
 }
 
 bool Stream::write_out(size_t wrote) {
-  if (connecting_ || failed_ || fd_ < 0) return true;
+  if (!writable()) return true;
   while (output_length() > 0) {
     int n = evbuffer_write_atmost(output_, fd_, -1);
     if (n > 0) {

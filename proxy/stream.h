@@ -168,8 +168,10 @@ class Stream {
   static void on_event(evutil_socket_t fd, short what, void* self);
   void handle_read();
   void handle_write();
+  // Connected, not failed, not closed: bytes may be written.
+  bool writable() const { return !connecting_ && !failed_ && fd_ >= 0; }
   // Output to hand to a write batch.
-  bool sendable() const;
+  bool sendable() const { return writable() && output_length() > 0; }
   // Takes what a batched send made (bytes, or -errno), then writes
   // whatever is left as write_out does.
   bool finish_batched_send(int sent);

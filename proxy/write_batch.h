@@ -28,7 +28,7 @@ namespace memshard::proxy {
 
 class WriteBatch {
  public:
-  // Sends per submission; the caller submits when queued() reaches it.
+  // Sends per submission: add() takes no more until submit().
   static constexpr size_t kMaxSends = 256;
 
   // Sets up the ring. When the kernel refuses (no io_uring, or a seccomp
@@ -47,7 +47,6 @@ class WriteBatch {
   // Queues a send of `count` iovecs on `fd`. They must stay valid until
   // submit() returns. At most kMaxSends between submits.
   void add(int fd, const iovec* iov, size_t count);
-  size_t queued() const { return queued_; }
   // Makes every queued send and returns, in the order they were added, the
   // bytes each sent or -errno (-EAGAIN: the socket's buffer was full),
   // valid until the next add().

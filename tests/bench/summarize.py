@@ -81,6 +81,13 @@ def main():
             note = ("  WARNING: the machine was busy with other work (load above its cores): "
                     "throughput and latency are noisy, cpu/request less so")
         print(f"load average at start {la[0]:.2f}, at end {la[1]:.2f} on {meta.get('cores')} cores{note}")
+    probe = meta.get("wake_probe")
+    if probe and probe.get("same_cpu"):
+        same, cross = probe["same_cpu"], probe.get("cross_cpu")
+        line = f"wake-ups here (memshard-wake-probe): a round trip between two processes costs {same['cpu_us']:.2f} us of CPU on one CPU"
+        if cross:
+            line += f", {cross['cpu_us']:.2f} us across CPUs ({cross['cpu_us'] / max(same['cpu_us'], 0.01):.0f}x)"
+        print(line)
     print()
     w_desc = max(len(d) for _, d in workloads) + 4
     head = "{:<{w}} {:<12} {:>10} {:>10} {:>9} {:>9} {:>11}".format(
@@ -170,7 +177,8 @@ def main():
         if any(s.get("by") for s in syscalls):
             print()
             print("per request, by syscall (cs = context switches, of which slept: waited for work, and preempted:")
-            print(" made to give way, typically to a process it had just woken; pf = page faults of the target process)")
+            print(" made to give way, typically to a process it had just woken; pf = page faults of the target process;")
+            print(" woke = wake-ups it made, ipi = those that had to interrupt another CPU)")
             for wid, desc in workloads:
                 for t in TARGETS:
                     s = next((s for s in syscalls if s["workload"] == wid and s["target"] == t), None)
@@ -184,6 +192,10 @@ def main():
                         parts.append(f"(slept {s['slept'] / n:.2f}, preempted {s['preempted'] / n:.2f})")
                     if s.get("page_faults") is not None:
                         parts.append(f"pf {s['page_faults'] / n:.2f}")
+                    if s.get("woke") is not None:
+                        parts.append(f"woke {s['woke'] / n:.2f}")
+                    if s.get("ipis") is not None:
+                        parts.append(f"ipi {s['ipis'] / n:.3f}")
                     print("  ({}) {:<12} {}".format(wid, t, "  ".join(parts)))
 
     memory_ratios = {}

@@ -186,7 +186,7 @@ def main():
             print()
             print("per request, by syscall (cs = context switches, of which slept: waited for work, and preempted:")
             print(" made to give way, typically to a process it had just woken; pf = page faults of the target process;")
-            print(" woke = wake-ups it made, ipi = those that had to interrupt another CPU)")
+            print(" woke = wake-ups it made, ipi = interrupts it sent to another CPU, mostly to wake a task there)")
             for wid, desc in workloads:
                 for t in TARGETS:
                     s = next((s for s in syscalls if s["workload"] == wid and s["target"] == t), None)

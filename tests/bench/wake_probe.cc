@@ -23,7 +23,6 @@
 // Exit code 0 when both measurements ran (the cross-CPU one is skipped,
 // and reported as null, when the process may use only one CPU).
 #include <sched.h>
-#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -31,6 +30,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <optional>
+#include <string>
 #include <vector>
 
 namespace {

@@ -96,14 +96,24 @@ extern std::atomic<bool> g_interrupted;
 // Prints an error line to stderr, up to Options::max_error_lines per process.
 void report_error(const Options& o, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
 
-// Runs one phase over opts.threads threads; returns the merged stats.
-// `cpu_before`/`cpu_after` receive the CPU ticks of opts.cpu_pids around the
-// measured window; `window_ns` its length.
+// CPU time of the measured processes, split as /proc/PID/stat splits it:
+// user space (utime) and kernel (stime). On a proxy over loopback TCP the
+// kernel part is most of it, and it is the part a proxy's own code changes
+// least, so the bench shows the two apart.
+struct CpuTime {
+  double user_seconds = 0;
+  double kernel_seconds = 0;
+  double total() const { return user_seconds + kernel_seconds; }
+};
 struct PhaseResult {
   Stats stats;
   double cpu_seconds = -1;  // -1 when no pid was given or it could not be read
+  CpuTime cpu;              // the same, split; zero when cpu_seconds is -1
   int64_t window_ns = 0;
 };
+// Runs one phase over opts.threads threads; returns the merged stats, the
+// CPU time opts.cpu_pids spent over the measured window, and that window's
+// length.
 PhaseResult run_phase(const Options& opts, const Target& target, Phase phase);
 
 }  // namespace memshard::bench

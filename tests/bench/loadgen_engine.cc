@@ -16,6 +16,7 @@
 #include <fstream>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <string_view>
@@ -873,16 +874,18 @@ void Engine::tick() {
 
 namespace {
 
-double read_cpu_seconds(const std::vector<int>& pids) {
-  if (pids.empty()) return -1;
+// utime and stime, summed over `pids`, in seconds; nullopt when one cannot
+// be read.
+std::optional<CpuTime> read_cpu_time(const std::vector<int>& pids) {
+  if (pids.empty()) return std::nullopt;
   static const double ticks = static_cast<double>(sysconf(_SC_CLK_TCK));
-  double total = 0;
+  CpuTime total;
   for (int pid : pids) {
     std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
     std::string s;
-    if (!std::getline(f, s)) return -1;
+    if (!std::getline(f, s)) return std::nullopt;
     size_t close = s.rfind(')');
-    if (close == std::string::npos) return -1;
+    if (close == std::string::npos) return std::nullopt;
     std::istringstream in(s.substr(close + 2));
     std::string field;
     // Fields after the command: state(3) ... utime(14) stime(15).
@@ -891,7 +894,8 @@ double read_cpu_seconds(const std::vector<int>& pids) {
       if (i == 14) utime = std::stoull(field);
       if (i == 15) stime = std::stoull(field);
     }
-    total += static_cast<double>(utime + stime) / ticks;
+    total.user_seconds += static_cast<double>(utime) / ticks;
+    total.kernel_seconds += static_cast<double>(stime) / ticks;
   }
   return total;
 }
@@ -979,16 +983,17 @@ PhaseResult run_phase(const Options& o, const Target& target, Phase phase) {
   ctl.go.store(true, std::memory_order_release);
 
   PhaseResult result;
-  double cpu0 = -1;
+  std::optional<CpuTime> cpu0;
   if (phase == Phase::measure) {
     while (now_ns() < measure_start && !g_interrupted.load() &&
            ctl.engines_drained.load() < nthreads)
       sleep_until(std::min(measure_start, now_ns() + 5000000));
-    cpu0 = read_cpu_seconds(o.cpu_pids);
+    cpu0 = read_cpu_time(o.cpu_pids);
   }
   while (ctl.engines_drained.load() < nthreads)
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  double cpu1 = phase == Phase::measure ? read_cpu_seconds(o.cpu_pids) : -1;
+  std::optional<CpuTime> cpu1;
+  if (phase == Phase::measure) cpu1 = read_cpu_time(o.cpu_pids);
   int64_t end = now_ns();
   ctl.release.store(true, std::memory_order_release);
   for (auto& t : threads) t.join();
@@ -997,7 +1002,11 @@ PhaseResult run_phase(const Options& o, const Target& target, Phase phase) {
   if (phase == Phase::measure) {
     int64_t last = result.stats.last_completion_ns;
     result.window_ns = last > measure_start ? last - measure_start : 0;
-    if (cpu0 >= 0 && cpu1 >= 0) result.cpu_seconds = cpu1 - cpu0;
+    if (cpu0 && cpu1) {
+      result.cpu_seconds = cpu1->total() - cpu0->total();
+      result.cpu = CpuTime{cpu1->user_seconds - cpu0->user_seconds,
+                           cpu1->kernel_seconds - cpu0->kernel_seconds};
+    }
   } else {
     result.window_ns = end - go;
   }

@@ -81,7 +81,8 @@ void print_text(FILE* f, const Options& o, const std::string& where, const Phase
                us(s.latency.quantile(0.99)), us(s.latency.quantile(0.999)), us(s.latency.max()),
                s.latency.mean() / 1000.0);
   if (r.cpu_seconds >= 0) {
-    std::fprintf(f, "  cpu of pid(s): %.2f s, %.2f us/request\n", r.cpu_seconds,
+    std::fprintf(f, "  cpu of pid(s): %.2f s (user %.2f, kernel %.2f), %.2f us/request\n",
+                 r.cpu_seconds, r.cpu.user_seconds, r.cpu.kernel_seconds,
                  n ? r.cpu_seconds * 1e6 / static_cast<double>(n) : 0.0);
   }
   std::fprintf(
@@ -108,7 +109,8 @@ void print_json(const Options& o, const std::string& where, const PhaseResult& r
       "\"gets\":%llu,\"sets\":%llu,\"keys_read\":%llu,\"rps\":%.1f,\"keys_per_s\":%.1f,"
       "\"p50_us\":%.2f,\"p90_us\":%.2f,\"p99_us\":%.2f,\"p999_us\":%.2f,\"max_us\":%.2f,\"mean_"
       "us\":%.2f,"
-      "\"cpu_s\":%.4f,\"cpu_us_per_req\":%.4f,\"hits\":%llu,\"misses\":%llu,\"errors\":%llu,"
+      "\"cpu_s\":%.4f,\"cpu_us_per_req\":%.4f,\"cpu_user_s\":%.4f,\"cpu_kernel_s\":%.4f,"
+      "\"hits\":%llu,\"misses\":%llu,\"errors\":%llu,"
       "\"mismatches\":%llu,\"server_errors\":%llu,\"protocol_errors\":%llu,\"conn_errors\":%llu,"
       "\"timeouts\":%llu,\"ok\":%s}\n",
       where.c_str(), o.conns, o.idle, o.idle_burst ? "true" : "false", o.threads, o.depth, o.keys,
@@ -117,9 +119,11 @@ void print_json(const Options& o, const std::string& where, const PhaseResult& r
       secs > 0 ? static_cast<double>(s.keys_read) / secs : 0.0, us(s.latency.quantile(0.5)),
       us(s.latency.quantile(0.9)), us(s.latency.quantile(0.99)), us(s.latency.quantile(0.999)),
       us(s.latency.max()), s.latency.mean() / 1000.0, r.cpu_seconds,
-      r.cpu_seconds >= 0 && n ? r.cpu_seconds * 1e6 / static_cast<double>(n) : -1.0, ull(s.hits),
-      ull(s.misses), ull(s.errors()), ull(s.mismatches), ull(s.server_errors),
-      ull(s.protocol_errors), ull(s.conn_errors), ull(s.timeouts), failed(o, s) ? "false" : "true");
+      r.cpu_seconds >= 0 && n ? r.cpu_seconds * 1e6 / static_cast<double>(n) : -1.0,
+      r.cpu_seconds >= 0 ? r.cpu.user_seconds : -1.0,
+      r.cpu_seconds >= 0 ? r.cpu.kernel_seconds : -1.0, ull(s.hits), ull(s.misses), ull(s.errors()),
+      ull(s.mismatches), ull(s.server_errors), ull(s.protocol_errors), ull(s.conn_errors),
+      ull(s.timeouts), failed(o, s) ? "false" : "true");
   std::fflush(stdout);
 }
 

@@ -35,6 +35,7 @@ wait_port "$mc2"
 px=$(free_port)
 write_pool_config "$tmp/smoke.yml" smoke "$px" "$mc1" "$mc2"
 "$memshard" -c "$tmp/smoke.yml" --threads 2 -o "$tmp/memshard.log" &
+memshard_pid=$!
 pids+=($!)
 wait_port "$px"
 
@@ -46,9 +47,18 @@ step "pipelined 10-key multi-gets and sets through memshard (must pass)"
 step "16 KiB values, pipelined (must pass)"
 "$load" -p "$px" -t 2 -c 4 -d 4 -s 16384 -k 500 -D 0.5 --timeout 10
 
-step "200 idle connections and 2 busy ones, --json (must pass)"
-"$load" -p "$px" -c 2 --idle 200 -k 2000 -D 0.5 --json >"$tmp/out.json"
-grep -q '"ok":true' "$tmp/out.json"
+step "200 idle connections and 2 busy ones, --json, memshard's cpu split (must pass)"
+"$load" -p "$px" -c 2 --idle 200 -k 2000 -D 0.5 --json --cpu-pid "$memshard_pid" >"$tmp/out.json"
+# The run made memshard work, so it spent cpu; its user and kernel parts
+# (utime, stime) are what the total is made of.
+python3 - "$tmp/out.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["ok"] is True, r
+assert r["requests"] > 0 and r["cpu_s"] > 0, r
+assert r["cpu_user_s"] >= 0 and r["cpu_kernel_s"] >= 0, r
+assert abs(r["cpu_user_s"] + r["cpu_kernel_s"] - r["cpu_s"]) < 0.001, r
+PY
 
 step "300 idle connections whose gets are all sent at once, --idle-burst (must pass)"
 "$load" -p "$px" -c 0 --idle 300 --idle-burst -k 2000 -D 0.2 --timeout 10

@@ -43,6 +43,50 @@ def ratio(a, b):
     return a / b
 
 
+def per_request(r, field):
+    """Microseconds of r[field] (seconds) per request; None when not measured."""
+    v = r.get(field)
+    if v is None or v < 0 or not r.get("requests"):
+        return None
+    return v * 1e6 / r["requests"]
+
+
+def print_cpu_split(workloads, med, proxies, w_desc):
+    """The cpu table split into user space and kernel, with the share of
+    nutcracker's cpu that memcached itself spends serving the same requests
+    directly. A proxy in a closed loop does at least the socket work that
+    memcached does for each request (one receive and one send per client
+    request), and then the same again towards the servers; so memcached's
+    own figure shows how much of the cpu/request ratio the kernel leaves to
+    a proxy's code on this machine."""
+    if not any(m.get("kernel_us_per_req") is not None for m in med.values()):
+        return
+    shown = ["direct", "nutcracker"] + proxies
+    print("cpu us/request split: user + kernel (utime + stime of /proc/PID/stat; medians)")
+    cols = " ".join(["{:>14}"] * len(shown))
+    head = ("{:<{w}} " + cols + " {:>18} {:>8} {:>14}").format(
+        "workload", *shown, "memshard/nut user", "kernel", "memcached/nut", w=w_desc)
+    print(head)
+    print("-" * len(head))
+    for wid, desc in workloads:
+        cells = []
+        for t in shown:
+            m = med.get((wid, t))
+            u, k = (m["user_us_per_req"], m["kernel_us_per_req"]) if m else (None, None)
+            cells.append(f"{u:.2f} + {k:.2f}" if u is not None and k is not None else "-")
+        m, n, d = med.get((wid, "memshard")), med.get((wid, "nutcracker")), med.get((wid, "direct"))
+        ru = ratio(m["user_us_per_req"], n["user_us_per_req"]) if m and n else None
+        rk = ratio(m["kernel_us_per_req"], n["kernel_us_per_req"]) if m and n else None
+        rd = ratio(d["cpu_us_per_req"], n["cpu_us_per_req"]) if d and n and d["cpu_us_per_req"] >= 0 else None
+        print(("{:<{w}} " + cols + " {:>18} {:>8} {:>14}").format(
+            f"({wid}) {desc}", *cells, fmt(ru, "{:.2f}x"), fmt(rk, "{:.2f}x"), fmt(rd, "{:.2f}x"), w=w_desc))
+    print("(ratios of the medians. memcached/nut: the direct memcached's cpu per request over nutcracker's.")
+    print(" For a single-key request memcached receives once and sends once on the client's socket, as a proxy")
+    print(" does on its client side; a proxy then also sends to and receives from a server. Where the kernel is")
+    print(" most of everyone's cpu, that socket work, not a proxy's code, sets how low its ratio can go)")
+    print()
+
+
 def main():
     out = sys.argv[1]
     meta = json.load(open(os.path.join(out, "meta.json")))
@@ -68,6 +112,9 @@ def main():
                 "p50_us": median([r["p50_us"] for r in rs]),
                 "p99_us": median([r["p99_us"] for r in rs]),
                 "cpu_us_per_req": median([r["cpu_us_per_req"] for r in rs]),
+                # Split as /proc/PID/stat splits it; absent from older runs.
+                "user_us_per_req": median([per_request(r, "cpu_user_s") for r in rs]),
+                "kernel_us_per_req": median([per_request(r, "cpu_kernel_s") for r in rs]),
                 "runs": len(rs),
             }
 
@@ -109,6 +156,7 @@ def main():
                 label, t, fmt(m["rps"], "{:.0f}"), fmt(m["keys_per_s"], "{:.0f}"), fmt(m["p50_us"]),
                 fmt(m["p99_us"]), fmt(m["cpu_us_per_req"], "{:.2f}"), w=w_desc))
     print()
+    print_cpu_split(workloads, med, proxies, w_desc)
 
     # The machine drifts between rounds (the direct memcached alone has
     # varied by 1.6x from one round to the next here), while the targets of

@@ -30,6 +30,27 @@ static_assert(offsetof(evbuffer_iovec, iov_len) == offsetof(iovec, iov_len));
 
 StreamLoop::StreamLoop(event_base* base, Writes writes) : base_(base) {
   if (writes == Writes::batched) batch_ = std::make_unique<WriteBatch>();
+  spare_.reserve(kMaxSpareBuffers);
+}
+
+StreamLoop::~StreamLoop() {
+  for (evbuffer* b : spare_) evbuffer_free(b);
+}
+
+evbuffer* StreamLoop::take_buffer() {
+  if (spare_.empty()) return evbuffer_new();
+  evbuffer* b = spare_.back();
+  spare_.pop_back();
+  return b;
+}
+
+void StreamLoop::give_back(evbuffer* buffer) {
+  // Emptied, a buffer holds no chains: a spare is just its own header.
+  evbuffer_drain(buffer, evbuffer_get_length(buffer));
+  if (spare_.size() < kMaxSpareBuffers)
+    spare_.push_back(buffer);
+  else
+    evbuffer_free(buffer);
 }
 
 void StreamLoop::flush() {
@@ -130,17 +151,17 @@ Stream::Stream(StreamLoop& loop, int fd, Callback callback, void* owner, size_t 
 Stream::~Stream() {
   if (alive_ != nullptr) *alive_ = false;
   close();
-  if (input_ != nullptr) evbuffer_free(input_);
-  if (output_ != nullptr) evbuffer_free(output_);
+  if (input_ != nullptr) loop_.give_back(input_);
+  if (output_ != nullptr) loop_.give_back(output_);
 }
 
 evbuffer* Stream::input() {
-  if (input_ == nullptr) input_ = evbuffer_new();
+  if (input_ == nullptr) input_ = loop_.take_buffer();
   return input_;
 }
 
 evbuffer* Stream::output() {
-  if (output_ == nullptr) output_ = evbuffer_new();
+  if (output_ == nullptr) output_ = loop_.take_buffer();
   return output_;
 }
 
@@ -157,11 +178,11 @@ size_t Stream::output_length() const {
 void Stream::release_empty_buffers() {
   if (reads_ != Reads::compact) return;
   if (input_ != nullptr && evbuffer_get_length(input_) == 0) {
-    evbuffer_free(input_);
+    loop_.give_back(input_);
     input_ = nullptr;
   }
   if (output_ != nullptr && evbuffer_get_length(output_) == 0) {
-    evbuffer_free(output_);
+    loop_.give_back(output_);
     output_ = nullptr;
   }
 }
@@ -189,8 +210,8 @@ int Stream::release_fd() {
   int fd = fd_;
   fd_ = -1;  // so close() leaves the socket open
   close();
-  if (input_ != nullptr) evbuffer_free(input_);
-  if (output_ != nullptr) evbuffer_free(output_);
+  if (input_ != nullptr) loop_.give_back(input_);
+  if (output_ != nullptr) loop_.give_back(output_);
   input_ = output_ = nullptr;
   return fd;
 }

@@ -940,6 +940,59 @@ TEST_P(StreamTest, CompactStreamWorksAfterItsBuffersWereFreed) {
   EXPECT_EQ(owner.count(Happened::input), static_cast<int>(owner.events.size()));
 }
 
+// A compact stream's buffers go back to the loop when empty and come from
+// it again: requests cycle the same buffers instead of making new ones, and
+// the loop keeps a bounded number, so closed or idle clients cost nothing.
+TEST_P(StreamTest, EmptiedBuffersAreKeptByTheLoopUpToABound) {
+  ASSERT_EQ(loop_.spare_buffers(), 0u);
+  SocketPair s = socket_pair();
+  Owner echo(loop_, s.ours, 16 * 1024, Reads::compact);
+  echo.then = [](Owner& o, Happened what) {
+    if (what == Happened::input) o.send(o.received.substr(o.received.size() - 2));
+  };
+  std::string replies;
+  for (int i = 0; i < 3; ++i) {
+    size_t sent = 0;
+    std::string request = "r" + std::to_string(i);
+    ASSERT_TRUE(run_until([&] {
+      send_some(s.peer.get(), request, sent);
+      recv_available(s.peer.get(), replies);
+      return replies.size() == 2u * static_cast<size_t>(i + 1);
+    }));
+    // Input and output were both made and emptied: both are spares now,
+    // the same two every time.
+    EXPECT_EQ(echo.stream->input_length() + echo.stream->output_length(), 0u);
+    EXPECT_EQ(loop_.spare_buffers(), 2u) << "request " << i;
+  }
+  EXPECT_EQ(replies, "r0r1r2");
+
+  // Many streams closing with buffers, one with unsent output: the loop
+  // keeps kMaxSpareBuffers of them and frees the rest.
+  std::vector<SocketPair> pairs;
+  std::vector<std::unique_ptr<Owner>> owners;
+  for (size_t i = 0; i < StreamLoop::kMaxSpareBuffers; ++i) {
+    pairs.push_back(socket_pair());
+    owners.push_back(std::make_unique<Owner>(loop_, pairs.back().ours, 16 * 1024, Reads::compact));
+    owners.back()->stream->input();
+    evbuffer_add(owners.back()->stream->output(), "unsent", 6);
+  }
+  EXPECT_EQ(loop_.spare_buffers(), 0u);
+  owners.clear();
+  EXPECT_EQ(loop_.spare_buffers(), StreamLoop::kMaxSpareBuffers);
+
+  // A stream that takes a spare finds it empty.
+  SocketPair t = socket_pair();
+  Owner next(loop_, t.ours, 16 * 1024, Reads::compact);
+  EXPECT_EQ(evbuffer_get_length(next.stream->output()), 0u);
+  EXPECT_EQ(evbuffer_get_length(next.stream->input()), 0u);
+  EXPECT_EQ(loop_.spare_buffers(), StreamLoop::kMaxSpareBuffers - 2);
+  next.send("fresh");
+  loop_.flush();
+  std::string got;
+  recv_available(t.peer.get(), got);
+  EXPECT_EQ(got, "fresh");
+}
+
 // ---------------------------------------------------------------------------
 // 10. Idle timeout.
 

@@ -173,8 +173,9 @@ size_t Stream::output_length() const {
   return output_ == nullptr ? 0 : evbuffer_get_length(output_);
 }
 
-// An idle client keeps no buffers: they are made again by its next read
-// or reply, which costs less than holding them for thousands of clients.
+// An idle client keeps no buffers: its next read or reply takes one from
+// the loop's spares (or makes one), which costs less than holding them for
+// thousands of clients.
 void Stream::release_empty_buffers() {
   if (reads_ != Reads::compact) return;
   if (input_ != nullptr && evbuffer_get_length(input_) == 0) {

@@ -11,6 +11,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -107,8 +108,7 @@ struct CpuTime {
 };
 struct PhaseResult {
   Stats stats;
-  double cpu_seconds = -1;  // -1 when no pid was given or it could not be read
-  CpuTime cpu;              // the same, split; zero when cpu_seconds is -1
+  std::optional<CpuTime> cpu;  // none when no pid was given or one could not be read
   int64_t window_ns = 0;
 };
 // Runs one phase over opts.threads threads; returns the merged stats, the

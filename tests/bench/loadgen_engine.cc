@@ -1002,11 +1002,9 @@ PhaseResult run_phase(const Options& o, const Target& target, Phase phase) {
   if (phase == Phase::measure) {
     int64_t last = result.stats.last_completion_ns;
     result.window_ns = last > measure_start ? last - measure_start : 0;
-    if (cpu0 && cpu1) {
-      result.cpu_seconds = cpu1->total() - cpu0->total();
+    if (cpu0 && cpu1)
       result.cpu = CpuTime{cpu1->user_seconds - cpu0->user_seconds,
                            cpu1->kernel_seconds - cpu0->kernel_seconds};
-    }
   } else {
     result.window_ns = end - go;
   }

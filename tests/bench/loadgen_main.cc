@@ -80,10 +80,10 @@ void print_text(FILE* f, const Options& o, const std::string& where, const Phase
                us(s.latency.quantile(0.5)), us(s.latency.quantile(0.9)),
                us(s.latency.quantile(0.99)), us(s.latency.quantile(0.999)), us(s.latency.max()),
                s.latency.mean() / 1000.0);
-  if (r.cpu_seconds >= 0) {
+  if (r.cpu) {
     std::fprintf(f, "  cpu of pid(s): %.2f s (user %.2f, kernel %.2f), %.2f us/request\n",
-                 r.cpu_seconds, r.cpu.user_seconds, r.cpu.kernel_seconds,
-                 n ? r.cpu_seconds * 1e6 / static_cast<double>(n) : 0.0);
+                 r.cpu->total(), r.cpu->user_seconds, r.cpu->kernel_seconds,
+                 n ? r.cpu->total() * 1e6 / static_cast<double>(n) : 0.0);
   }
   std::fprintf(
       f,
@@ -118,12 +118,11 @@ void print_json(const Options& o, const std::string& where, const PhaseResult& r
       ull(s.keys_read), secs > 0 ? static_cast<double>(n) / secs : 0.0,
       secs > 0 ? static_cast<double>(s.keys_read) / secs : 0.0, us(s.latency.quantile(0.5)),
       us(s.latency.quantile(0.9)), us(s.latency.quantile(0.99)), us(s.latency.quantile(0.999)),
-      us(s.latency.max()), s.latency.mean() / 1000.0, r.cpu_seconds,
-      r.cpu_seconds >= 0 && n ? r.cpu_seconds * 1e6 / static_cast<double>(n) : -1.0,
-      r.cpu_seconds >= 0 ? r.cpu.user_seconds : -1.0,
-      r.cpu_seconds >= 0 ? r.cpu.kernel_seconds : -1.0, ull(s.hits), ull(s.misses), ull(s.errors()),
-      ull(s.mismatches), ull(s.server_errors), ull(s.protocol_errors), ull(s.conn_errors),
-      ull(s.timeouts), failed(o, s) ? "false" : "true");
+      us(s.latency.max()), s.latency.mean() / 1000.0, r.cpu ? r.cpu->total() : -1.0,
+      r.cpu && n ? r.cpu->total() * 1e6 / static_cast<double>(n) : -1.0,
+      r.cpu ? r.cpu->user_seconds : -1.0, r.cpu ? r.cpu->kernel_seconds : -1.0, ull(s.hits),
+      ull(s.misses), ull(s.errors()), ull(s.mismatches), ull(s.server_errors),
+      ull(s.protocol_errors), ull(s.conn_errors), ull(s.timeouts), failed(o, s) ? "false" : "true");
   std::fflush(stdout);
 }
 

@@ -77,7 +77,7 @@ def print_cpu_split(workloads, med, proxies, w_desc):
         m, n, d = med.get((wid, "memshard")), med.get((wid, "nutcracker")), med.get((wid, "direct"))
         ru = ratio(m["user_us_per_req"], n["user_us_per_req"]) if m and n else None
         rk = ratio(m["kernel_us_per_req"], n["kernel_us_per_req"]) if m and n else None
-        rd = ratio(d["cpu_us_per_req"], n["cpu_us_per_req"]) if d and n and d["cpu_us_per_req"] >= 0 else None
+        rd = ratio(d["cpu_us_per_req"], n["cpu_us_per_req"]) if d and n else None
         print(("{:<{w}} " + cols + " {:>18} {:>8} {:>14}").format(
             f"({wid}) {desc}", *cells, fmt(ru, "{:.2f}x"), fmt(rk, "{:.2f}x"), fmt(rd, "{:.2f}x"), w=w_desc))
     print("(ratios of the medians. memcached/nut: the direct memcached's cpu per request over nutcracker's.")

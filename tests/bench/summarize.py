@@ -52,13 +52,8 @@ def per_request(r, field):
 
 
 def print_cpu_split(workloads, med, proxies, w_desc):
-    """The cpu table split into user space and kernel, with the share of
-    nutcracker's cpu that memcached itself spends serving the same requests
-    directly. A proxy in a closed loop does at least the socket work that
-    memcached does for each request (one receive and one send per client
-    request), and then the same again towards the servers; so memcached's
-    own figure shows how much of the cpu/request ratio the kernel leaves to
-    a proxy's code on this machine."""
+    """The cpu table split into user space and kernel, with memcached's own
+    cpu over nutcracker's; the legend printed below it says why."""
     if not any(m.get("kernel_us_per_req") is not None for m in med.values()):
         return
     shown = ["direct", "nutcracker"] + proxies

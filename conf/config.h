@@ -61,6 +61,9 @@ struct PoolConfig {
   // memshard extension: close a client connection that has sent nothing
   // for this many ms and is owed no reply (0 = never, as nutcracker).
   int client_idle_timeout_ms = 0;
+  // memshard extension: look the servers' DNS names up again this often
+  // (ms; 0 = only when a connection to one fails, at start and on reload).
+  int dns_refresh_ms = 30000;
   std::vector<ServerConfig> servers;
 };
 

@@ -55,7 +55,7 @@ std::string mode_names() {
 }
 
 // Every directive nutcracker 0.5 accepts, then memshard's extensions.
-constexpr std::array<std::string_view, 20> kDirectives = {
+constexpr std::array<std::string_view, 21> kDirectives = {
     "listen",
     "hash",
     "hash_tag",
@@ -76,6 +76,7 @@ constexpr std::array<std::string_view, 20> kDirectives = {
     "ketama_compat",
     "item_size_max",
     "client_idle_timeout",
+    "dns_refresh",
 };
 
 // Reads one pool's directives into a PoolConfig, reporting into `errors`.
@@ -207,6 +208,8 @@ void PoolReader::scalar_directive(const std::string& text) {
     set_number(p.item_size_max, text, kMinItemSizeMax, kMaxItemSizeMax);
   } else if (key == "client_idle_timeout") {
     set_number(p.client_idle_timeout_ms, text);
+  } else if (key == "dns_refresh") {
+    set_number(p.dns_refresh_ms, text);
   }
 }
 

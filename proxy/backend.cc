@@ -116,12 +116,12 @@ void set_error(std::string& slot_error, std::string_view text) {
 
 // ---------------------------------------------------------------- server
 
-BackendServer::BackendServer(Worker& worker, std::string identity, SocketAddress address,
+BackendServer::BackendServer(Worker& worker, std::string identity, AddressList addresses,
                              ServerSettings settings, std::shared_ptr<ServerStats> stats,
                              std::shared_ptr<PoolStats> pool_stats)
     : worker_(worker),
       identity_(std::move(identity)),
-      address_(address),
+      addresses_(std::move(addresses)),
       settings_(std::move(settings)),
       stats_(std::move(stats)),
       pool_stats_(std::move(pool_stats)) {}
@@ -142,6 +142,30 @@ void BackendServer::update_settings(ServerSettings s, std::shared_ptr<PoolStats>
   }
 }
 
+void BackendServer::update_addresses(const AddressList& addresses) {
+  if (addresses == addresses_) return;
+  const SocketAddress* preferred = preferred_ < addresses_.size() ? &addresses_[preferred_] : nullptr;
+  auto it = preferred ? std::find(addresses.begin(), addresses.end(), *preferred) : addresses.end();
+  preferred_ = it == addresses.end() ? 0 : static_cast<size_t>(it - addresses.begin());
+  // A connection's peer is a copy held by its stream: it stays valid
+  // while addresses_ changes.
+  // A fresh connection takes a retired one's place, so that the clients
+  // mapped to the others keep theirs.
+  for (auto& c : conns_) {
+    const SocketAddress* peer = c->peer();
+    if (peer == nullptr || std::find(addresses.begin(), addresses.end(), *peer) != addresses.end())
+      continue;
+    retired_.push_back(std::move(c));
+    c = std::make_unique<BackendConn>(*this);
+  }
+  addresses_ = addresses;
+  close_retired();
+}
+
+void BackendServer::close_retired() {
+  std::erase_if(retired_, [](const auto& c) { return c->in_flight() == 0; });
+}
+
 BackendConn* BackendServer::connection_for(uint64_t affinity) {
   if (retry_after_usec_ != 0 && worker_.now_usec() < retry_after_usec_) return nullptr;
   size_t want = std::max<uint32_t>(1, settings_.connections);
@@ -150,6 +174,8 @@ BackendConn* BackendServer::connection_for(uint64_t affinity) {
 }
 
 void BackendServer::on_connect_failed() {
+  // A server listed by name may have moved: its name is looked up again.
+  worker_.proxy().names().connect_failed(settings_.pool, identity_);
   backoff_usec_ =
       backoff_usec_ == 0 ? kFirstBackoffUsec : std::min(backoff_usec_ * 2, kMaxBackoffUsec);
   retry_after_usec_ = worker_.now_usec() + backoff_usec_;
@@ -165,14 +191,16 @@ void BackendServer::on_failure() {
   }
 }
 
-void BackendServer::on_connected() {
+void BackendServer::on_connected(size_t index) {
+  if (index < addresses_.size()) preferred_ = index;
   backoff_usec_ = 0;
   retry_after_usec_ = 0;
 }
 
 bool BackendServer::idle() const {
-  return std::all_of(conns_.begin(), conns_.end(),
-                     [](const auto& c) { return c->in_flight() == 0; });
+  auto owes_nothing = [](const auto& c) { return c->in_flight() == 0; };
+  return std::all_of(conns_.begin(), conns_.end(), owes_nothing) &&
+         std::all_of(retired_.begin(), retired_.end(), owes_nothing);
 }
 
 // ------------------------------------------------------------ connection
@@ -200,7 +228,7 @@ void BackendConn::connect() {
   stream_->watch_flush(true);  // to close the open multi-get line
   connected_ = false;
   connect_started_usec_ = server_.worker().now_usec();
-  if (!stream_->connect(server_.address())) {
+  if (!stream_->connect(server_.addresses(), server_.preferred_address())) {
     // Fails before any operation is queued; report it from the loop.
     broken_ = true;
     own_fault_ = own_fault(errno);
@@ -209,6 +237,11 @@ void BackendConn::connect() {
     return;
   }
   arm_timer();
+}
+
+const SocketAddress* BackendConn::peer() const {
+  if (stream_ == nullptr || stream_->fd() < 0) return nullptr;
+  return stream_->peer();
 }
 
 void BackendConn::enqueue(BackendOp op) {
@@ -360,7 +393,7 @@ void BackendConn::on_connected() {
   connected_ = true;
   counted_ = true;
   server_.stats().server_connections.add();
-  server_.on_connected();
+  server_.on_connected(stream_->target());
   log_debug("pool '%s': connected to %s", server_.settings().pool.c_str(),
             server_.identity().c_str());
   arm_timer();

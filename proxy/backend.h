@@ -68,7 +68,7 @@ class BackendConn;
 // One server as seen by one worker: its connections and its health.
 class BackendServer {
  public:
-  BackendServer(Worker& worker, std::string identity, SocketAddress address,
+  BackendServer(Worker& worker, std::string identity, AddressList addresses,
                 ServerSettings settings, std::shared_ptr<ServerStats> stats,
                 std::shared_ptr<PoolStats> pool_stats);
   ~BackendServer();
@@ -78,6 +78,12 @@ class BackendServer {
   const std::string& identity() const { return identity_; }
   const ServerSettings& settings() const { return settings_; }
   void update_settings(ServerSettings s, std::shared_ptr<PoolStats> pool_stats);
+  // The server's name resolves to other addresses now: connections to an
+  // address no longer among them take no new requests, finish what they
+  // owe and close (close_retired); new ones go to the new addresses.
+  void update_addresses(const AddressList& addresses);
+  // Closes the retired connections that owe nothing.
+  void close_retired();
   // The connection a client with this affinity uses, so that one client's
   // requests to this server stay in order. Null while the server is in
   // its reconnect back-off: the caller fails the request at once.
@@ -85,23 +91,28 @@ class BackendServer {
 
   // Called by connections.
   void on_connect_failed();
-  void on_connected();
+  // A connection reached addresses()[index]: later ones start there.
+  void on_connected(size_t index);
   void on_failure();  // an operation or connection failed
   void on_success() { failures_in_a_row_ = 0; }
   Worker& worker() { return worker_; }
   ServerStats& stats() { return *stats_; }
   PoolStats& pool_stats() { return *pool_stats_; }
-  const SocketAddress& address() const { return address_; }
+  const AddressList& addresses() const { return addresses_; }
+  // Where a new connection starts trying: the address that last answered.
+  size_t preferred_address() const { return preferred_; }
   bool idle() const;
 
  private:
   Worker& worker_;
   std::string identity_;
-  SocketAddress address_;
+  AddressList addresses_;
+  size_t preferred_ = 0;
   ServerSettings settings_;
   std::shared_ptr<ServerStats> stats_;
   std::shared_ptr<PoolStats> pool_stats_;
   std::vector<std::unique_ptr<BackendConn>> conns_;
+  std::vector<std::unique_ptr<BackendConn>> retired_;
   uint64_t retry_after_usec_ = 0;
   uint64_t backoff_usec_ = 0;
   uint32_t failures_in_a_row_ = 0;
@@ -127,6 +138,9 @@ class BackendConn {
   void enqueue_retrieval(std::string_view verb, std::span<const std::string_view> keys,
                          BackendOp op);
   size_t in_flight() const { return ops_.size(); }
+  // The address connected to or being connected to; null before the
+  // first request and after a failure.
+  const SocketAddress* peer() const;
   // The server's timeout changed: the operations in flight take it now.
   void rearm_timer();
 

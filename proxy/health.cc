@@ -1,6 +1,5 @@
 #include "proxy/health.h"
 
-#include <sys/eventfd.h>
 #include <sys/time.h>
 #include <unistd.h>
 
@@ -15,7 +14,8 @@ namespace memshard::proxy {
 struct ServerHealth::Probe {
   ServerHealth* owner = nullptr;
   Key key;
-  SocketAddress address;
+  AddressList addresses;
+  size_t attempt = 0;  // the address this round of the probe is trying
   int timeout_ms = 1000;
   event* timer = nullptr;  // fires to start the probe, then as its deadline
   bufferevent* bev = nullptr;
@@ -30,11 +30,32 @@ struct ServerHealth::Probe {
     evtimer_add(timer, &tv);
   }
 
+  // A server whose name has several addresses is healthy when one of them
+  // answers: a failed attempt moves on to the next address at once.
   void finish(bool healthy) {
     if (bev != nullptr) bufferevent_free(bev);
     bev = nullptr;
     evtimer_del(timer);
+    if (!healthy && attempt + 1 < addresses.size()) {
+      ++attempt;
+      start();
+      return;
+    }
+    attempt = 0;
     owner->probe_done(key, healthy);  // may destroy this probe
+  }
+
+  void start() {
+    const SocketAddress& address = addresses[attempt];
+    bev = bufferevent_socket_new(owner->base_, -1, BEV_OPT_CLOSE_ON_FREE);
+    bufferevent_setcb(bev, &Probe::on_read, nullptr, &Probe::on_event, this);
+    bufferevent_enable(bev, EV_READ | EV_WRITE);
+    bufferevent_write(bev, "version\r\n", 9);
+    arm(timeout_ms);
+    if (bufferevent_socket_connect(bev, const_cast<sockaddr*>(address.get()),
+                                   static_cast<int>(address.length)) < 0) {
+      finish(false);
+    }
   }
 
   static void on_timer(evutil_socket_t, short, void* arg) {
@@ -43,15 +64,7 @@ struct ServerHealth::Probe {
       p->finish(false);  // no answer in time
       return;
     }
-    p->bev = bufferevent_socket_new(p->owner->base_, -1, BEV_OPT_CLOSE_ON_FREE);
-    bufferevent_setcb(p->bev, &Probe::on_read, nullptr, &Probe::on_event, p);
-    bufferevent_enable(p->bev, EV_READ | EV_WRITE);
-    bufferevent_write(p->bev, "version\r\n", 9);
-    p->arm(p->timeout_ms);
-    if (bufferevent_socket_connect(p->bev, const_cast<sockaddr*>(p->address.get()),
-                                   static_cast<int>(p->address.length)) < 0) {
-      p->finish(false);
-    }
+    p->start();
   }
 
   static void on_read(bufferevent* bev, void* arg) {
@@ -72,49 +85,24 @@ struct ServerHealth::Probe {
 };
 
 ServerHealth::ServerHealth(event_base* base, std::function<void()> on_change)
-    : base_(base), on_change_(std::move(on_change)) {
-  mailbox_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-  mailbox_event_ =
-      event_new(base_, mailbox_fd_, EV_READ | EV_PERSIST, &ServerHealth::on_mailbox, this);
-  event_add(mailbox_event_, nullptr);
-}
+    : base_(base), on_change_(std::move(on_change)), mailbox_(base) {}
 
-ServerHealth::~ServerHealth() {
-  probes_.clear();
-  event_free(mailbox_event_);
-  close(mailbox_fd_);
-}
+ServerHealth::~ServerHealth() { probes_.clear(); }
 
 void ServerHealth::report_failing(const std::string& pool, const std::string& identity) {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    reports_.emplace_back(pool, identity);
-  }
-  uint64_t one = 1;
-  (void)!write(mailbox_fd_, &one, sizeof(one));
+  mailbox_.post([this, key = Key(pool, identity)] { on_report(key); });
 }
 
-void ServerHealth::on_mailbox(evutil_socket_t fd, short, void* arg) {
-  auto* self = static_cast<ServerHealth*>(arg);
-  uint64_t n;
-  (void)!read(fd, &n, sizeof(n));
-  std::vector<Key> reports;
+// Several workers may report one server: the first report ejects it.
+void ServerHealth::on_report(const Key& key) {
+  const Pool* pool = pool_of(key);
+  if (pool == nullptr || !pool->config.auto_eject_hosts) return;
   {
-    std::lock_guard<std::mutex> lock(self->mu_);
-    reports.swap(self->reports_);
+    std::lock_guard<std::mutex> lock(state_mu_);
+    if (ejected_.contains(key)) return;
   }
-  bool changed = false;
-  for (const Key& k : reports) {
-    const Pool* pool = self->pool_of(k);
-    if (pool == nullptr || !pool->config.auto_eject_hosts) continue;
-    {
-      std::lock_guard<std::mutex> lock(self->state_mu_);
-      if (self->ejected_.contains(k)) continue;
-    }
-    self->eject(k);
-    changed = true;
-  }
-  if (changed) self->on_change_();
+  eject(key);
+  on_change_();
 }
 
 const Pool* ServerHealth::pool_of(const Key& key) const {
@@ -154,7 +142,7 @@ void ServerHealth::schedule_probe(const Key& key) {
     probe->timer = evtimer_new(base_, &Probe::on_timer, probe.get());
   }
   for (const ServerInfo& s : pool->servers) {
-    if (s.identity == key.second) probe->address = s.address;
+    if (s.identity == key.second) probe->addresses = s.addresses;
   }
   probe->timeout_ms = pool->config.timeout_ms.value_or(1000);
   probe->arm(std::max(1, pool->config.server_retry_timeout_ms));

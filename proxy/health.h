@@ -24,6 +24,7 @@
 #include <utility>
 #include <vector>
 
+#include "proxy/mailbox.h"
 #include "proxy/topology.h"
 
 namespace memshard::proxy {
@@ -57,7 +58,7 @@ class ServerHealth {
  private:
   using Key = std::pair<std::string, std::string>;  // pool, server identity
   struct Probe;
-  static void on_mailbox(evutil_socket_t fd, short, void* self);
+  void on_report(const Key& key);
   void eject(const Key& key);
   void schedule_probe(const Key& key);
   void probe_done(const Key& key, bool healthy);
@@ -65,10 +66,7 @@ class ServerHealth {
 
   event_base* base_;
   std::function<void()> on_change_;
-  int mailbox_fd_ = -1;
-  event* mailbox_event_ = nullptr;
-  std::mutex mu_;
-  std::vector<Key> reports_;
+  Mailbox mailbox_;  // the workers' reports
 
   std::shared_ptr<const Topology> base_topology_;
   // Written on the main thread; read by stats from any thread.

@@ -48,6 +48,8 @@ void append_stats_reply(const Proxy& p, const std::vector<std::string_view>& arg
   stat(out, "rejected_connections", p.rejected_connections());
   stat(out, "server_ejects", p.health().ejections());
   stat(out, "server_readmissions", p.health().readmissions());
+  stat(out, "dns_address_changes", p.dns_address_changes());
+  stat(out, "dns_failures", p.dns_failures());
   render_stat_pools(p, out);
   out.append("END\r\n");
 }

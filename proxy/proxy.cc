@@ -64,6 +64,7 @@ Proxy::~Proxy() {
   for (auto& l : listeners_) close_listener(*l);
   stats_server_.reset();
   workers_.clear();
+  names_.reset();
   health_.reset();
   watch_.reset();
   if (drain_timer_ != nullptr) event_free(drain_timer_);
@@ -109,6 +110,9 @@ void Proxy::start() {
   picker_ = std::make_unique<WorkerPicker>(workers_.size(), std::move(cpus));
   health_ = std::make_unique<ServerHealth>(base_, [this] { install_on_workers(); });
   health_->set_topology(topology_);
+  names_ = std::make_unique<NameRefresh>(
+      base_, [this](const NameRefresh::Result& r) { apply_resolved(r); });
+  names_->set_topology(*topology_);
   for (const Pool& pool : topology_->pools) {
     std::unique_ptr<Listener> l = open_listener(pool);
     if (!l) {
@@ -177,6 +181,41 @@ void Proxy::refuse_over_budget(int fd, uint32_t open) {
   ++refused_over_budget_;
   open_when_refused_ = open;
   over_budget_warning_->note();
+}
+
+void Proxy::apply_resolved(const NameRefresh::Result& r) {
+  const Pool* pool = topology_->find_pool(r.pool);
+  if (pool == nullptr) return;
+  size_t index = 0;
+  while (index < pool->servers.size() && pool->servers[index].identity != r.identity) ++index;
+  if (index == pool->servers.size()) return;  // left with a reload meanwhile
+  const ServerInfo& server = pool->servers[index];
+  auto key = std::make_pair(r.pool, r.identity);
+  if (!r.addresses) {
+    dns_failures_.fetch_add(1, std::memory_order_relaxed);
+    if (unresolved_.insert(key).second)
+      log_warn("pool '%s': server %s: %s; keeping its last address(es) %s", r.pool.c_str(),
+               r.identity.c_str(), r.error.c_str(), describe(server.addresses).c_str());
+    return;
+  }
+  if (unresolved_.erase(key))
+    log_notice("pool '%s': server %s resolves again", r.pool.c_str(), r.identity.c_str());
+  if (*r.addresses == server.addresses) return;
+  dns_changes_.fetch_add(1, std::memory_order_relaxed);
+  log_notice(
+      "pool '%s': server %s now resolves to %s (was %s); new connections go there, open ones "
+      "finish what they owe and close; no key changes server",
+      r.pool.c_str(), r.identity.c_str(), describe(*r.addresses).c_str(),
+      describe(server.addresses).c_str());
+  // The same config in a new value: workers switch between two requests,
+  // as at a reload, and the ring is the same.
+  auto next = std::make_shared<Topology>(*topology_);
+  for (Pool& p : next->pools) {
+    if (p.config.name == r.pool) p.servers[index].addresses = *r.addresses;
+  }
+  topology_ = next;
+  health_->set_topology(next);
+  install_on_workers();
 }
 
 void Proxy::install_on_workers() {

@@ -12,6 +12,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <set>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -23,6 +24,7 @@
 #include "proxy/config_watch.h"
 #include "proxy/descriptor_budget.h"
 #include "proxy/health.h"
+#include "proxy/name_refresh.h"
 #include "proxy/stats_server.h"
 #include "proxy/topology.h"
 #include "proxy/warning_throttle.h"
@@ -76,6 +78,11 @@ class Proxy {
 
   ServerHealth& health() { return *health_; }
   const ServerHealth& health() const { return *health_; }
+  NameRefresh& names() { return *names_; }
+  // Lookups of a server's name that found other addresses than before, and
+  // lookups that failed (the server keeps its last addresses).
+  uint64_t dns_address_changes() const { return dns_changes_.load(std::memory_order_relaxed); }
+  uint64_t dns_failures() const { return dns_failures_.load(std::memory_order_relaxed); }
 
   // Re-reads the config file and switches every worker to it; a config that
   // does not load, resolve or bind changes nothing. Main thread only.
@@ -102,6 +109,8 @@ class Proxy {
   std::unique_ptr<Listener> open_listener(const Pool& pool);
   bool swap_listeners(const Topology& next);
   void log_changes(const Topology& next) const;
+  // A lookup of a server's name came back (name_refresh.h).
+  void apply_resolved(const NameRefresh::Result& result);
   // Sets max_connections from the descriptor limit and the topology in
   // force; throws at start when it leaves no room for a client.
   void set_descriptor_budget(bool starting);
@@ -114,6 +123,11 @@ class Proxy {
   std::vector<event*> signal_events_;
   std::unique_ptr<ConfigWatch> watch_;
   std::unique_ptr<ServerHealth> health_;
+  std::unique_ptr<NameRefresh> names_;
+  // Names whose last lookup failed (pool, identity): said once a streak.
+  std::set<std::pair<std::string, std::string>> unresolved_;
+  std::atomic<uint64_t> dns_changes_{0};
+  std::atomic<uint64_t> dns_failures_{0};
   // Before the listeners and the stats server, which use it until they go.
   DescriptorReserve descriptor_reserve_;
   std::unique_ptr<StatsServer> stats_server_;

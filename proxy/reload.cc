@@ -38,6 +38,7 @@ bool Proxy::reload() {
   }
   log_changes(*next);
   health_->set_topology(next);
+  names_->set_topology(*next);
   topology_ = next;
   install_on_workers();
   set_descriptor_budget(false);

@@ -92,6 +92,8 @@ void render_twemproxy_json(const Proxy& p, std::string& out) {
   json_field(out, "config_generation", p.generation(), first);
   json_field(out, "config_reloads", p.reloads(), first);
   json_field(out, "config_reload_failures", p.reload_failures(), first);
+  json_field(out, "dns_address_changes", p.dns_address_changes(), first);
+  json_field(out, "dns_failures", p.dns_failures(), first);
   for (const auto& [pool, t] : snap.pools) {
     out.append(", ");
     json_string(out, pool);
@@ -189,6 +191,12 @@ void render_prometheus(const Proxy& p, std::string& out) {
   f.header("memshard_config_reload_failures_total", "counter",
            "Reloads refused because the configuration did not load, resolve or bind.");
   f.sample("memshard_config_reload_failures_total", "", p.reload_failures());
+  f.header("memshard_dns_address_changes_total", "counter",
+           "Lookups of a server's name that found other addresses than before.");
+  f.sample("memshard_dns_address_changes_total", "", p.dns_address_changes());
+  f.header("memshard_dns_failures_total", "counter",
+           "Lookups of a server's name that failed; the server keeps its last addresses.");
+  f.sample("memshard_dns_failures_total", "", p.dns_failures());
   f.header("memshard_connections_total", "counter", "Client connections accepted.");
   f.sample("memshard_connections_total", "", total("total_connections"));
   f.header("memshard_connections", "gauge", "Client connections open.");

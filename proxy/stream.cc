@@ -217,25 +217,56 @@ int Stream::release_fd() {
   return fd;
 }
 
-bool Stream::connect(const SocketAddress& address) {
-  fd_ = socket(address.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  if (fd_ < 0) return false;
-  if (address.family() != AF_UNIX) {
-    int one = 1;
-    setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-  }
-  if (::connect(fd_, address.get(), address.length) != 0 && errno != EINPROGRESS) {
-    int saved = errno;
+bool Stream::connect(std::span<const SocketAddress> addresses, size_t first) {
+  targets_.assign(addresses.begin(), addresses.end());
+  tries_left_ = targets_.size();
+  target_ = targets_.empty() ? 0 : first % targets_.size();
+  return connect_next();
+}
+
+bool Stream::connect_next() {
+  int last_error = EDESTADDRREQ;
+  for (; tries_left_ > 0; target_ = (target_ + 1) % targets_.size()) {
+    --tries_left_;
+    const SocketAddress& address = targets_[target_];
+    fd_ = socket(address.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd_ < 0) {
+      last_error = errno;
+      // Out of descriptors or memory here: no other address does better.
+      if (last_error == EMFILE || last_error == ENFILE || last_error == ENOBUFS ||
+          last_error == ENOMEM)
+        break;
+      continue;
+    }
+    if (address.family() != AF_UNIX) {
+      int one = 1;
+      setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    }
+    if (::connect(fd_, address.get(), address.length) == 0 || errno == EINPROGRESS) {
+      // Even a connect that completed at once is reported from the loop
+      // (the socket is writable at once), so the owner sees one path.
+      connecting_ = true;
+      rearm_ = true;  // a new descriptor, whatever the interest was
+      set_interest();
+      return true;
+    }
+    last_error = errno;
     ::close(fd_);
     fd_ = -1;
-    errno = saved;
-    return false;
   }
-  // Even a connect that completed at once is reported from the loop (the
-  // socket is writable at once), so the owner sees one path.
-  connecting_ = true;
-  set_interest();
-  return true;
+  errno = last_error;
+  return false;
+}
+
+bool Stream::connect_failed_try_next() {
+  if (interest_ != 0) event_del(&event_);
+  interest_ = 0;
+  ::close(fd_);
+  fd_ = -1;
+  connecting_ = false;
+  if (tries_left_ == 0) return false;
+  target_ = (target_ + 1) % targets_.size();
+  return connect_next();
 }
 
 void Stream::mark_dirty() {
@@ -314,6 +345,7 @@ void Stream::handle_write() {
     int err = 0;
     socklen_t len = sizeof(err);
     if (getsockopt(fd_, SOL_SOCKET, SO_ERROR, &err, &len) != 0) err = errno;
+    if (err != 0 && connect_failed_try_next()) return;
     if (err != 0) {
       errno = err;
       failed_ = true;

@@ -28,6 +28,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "proxy/topology.h"
@@ -138,10 +139,23 @@ class Stream {
   // object stays valid (an owner may close inside its callback).
   void close();
 
-  // Starts a non-blocking connect. False when it failed at once (errno
-  // set); otherwise `connected` or `error` follows. Output appended
-  // meanwhile is written once connected.
-  bool connect(const SocketAddress& address);
+  // Starts a non-blocking connect to the first of `addresses` that takes
+  // one, beginning at index `first` and going round them all once: an
+  // address that refuses or cannot be reached makes the stream try the
+  // next, output kept, before anything is reported. False when every one
+  // failed at once (errno set: the last failure); otherwise `connected`
+  // or `error` (every address failed) follows. Output appended meanwhile
+  // is written once connected.
+  bool connect(std::span<const SocketAddress> addresses, size_t first = 0);
+  bool connect(const SocketAddress& address) { return connect({&address, 1}); }
+  // The index in connect()'s `addresses` being tried, or once connected
+  // the one that answered.
+  size_t target() const { return target_; }
+  // That address (a copy the stream keeps); null when connect() was not
+  // called.
+  const SocketAddress* peer() const {
+    return target_ < targets_.size() ? &targets_[target_] : nullptr;
+  }
   int fd() const { return fd_; }
 
   // The buffers exist while they hold bytes (client streams free them
@@ -194,6 +208,11 @@ class Stream {
   // stream failed (and was reported).
   bool write_out(size_t wrote = 0);
   bool fail_write();
+  // Opens a socket and starts connecting to targets_[target_], then to the
+  // next ones while they fail at once. False when none is left.
+  bool connect_next();
+  // The current target failed: closes its socket, tries the others.
+  bool connect_failed_try_next();
   // False when the owner destroyed the stream in its callback.
   bool report(Happened what);
   void set_interest();
@@ -221,6 +240,9 @@ class Stream {
   bool watch_writes_ = false;
   bool watch_flush_ = false;
   bool* alive_ = nullptr;  // cleared by the destructor, for callers of report()
+  std::vector<SocketAddress> targets_;  // what connect() may still try
+  size_t target_ = 0;
+  size_t tries_left_ = 0;
 };
 
 }  // namespace memshard::proxy

@@ -293,13 +293,14 @@ void Worker::apply_topology(std::shared_ptr<const Topology> topology) {
         backend = std::move(it->second);
         backends_.erase(it);
         backend->update_settings(settings, route.stats);
+        backend->update_addresses(server.addresses);
       } else if (auto again = backends.find(key); again != backends.end()) {
         route.backends.push_back(again->second.get());
         continue;
       } else {
         auto stats = std::make_shared<ServerStats>();
         server_stats_[ServerKey{pool.config.name, server.stats_name, server.identity}] = stats;
-        backend = std::make_unique<BackendServer>(*this, server.identity, server.address, settings,
+        backend = std::make_unique<BackendServer>(*this, server.identity, server.addresses, settings,
                                                   std::move(stats), route.stats);
       }
       route.backends.push_back(backend.get());
@@ -411,8 +412,10 @@ void Worker::on_reap(evutil_socket_t, short, void* self) {
   dead.swap(w->retired_);
   w->forget_clients(dead);
   for (ClientConn* c : dead) w->destroy_client(c);
-  // Backends of departed servers go once they owe no replies.
+  // Backends of departed servers go once they owe no replies, and so do
+  // connections to addresses a server's name no longer resolves to.
   std::erase_if(w->draining_, [](const auto& b) { return b->idle(); });
+  for (auto& [key, backend] : w->backends_) backend->close_retired();
   std::lock_guard<std::mutex> lock(w->stats_mu_);
   std::erase_if(w->pool_stats_, [](const auto& e) { return e.second.expired(); });
   std::erase_if(w->server_stats_, [](const auto& e) { return e.second.expired(); });

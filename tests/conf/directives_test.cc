@@ -100,6 +100,12 @@ TEST(ConfDirectives, ClientIdleTimeoutExtension) {
   EXPECT_EQ(only_pool(pool("  client_idle_timeout: 30000\n")).client_idle_timeout_ms, 30000);
 }
 
+TEST(ConfDirectives, DnsRefreshExtension) {
+  EXPECT_EQ(only_pool(pool("")).dns_refresh_ms, 30000);
+  EXPECT_EQ(only_pool(pool("  dns_refresh: 500\n")).dns_refresh_ms, 500);
+  EXPECT_EQ(only_pool(pool("  dns_refresh: 0\n")).dns_refresh_ms, 0);
+}
+
 TEST(ConfDirectives, BooleansBothWays) {
   const PoolConfig on = only_pool(pool("  preconnect: true\n  auto_eject_hosts: true\n"));
   EXPECT_TRUE(on.preconnect);

@@ -76,7 +76,7 @@ TEST(ConfErrors, UnknownDirective) {
                "timeout, backlog, preconnect, redis, redis_auth, redis_db, server_connections, "
                "auto_eject_hosts, server_retry_timeout, server_failure_limit, "
                "client_connections, tcpkeepalive, servers, ketama_compat, item_size_max, "
-               "client_idle_timeout");
+               "client_idle_timeout, dns_refresh");
 }
 
 TEST(ConfErrors, DuplicateDirective) {

@@ -290,6 +290,19 @@ class StreamTest : public testing::TestWithParam<StreamLoop::Writes> {
     for (int i = 0; i < n; ++i) iterate();
   }
 
+  // Plays a server: accepts one connection on `listener` and iterates
+  // until `want` bytes came on it (or the budget ran out).
+  std::string accept_and_read(int listener, size_t want) {
+    Fd server;
+    std::string got;
+    run_until([&] {
+      if (server.get() < 0) server.reset(accept4(listener, nullptr, nullptr, SOCK_NONBLOCK));
+      if (server.get() >= 0) recv_available(server.get(), got);
+      return got.size() >= want;
+    });
+    return got;
+  }
+
   // Iterates for `duration`: a bounded wait for something that must not
   // happen.
   void run_for(milliseconds duration) {
@@ -679,6 +692,88 @@ TEST_P(StreamTest, ConnectToAClosedPortFails) {
     EXPECT_EQ(errno, ECONNREFUSED);
   }
   // Failed for good: no more reports, nothing to wait for.
+  run_iterations(10);
+  EXPECT_EQ(owner.count(Happened::connected), 0);
+  EXPECT_LE(owner.count(Happened::error), 1);
+  EXPECT_EQ(stream_events(), 0);
+}
+
+// An IPv6 link-local address without a scope: connect() refuses it at once
+// (EINVAL), as it refuses ::1 on a host without IPv6.
+SocketAddress unroutable_v6(uint16_t port) {
+  SocketAddress a;
+  sockaddr_in6 six{};
+  six.sin6_family = AF_INET6;
+  six.sin6_port = htons(port);
+  six.sin6_addr.s6_addr[0] = 0xfe;
+  six.sin6_addr.s6_addr[1] = 0x80;
+  six.sin6_addr.s6_addr[15] = 1;
+  std::memcpy(&a.storage, &six, sizeof(six));
+  a.length = sizeof(six);
+  return a;
+}
+
+// A name such as localhost resolves to ::1 first on a standard Debian host,
+// where memcached listens on 127.0.0.1 only: the stream must go on to the
+// next address, with the output queued meanwhile, and say which answered.
+TEST_P(StreamTest, ConnectMovesOnFromARefusingAddress) {
+  SocketAddress refusing, answering;
+  Fd bound = tcp_socket(refusing, /*listening=*/false);
+  Fd listener = tcp_socket(answering, /*listening=*/true);
+  std::vector<SocketAddress> addresses = {refusing, answering};
+  Owner owner(loop_, -1);
+  ASSERT_TRUE(owner.stream->connect(addresses)) << strerror(errno);
+  owner.send("get a\r\n");
+  loop_.flush();
+  std::string got = accept_and_read(listener.get(), 7);
+  EXPECT_EQ(got, "get a\r\n");
+  EXPECT_EQ(owner.events, std::vector<Happened>{Happened::connected});
+  EXPECT_EQ(owner.stream->target(), 1u);
+  ASSERT_NE(owner.stream->peer(), nullptr);
+  EXPECT_TRUE(*owner.stream->peer() == answering);
+}
+
+TEST_P(StreamTest, ConnectMovesOnFromAnAddressRefusedAtOnce) {
+  SocketAddress answering;
+  Fd listener = tcp_socket(answering, /*listening=*/true);
+  std::vector<SocketAddress> addresses = {unroutable_v6(11211), answering};
+  Owner owner(loop_, -1);
+  ASSERT_TRUE(owner.stream->connect(addresses)) << strerror(errno);
+  EXPECT_EQ(owner.stream->target(), 1u);
+  owner.send("version\r\n");
+  std::string got = accept_and_read(listener.get(), 9);
+  EXPECT_EQ(got, "version\r\n");
+  EXPECT_EQ(owner.events, std::vector<Happened>{Happened::connected});
+}
+
+// The address that answered last is tried first (BackendServer passes it),
+// and the ones before it are still tried when it stops answering.
+TEST_P(StreamTest, ConnectStartsAtTheGivenAddressAndGoesRound) {
+  SocketAddress answering, refusing;
+  Fd listener = tcp_socket(answering, /*listening=*/true);
+  Fd bound = tcp_socket(refusing, /*listening=*/false);
+  std::vector<SocketAddress> addresses = {answering, refusing};
+  Owner owner(loop_, -1);
+  ASSERT_TRUE(owner.stream->connect(addresses, /*first=*/1)) << strerror(errno);
+  owner.send("get b\r\n");
+  std::string got = accept_and_read(listener.get(), 7);
+  EXPECT_EQ(got, "get b\r\n");
+  EXPECT_EQ(owner.stream->target(), 0u);
+}
+
+TEST_P(StreamTest, ConnectFailsOnlyWhenEveryAddressFailed) {
+  SocketAddress a, b;
+  Fd bound_a = tcp_socket(a, /*listening=*/false);
+  Fd bound_b = tcp_socket(b, /*listening=*/false);
+  std::vector<SocketAddress> addresses = {a, unroutable_v6(11211), b};
+  Owner owner(loop_, -1);
+  if (owner.stream->connect(addresses)) {
+    owner.send("get a\r\n");
+    ASSERT_TRUE(run_until([&] { return !owner.events.empty(); }));
+    EXPECT_EQ(owner.events, std::vector<Happened>{Happened::error});
+  } else {
+    EXPECT_EQ(errno, ECONNREFUSED);
+  }
   run_iterations(10);
   EXPECT_EQ(owner.count(Happened::connected), 0);
   EXPECT_LE(owner.count(Happened::error), 1);

@@ -21,6 +21,7 @@
 #include "proxy/log.h"
 #include "proxy/proxy.h"
 #include "proxy/ring_tools.h"
+#include "proxy/ring_warnings.h"
 
 namespace {
 
@@ -42,6 +43,9 @@ int test_config(const std::string& file) {
     std::cerr << "memshard: configuration file '" << file << "' syntax is invalid\n";
     return 1;
   }
+  // Warnings do not fail the test: the config does what it says, and it may
+  // be what a fleet already runs.
+  for (const auto& w : memshard::proxy::ring_warnings(*r.config)) std::cerr << w << "\n";
   std::cout << "memshard: configuration file '" << file << "' syntax is ok\n";
   return 0;
 }

@@ -18,6 +18,15 @@ struct SampledLoad {
   // key counts, and the largest count / mean; 0 when nothing was sampled.
   double cv = 0;
   double max_over_mean = 0;
+  // How far the sample strays from the ring's exact keyspace shares (root
+  // mean square of sampled share / keyspace share - 1 over the servers
+  // that own any): what the key hash adds to the ring's own imbalance.
+  // A hash that spreads the keys like random values gives about
+  // `sampling_noise`, the same figure expected from chance alone
+  // (sqrt((1 - p) / (n p)) per server, n keys, p its share); clustering
+  // keys, or a range too short for the ring (crc32), give far more.
+  double off_keyspace = 0;
+  double sampling_noise = 0;
 };
 
 SampledLoad sampled_load(const Ring& ring, const std::vector<std::string>& keys);

@@ -64,20 +64,21 @@ TEST(Reach, FullRangeHashReachesEveryServer) {
   }
 }
 
-TEST(Reach, PointsBelowTheRangeAreReached) {
-  // Many servers put points below 32768: each of their owners is reached,
-  // plus the owner of the first point above the range.
+TEST(Reach, OwnersOfThePointsUpToTheRangeAreReached) {
+  // A range ending on the sixth point: keys reach that point's owner and
+  // the owners of the five points below it, and no one else.
   Ring ring = build(local_servers(2000), HashFunction::crc32);
-  Reach r = key_reach(ring);
-  EXPECT_EQ(r.owned, owned_by_lookup(ring, 0x7fff));
+  const uint32_t max = ring.points()[5].value;
+  ASSERT_LT(max, 200000u);  // small enough to look every value up
+  Reach r = reach(ring, max);
+  EXPECT_EQ(r.owned, owned_by_lookup(ring, max));
   std::set<uint32_t> owners;
-  for (const Point& p : ring.points()) {
-    owners.insert(p.server);
-    if (p.value >= 0x7fff) break;
-  }
+  for (size_t i = 0; i <= 5; ++i) owners.insert(ring.points()[i].server);
   EXPECT_EQ(r.servers, owners.size());
   EXPECT_GT(r.servers, 1u);
-  EXPECT_LT(r.servers, 2000u);
+  // One value past the point: the next point's owner joins.
+  owners.insert(ring.points()[6].server);
+  EXPECT_EQ(reach(ring, max + 1).servers, owners.size());
 }
 
 TEST(Reach, ModulaWithFewSlotsReachesEveryServer) {

@@ -12,8 +12,8 @@
 
 #include "ketama/analysis.h"
 #include "proxy/log.h"
-#include "proxy/ring_warnings.h"
 #include "proxy/proxy.h"
+#include "proxy/ring_warnings.h"
 
 namespace memshard::proxy {
 

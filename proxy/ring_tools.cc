@@ -122,8 +122,8 @@ constexpr ketama::HashFunction kComparedHashes[] = {
     ketama::HashFunction::md5, ketama::HashFunction::jenkins, ketama::HashFunction::murmur,
     ketama::HashFunction::one_at_a_time};
 
-std::optional<std::vector<ketama::HashFunction>> parse_hashes(
-    const std::vector<std::string>& names, std::ostream& err) {
+std::optional<std::vector<ketama::HashFunction>> parse_hashes(const std::vector<std::string>& names,
+                                                              std::ostream& err) {
   std::vector<ketama::HashFunction> out;
   for (const std::string& n : names) {
     std::optional<ketama::HashFunction> f = ketama::parse_hash_name(n);
@@ -169,8 +169,8 @@ int ring_load(const std::string& config_file, const std::string& pool_name,
   }
   out << "load coefficient of variation: " << fixed4(load.cv)
       << ", max/mean: " << fixed4(load.max_over_mean)
-      << ", off keyspace shares: " << fixed4(load.off_keyspace)
-      << " (chance alone: about " << fixed4(load.sampling_noise) << ")\n";
+      << ", off keyspace shares: " << fixed4(load.off_keyspace) << " (chance alone: about "
+      << fixed4(load.sampling_noise) << ")\n";
 
   out << "\nhash\tload_cv\tmax/mean\toff_keyspace\tnote\n";
   auto row = [&](const ketama::Ring& r, const ketama::SampledLoad& l, const std::string& note) {

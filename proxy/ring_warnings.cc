@@ -30,10 +30,11 @@ std::optional<std::string> hash_range_warning(const conf::Config& config,
   out += ": warning: hash: pool '" + pool.name + "': " + std::string(ketama::hash_name(f)) +
          " gives only values 0.." + std::to_string(max) + " (" +
          std::to_string(std::bit_width(max)) + " bits), so with distribution " +
-         std::string(ketama::distribution_name(pool.ring.distribution)) +
-         " keys can reach only " + std::to_string(reached) + " of " + std::to_string(reachable) +
+         std::string(ketama::distribution_name(pool.ring.distribution)) + " keys can reach only " +
+         std::to_string(reached) + " of " + std::to_string(reachable) +
          " servers (the owners of the " + (ketama ? "ring's points" : "slots") + " below " +
-         std::to_string(uint64_t{max} + 1) + "); `memshard ring load` compares hashes on sample keys";
+         std::to_string(uint64_t{max} + 1) +
+         "); `memshard ring load` compares hashes on sample keys";
   return out;
 }
 

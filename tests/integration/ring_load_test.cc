@@ -198,8 +198,8 @@ TEST_F(RingWarn, TestModeWarnsOnModulaSlotsPastTheRange) {
 
 TEST_F(RingWarn, StartupLogsTheSameWarning) {
   uint16_t port = free_port();
-  std::string f =
-      write_pool("crc32.yml", fleet_of_ten(), {{"hash", "crc32"}}, "127.0.0.1:" + std::to_string(port));
+  std::string f = write_pool("crc32.yml", fleet_of_ten(), {{"hash", "crc32"}},
+                             "127.0.0.1:" + std::to_string(port));
   std::string expected = lines_of(memshard({"-t", "-c", f}).err).at(0);
   std::string log = dir_.path() + "/memshard.log";
   {

@@ -104,7 +104,8 @@ TEST(Reach, RandomIgnoresTheKey) {
 TEST(Reach, PointsHashedWithTheSameShortHashAreAllReachable) {
   // Plain libmemcached ketama hashes the points with the key hash too, so
   // with crc32 points and keys share the 15-bit range.
-  Ring ring = build(local_servers(10), HashFunction::crc32, Distribution::ketama, Mode::libmemcached);
+  Ring ring =
+      build(local_servers(10), HashFunction::crc32, Distribution::ketama, Mode::libmemcached);
   Reach r = key_reach(ring);
   EXPECT_EQ(r.owned, owned_by_lookup(ring, 0x7fff));
   EXPECT_EQ(r.servers, nonzero(ring.owned_hashes()));

@@ -24,7 +24,7 @@ std::optional<std::string> hash_range_warning(const conf::Config& config,
   const size_t reachable = ketama::reach(ring, UINT32_MAX).servers;
   if (reached >= reachable) return std::nullopt;
 
-  const bool ketama = pool.ring.distribution == ketama::Distribution::ketama;
+  const bool on_points = pool.ring.distribution == ketama::Distribution::ketama;
   std::string out = config.file;
   if (pool.hash_line > 0) out += ":" + std::to_string(pool.hash_line);
   out += ": warning: hash: pool '" + pool.name + "': " + std::string(ketama::hash_name(f)) +
@@ -32,7 +32,7 @@ std::optional<std::string> hash_range_warning(const conf::Config& config,
          std::to_string(std::bit_width(max)) + " bits), so with distribution " +
          std::string(ketama::distribution_name(pool.ring.distribution)) + " keys can reach only " +
          std::to_string(reached) + " of " + std::to_string(reachable) +
-         " servers (the owners of the " + (ketama ? "ring's points" : "slots") + " below " +
+         " servers (the owners of the " + (on_points ? "ring's points" : "slots") + " below " +
          std::to_string(uint64_t{max} + 1) +
          "); `memshard ring load` compares hashes on sample keys";
   return out;

@@ -43,6 +43,7 @@ struct PoolConfig {
   int line = 0;
   ListenAddress listen;
   ketama::RingOptions ring;       // hash (fnv1a_64), hash_tag, distribution (ketama), ketama_compat
+  int hash_line = 0;              // line of the hash directive; 0 when the default applies
   std::optional<int> timeout_ms;  // none = wait forever, as nutcracker (also for timeout: 0)
   int backlog = 512;
   bool preconnect = false;

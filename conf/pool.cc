@@ -161,6 +161,7 @@ void PoolReader::scalar_directive(const std::string& text) {
     out_.listen_line = line_;
   } else if (key == "hash") {
     hash_given_ = true;
+    p.hash_line = line_;
     if (auto h = ketama::parse_hash_name(text)) return void(p.ring.hash = *h);
     error("expected one of " + hash_names() + found(text));
   } else if (key == "hash_tag") {

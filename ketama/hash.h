@@ -30,6 +30,12 @@ enum class HashFunction {
 // The hash of `key` with function `f`.
 uint32_t hash(HashFunction f, std::string_view key);
 
+// The largest value `f` can return: 2^32-1 for every function but crc32,
+// whose result is (crc >> 16) & 0x7fff in twemproxy and libmemcached, so
+// 32767. A ring whose points reach above this is partly out of the keys'
+// reach (see reach.h). Checked against the functions in hash_test.cc.
+uint32_t hash_max(HashFunction f);
+
 // twemproxy's spelling of the function ("fnv1a_64"), and back.
 std::string_view hash_name(HashFunction f);
 std::optional<HashFunction> parse_hash_name(std::string_view name);

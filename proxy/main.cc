@@ -21,6 +21,7 @@
 #include "proxy/log.h"
 #include "proxy/proxy.h"
 #include "proxy/ring_tools.h"
+#include "proxy/ring_warnings.h"
 
 namespace {
 
@@ -42,6 +43,9 @@ int test_config(const std::string& file) {
     std::cerr << "memshard: configuration file '" << file << "' syntax is invalid\n";
     return 1;
   }
+  // Warnings do not fail the test: the config does what it says, and it may
+  // be what a fleet already runs.
+  for (const auto& w : memshard::proxy::ring_warnings(*r.config)) std::cerr << w << "\n";
   std::cout << "memshard: configuration file '" << file << "' syntax is ok\n";
   return 0;
 }
@@ -196,6 +200,14 @@ int main(int argc, char** argv) {
   CLI::App* show = ring->add_subcommand("show", "per server: ring name, weight, points, share");
   show->add_option("-c,--conf-file", ring_conf, "configuration file")->required();
   show->add_option("--pool", ring_pool, "pool name (needed when the file has several)");
+  std::vector<std::string> load_hashes;
+  CLI::App* load =
+      ring->add_subcommand("load", "how sample keys from stdin spread, with this and other hashes");
+  load->add_option("-c,--conf-file", ring_conf, "configuration file")->required();
+  load->add_option("--pool", ring_pool, "pool name (needed when the file has several)");
+  load->add_option("--hash", load_hashes,
+                   "hash to compare with the pool's (repeatable; default md5, jenkins, murmur, "
+                   "one_at_a_time)");
   CLI::App* diff = ring->add_subcommand("diff", "how much of the keyspace moves from OLD to NEW");
   diff->add_option("old", diff_old, "configuration in force")->required();
   diff->add_option("new", diff_new, "configuration to compare")->required();
@@ -206,6 +218,9 @@ int main(int argc, char** argv) {
   if (*lookup)
     return memshard::proxy::ring_lookup(ring_conf, ring_pool, keys, std::cin, std::cout, std::cerr);
   if (*show) return memshard::proxy::ring_show(ring_conf, ring_pool, std::cout, std::cerr);
+  if (*load)
+    return memshard::proxy::ring_load(ring_conf, ring_pool, load_hashes, std::cin, std::cout,
+                                      std::cerr);
   if (*diff) return memshard::proxy::ring_diff(diff_old, diff_new, ring_pool, std::cout, std::cerr);
   if (test_conf) return test_config(conf_file);
 

@@ -14,6 +14,7 @@
 #include <stdexcept>
 
 #include "proxy/log.h"
+#include "proxy/ring_warnings.h"
 
 namespace memshard::proxy {
 
@@ -92,6 +93,7 @@ void Proxy::start() {
     for (const auto& e : loaded.errors) msg += e.to_string() + "\n";
     throw std::runtime_error(msg);
   }
+  for (const auto& w : ring_warnings(*loaded.config)) log_warn("%s", w.c_str());
   generation_ = 1;
   topology_ = build_topology(*loaded.config, 1);
 

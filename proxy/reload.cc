@@ -13,6 +13,7 @@
 #include "ketama/analysis.h"
 #include "proxy/log.h"
 #include "proxy/proxy.h"
+#include "proxy/ring_warnings.h"
 
 namespace memshard::proxy {
 
@@ -36,6 +37,7 @@ bool Proxy::reload() {
     reload_failures_.fetch_add(1, std::memory_order_relaxed);
     return false;
   }
+  for (const auto& w : ring_warnings(*loaded.config)) log_warn("%s", w.c_str());
   log_changes(*next);
   health_->set_topology(next);
   names_->set_topology(*next);

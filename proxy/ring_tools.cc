@@ -8,6 +8,8 @@
 #include "conf/config.h"
 #include "ketama/analysis.h"
 #include "ketama/ring.h"
+#include "ketama/sampled_load.h"
+#include "proxy/sample_keys.h"
 
 namespace memshard::proxy {
 
@@ -16,6 +18,12 @@ namespace {
 std::string percent(double fraction) {
   char buf[32];
   snprintf(buf, sizeof(buf), "%.4f%%", fraction * 100.0);
+  return buf;
+}
+
+std::string fixed4(double x) {
+  char buf[32];
+  snprintf(buf, sizeof(buf), "%.4f", x);
   return buf;
 }
 
@@ -102,9 +110,89 @@ int ring_show(const std::string& config_file, const std::string& pool_name, std:
     out << s.address << '\t' << s.ring_name << '\t' << s.weight << '\t' << s.points << '\t'
         << percent(s.share) << '\n';
   }
-  char cv[32];
-  snprintf(cv, sizeof(cv), "%.4f", report.share_cv);
-  out << "share coefficient of variation: " << cv << '\n';
+  out << "share coefficient of variation: " << fixed4(report.share_cv) << '\n';
+  return 0;
+}
+
+namespace {
+
+// The hashes worth comparing a pool's against: the 32-bit ones that spread
+// alike keys well and that twemproxy and the client libraries share.
+constexpr ketama::HashFunction kComparedHashes[] = {
+    ketama::HashFunction::md5, ketama::HashFunction::jenkins, ketama::HashFunction::murmur,
+    ketama::HashFunction::one_at_a_time};
+
+std::optional<std::vector<ketama::HashFunction>> parse_hashes(const std::vector<std::string>& names,
+                                                              std::ostream& err) {
+  std::vector<ketama::HashFunction> out;
+  for (const std::string& n : names) {
+    std::optional<ketama::HashFunction> f = ketama::parse_hash_name(n);
+    if (!f) {
+      err << "memshard: unknown hash '" << n << "'; expected one of";
+      for (ketama::HashFunction h : ketama::kAllHashFunctions) err << " " << ketama::hash_name(h);
+      err << "\n";
+      return std::nullopt;
+    }
+    out.push_back(*f);
+  }
+  if (out.empty()) out.assign(std::begin(kComparedHashes), std::end(kComparedHashes));
+  return out;
+}
+
+}  // namespace
+
+int ring_load(const std::string& config_file, const std::string& pool_name,
+              const std::vector<std::string>& hash_names, std::istream& in, std::ostream& out,
+              std::ostream& err) {
+  std::optional<std::vector<ketama::HashFunction>> hashes = parse_hashes(hash_names, err);
+  if (!hashes) return 1;
+  std::optional<LoadedPool> loaded = load_pool(config_file, pool_name, err);
+  if (!loaded) return 1;
+  const conf::PoolConfig& pool = loaded->pool;
+  const ketama::Ring& ring = loaded->ring;
+  std::vector<std::string> keys = read_sample_keys(in);
+  if (keys.empty()) {
+    err << "memshard: no keys on stdin (one per line, or lru_crawler metadump lines)\n";
+    return 1;
+  }
+  ketama::SampledLoad load = ketama::sampled_load(ring, keys);
+  ketama::RingReport report = ketama::describe(ring);
+  const double total = static_cast<double>(keys.size());
+  out << "pool " << pool.name << ": " << keys.size() << " keys, hash "
+      << ketama::hash_name(ring.key_hash_function()) << ", "
+      << ketama::distribution_name(pool.ring.distribution) << " distribution\n";
+  out << "server\tkeys\tsampled\tkeyspace\n";
+  for (size_t i = 0; i < report.servers.size(); ++i) {
+    out << report.servers[i].address << '\t' << load.keys[i] << '\t'
+        << percent(static_cast<double>(load.keys[i]) / total) << '\t'
+        << percent(report.servers[i].share) << '\n';
+  }
+  out << "load coefficient of variation: " << fixed4(load.cv)
+      << ", max/mean: " << fixed4(load.max_over_mean)
+      << ", off keyspace shares: " << fixed4(load.off_keyspace) << " (chance alone: about "
+      << fixed4(load.sampling_noise) << ")\n";
+
+  out << "\nhash\tload_cv\tmax/mean\toff_keyspace\tnote\n";
+  auto row = [&](const ketama::Ring& r, const ketama::SampledLoad& l, const std::string& note) {
+    out << ketama::hash_name(r.key_hash_function()) << '\t' << fixed4(l.cv) << '\t'
+        << fixed4(l.max_over_mean) << '\t' << fixed4(l.off_keyspace) << '\t' << note << '\n';
+  };
+  row(ring, load, "the pool's");
+  for (ketama::HashFunction f : *hashes) {
+    ketama::RingOptions options = pool.ring;
+    options.hash = f;
+    ketama::Ring other = ketama::Ring::build(ring.servers(), options);
+    // Modes whose originals hash keys with MD5 ignore `hash:`.
+    if (other.key_hash_function() != f) {
+      out << ketama::hash_name(f) << "\t-\t-\t-\tignored: " << ketama::mode_name(pool.ring.mode)
+          << " mode hashes keys with " << ketama::hash_name(other.key_hash_function()) << '\n';
+      continue;
+    }
+    if (f == ring.key_hash_function()) continue;
+    row(other, ketama::sampled_load(other, keys), "");
+  }
+  out << "changing the hash moves almost every key to another server: a migration (a cold "
+         "cache), not a tweak\n";
   return 0;
 }
 

@@ -5,7 +5,10 @@
 #include <gtest/gtest.h>
 #include <libhashkit-1.0/hashkit.h>
 
+#include <algorithm>
 #include <cstring>
+#include <string>
+#include <vector>
 
 #include "test_support.h"
 
@@ -105,6 +108,22 @@ TEST(Hash, AgreesWithLibhashkitOnRandomKeys) {
 
 // Debian's libhashkit is built without hsieh, which is why memshard has its
 // own. If this starts failing, libhashkit grew hsieh: compare it then.
+// hash_max() is each function's real range: no key hashes above it, and
+// keys come close to it (within 1/64 of the range).
+TEST(Hash, MaxIsTheRealRange) {
+  testing::Random random(27);
+  std::vector<std::string> keys;
+  for (int i = 0; i < 100000; ++i) keys.push_back(random.key() + "-" + std::to_string(i));
+  for (HashFunction f : kAllHashFunctions) {
+    SCOPED_TRACE(std::string(hash_name(f)));
+    uint32_t highest = 0;
+    for (const std::string& k : keys) highest = std::max(highest, hash(f, k));
+    EXPECT_LE(highest, hash_max(f));
+    EXPECT_GE(highest, hash_max(f) - hash_max(f) / 64);
+  }
+  EXPECT_EQ(hash_max(HashFunction::crc32), 32767u);
+}
+
 TEST(Hash, DebianLibhashkitLacksHsieh) {
   EXPECT_FALSE(libhashkit_has_algorithm(HASHKIT_HASH_HSIEH));
 }

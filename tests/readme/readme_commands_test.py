@@ -7,7 +7,10 @@ commands, any other language (text, yaml, ...) is not; an indented or
 unlabelled block fails the test. Each command of an sh block either runs
 here (from the source tree, exit status 0 within a timeout, under
 `set -o pipefail` so that a missing tool early in a pipeline shows) or is
-listed in skipped.txt with a reason.
+listed in skipped.txt with a reason. Each program a command runs must come
+from a package that `scripts/install-deps` installs (the demo profile for
+what the demo prints) or that Debian always has: a tool that happens to be
+on this machine is not enough.
 
 `scripts/demo` is what the other commands are tried against, so it is not
 run in turn: it is started first, in the background, on the binary under
@@ -18,6 +21,8 @@ and a bare `memshard` both mean the binary under test.
 import argparse
 import os
 import re
+import shlex
+import shutil
 import signal
 import socket
 import subprocess
@@ -103,6 +108,84 @@ def read_skips(path):
     if current is not None:
         sys.exit(f"{path}: `{current}` has no `why:` line")
     return skips
+
+
+SEPARATORS = {"|", "||", "&&", ";", "&", "(", "<(", "$("}
+
+
+def programs(cmd):
+    """The programs a shell command line runs, `bash -c` strings included."""
+    try:
+        lex = shlex.shlex(cmd, posix=True, punctuation_chars=True)
+        lex.whitespace_split = True
+        tokens = list(lex)
+    except ValueError:
+        return []
+    out, at_start = [], True
+    for i, tok in enumerate(tokens):
+        if tok in SEPARATORS:
+            at_start = True
+            continue
+        if at_start and re.match(r"^\w+=", tok):
+            continue  # an assignment before the command
+        if at_start:
+            out.append(tok)
+            if tok == "bash" and i + 2 < len(tokens) and tokens[i + 1] == "-c":
+                out += programs(tokens[i + 2])
+        at_start = False
+    return out
+
+
+class Provenance:
+    """Which Debian package a program comes from, and whether it may be used."""
+
+    def __init__(self, src, env):
+        self.env = env
+        self.allowed = {}
+        for profile in ("demo", "full"):
+            listing = subprocess.run([os.path.join(src, "scripts/install-deps"), "--list", profile],
+                                     capture_output=True, text=True, check=True)
+            self.allowed[profile] = set(listing.stdout.split())
+
+    def _package(self, path):
+        candidates = [path, os.path.realpath(path)]
+        candidates += [c.replace("/usr/bin/", "/bin/", 1) for c in candidates]
+        candidates += [c.replace("/usr/sbin/", "/sbin/", 1) for c in candidates]
+        for c in candidates:
+            r = subprocess.run(["dpkg-query", "-S", c], capture_output=True, text=True)
+            if r.returncode == 0:
+                return r.stdout.split(":")[0].strip()
+        return None
+
+    def problems(self, cmd, profile):
+        out = []
+        for prog in programs(cmd):
+            if "/" in prog:
+                continue  # a script of the tree, or the binary under test
+            kind = subprocess.run(["bash", "-c", 'type -t "$1"', "_", prog],
+                                  capture_output=True, text=True, env=self.env).stdout.strip()
+            if kind in ("builtin", "keyword", "alias", "function"):
+                continue
+            path = shutil.which(prog, path=self.env["PATH"])
+            if path is None:
+                out.append(f"`{prog}` is not installed, and scripts/install-deps {profile} "
+                           "should install it")
+                continue
+            if os.path.dirname(path) == self.env["PATH"].split(os.pathsep)[0]:
+                continue  # the binary under test, as `memshard`
+            pkg = self._package(path)
+            if pkg is None:
+                out.append(f"`{prog}` ({path}) comes from no Debian package")
+                continue
+            if pkg in self.allowed[profile]:
+                continue
+            fields = subprocess.run(["dpkg-query", "-W", "-f=${Essential} ${Priority}", pkg],
+                                    capture_output=True, text=True).stdout.split()
+            if fields[:1] == ["yes"] or "required" in fields:
+                continue
+            out.append(f"`{prog}` comes from {pkg}, which `scripts/install-deps {profile}` "
+                       "does not install")
+        return out
 
 
 def port_busy(port):
@@ -215,6 +298,7 @@ def main():
     with tempfile.TemporaryDirectory(prefix="readme-test-") as tmp:
         os.symlink(binary, os.path.join(tmp, "memshard"))
         env = dict(os.environ, PATH=tmp + os.pathsep + os.environ.get("PATH", ""))
+        provenance = Provenance(src, env) if shutil.which("dpkg-query") else None
         with open(os.path.join(tmp, "demo.log"), "w") as log:
             demo, tried, demo_lines = start_demo(src, env, binary, log)
             try:
@@ -222,9 +306,11 @@ def main():
                     failures.append(f"`{DEMO}` printed no try-it lines within "
                                     f"{DEMO_START_TIMEOUT_S} s:\n  " + "\n  ".join(demo_lines[-20:]))
                 else:
-                    work = [(f"{DEMO} printed", c) for c in tried]
-                    work += [(f"README.md:{n}", c) for n, c in to_run]
-                    for where, cmd in work:
+                    work = [(f"{DEMO} printed", "demo", c) for c in tried]
+                    work += [(f"README.md:{n}", "full", c) for n, c in to_run]
+                    for where, profile, cmd in work:
+                        if provenance:
+                            failures += [f"{where}: {p}" for p in provenance.problems(cmd, profile)]
                         rc, out, took = run(cmd, src, env, binary)
                         status = "ok" if rc == 0 else f"FAILED ({rc})"
                         print(f"{status:>10} {took:5.1f} s  {where}: {cmd}")

@@ -228,7 +228,8 @@ def start_demo(src, env, binary, log):
                 ready.set()
         ready.set()
 
-    threading.Thread(target=reader, daemon=True).start()
+    thread = threading.Thread(target=reader, daemon=True)
+    thread.start()
     ready.wait(DEMO_START_TIMEOUT_S)
     time.sleep(0.5)  # the try-it lines follow their heading in the same write
     tried = []
@@ -238,6 +239,7 @@ def start_demo(src, env, binary, log):
             if not l.startswith("  "):
                 break
             tried.append(l.strip())
+    p.reader = thread
     return p, tried, lines
 
 
@@ -253,6 +255,7 @@ def stop(p):
     except ProcessLookupError:
         pass
     p.wait()
+    p.reader.join(5)  # it writes the log, which closes after this
 
 
 def main():

@@ -211,7 +211,7 @@ def run(cmd, src, env, binary):
     return rc, out.decode(errors="replace"), time.monotonic() - start
 
 
-def start_demo(src, env, binary, log):
+def start_demo(src, env, binary):
     """The demo process, and the try-it lines it printed once listening."""
     demo_env = dict(env, MEMSHARD_DEMO_BIN=binary)
     p = subprocess.Popen([os.path.join(src, DEMO)], cwd=src, env=demo_env,
@@ -222,8 +222,6 @@ def start_demo(src, env, binary, log):
     def reader():
         for raw in p.stdout:
             line = raw.decode(errors="replace").rstrip("\n")
-            log.write(line + "\n")
-            log.flush()
             lines.append(line)
             if line.startswith("Try it"):
                 ready.set()
@@ -256,7 +254,7 @@ def stop(p):
     except ProcessLookupError:
         pass
     p.wait()
-    p.reader.join(5)  # it writes the log, which closes after this
+    p.reader.join(5)
 
 
 def main():
@@ -307,29 +305,28 @@ def main():
         os.symlink(binary, os.path.join(tmp, "memshard"))
         env = dict(os.environ, PATH=tmp + os.pathsep + os.environ.get("PATH", ""))
         provenance = Provenance(src, env) if shutil.which("dpkg-query") else None
-        with open(os.path.join(tmp, "demo.log"), "w") as log:
-            demo, tried, demo_lines = start_demo(src, env, binary, log)
-            try:
-                if not tried:
-                    failures.append(f"`{DEMO}` printed no try-it lines within "
-                                    f"{DEMO_START_TIMEOUT_S} s:\n  " + "\n  ".join(demo_lines[-20:]))
-                else:
-                    work = [(f"{DEMO} printed", "demo", c) for c in tried]
-                    work += [(f"README.md:{n}", "full", c) for n, c in to_run]
-                    for where, profile, cmd in work:
-                        if provenance:
-                            failures += [f"{where}: {p}" for p in provenance.problems(cmd, profile)]
-                        rc, out, took = run(cmd, src, env, binary)
-                        status = "ok" if rc == 0 else f"FAILED ({rc})"
-                        print(f"{status:>10} {took:5.1f} s  {where}: {cmd}")
-                        if rc != 0:
-                            failures.append(f"{where}: `{cmd}` exited {rc}:\n    " +
-                                            "\n    ".join(out.strip().split("\n")[-15:]))
-                for cmd in [DEMO] + sorted(skips):
-                    why = skips.get(cmd, "started first, in the background, on the binary under test")
-                    print(f"{'skipped':>10}          {cmd}  ({why})")
-            finally:
-                stop(demo)
+        demo, tried, demo_lines = start_demo(src, env, binary)
+        try:
+            if not tried:
+                failures.append(f"`{DEMO}` printed no try-it lines within "
+                                f"{DEMO_START_TIMEOUT_S} s:\n  " + "\n  ".join(demo_lines[-20:]))
+            else:
+                work = [(f"{DEMO} printed", "demo", c) for c in tried]
+                work += [(f"README.md:{n}", "full", c) for n, c in to_run]
+                for where, profile, cmd in work:
+                    if provenance:
+                        failures += [f"{where}: {p}" for p in provenance.problems(cmd, profile)]
+                    rc, out, took = run(cmd, src, env, binary)
+                    status = "ok" if rc == 0 else f"FAILED ({rc})"
+                    print(f"{status:>10} {took:5.1f} s  {where}: {cmd}")
+                    if rc != 0:
+                        failures.append(f"{where}: `{cmd}` exited {rc}:\n    " +
+                                        "\n    ".join(out.strip().split("\n")[-15:]))
+            for cmd in [DEMO] + sorted(skips):
+                why = skips.get(cmd, "started first, in the background, on the binary under test")
+                print(f"{'skipped':>10}          {cmd}  ({why})")
+        finally:
+            stop(demo)
     if failures:
         print("\n" + "\n".join(failures))
         return 1

@@ -7,7 +7,7 @@
 #include <set>
 #include <thread>
 
-#include "proxy/worker_picker.h"
+#include "proxy/runtime/worker_picker.h"
 #include "reload_util.h"
 
 namespace memshard::testing::reload {

@@ -16,7 +16,7 @@
 #include <stdexcept>
 #include <thread>
 
-#include "proxy/worker_picker.h"
+#include "proxy/runtime/worker_picker.h"
 
 namespace memshard::testing::reload {
 

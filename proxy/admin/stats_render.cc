@@ -1,0 +1,348 @@
+#include "proxy/admin/stats_render.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <ctime>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "proxy/admin/stats_view.h"
+#include "proxy/support/stats.h"
+
+namespace memshard::proxy {
+
+namespace {
+
+void json_string(std::string& out, std::string_view s) {
+  out.push_back('"');
+  for (char c : s) {
+    if (c == '"' || c == '\\') {
+      out.push_back('\\');
+      out.push_back(c);
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      char buf[8];
+      snprintf(buf, sizeof(buf), "\\u%04x", c);
+      out.append(buf);
+    } else {
+      out.push_back(c);
+    }
+  }
+  out.push_back('"');
+}
+
+void json_field(std::string& out, std::string_view name, uint64_t value, bool& first) {
+  if (!first) out.append(", ");
+  first = false;
+  json_string(out, name);
+  out.append(":").append(std::to_string(value));
+}
+
+std::string hostname() {
+  char buf[256] = {};
+  gethostname(buf, sizeof(buf) - 1);
+  return buf;
+}
+
+uint64_t counter(const std::vector<uint64_t>& values, size_t i) {
+  return i < values.size() ? values[i] : 0;
+}
+
+size_t index_of(const std::string_view* names, size_t n, std::string_view name) {
+  for (size_t i = 0; i < n; ++i) {
+    if (names[i] == name) return i;
+  }
+  return n;
+}
+
+uint64_t server_counter(const StatsSnapshot::Server& s, std::string_view name) {
+  return counter(s.counters, index_of(kServerCounterNames, std::size(kServerCounterNames), name));
+}
+
+// The workers' counters summed, looked up by name (both renderers print a
+// few of them among their own fields).
+class WorkerTotals {
+ public:
+  explicit WorkerTotals(const StatsView& p) : totals_(p.counter_totals()) {}
+  uint64_t operator()(std::string_view name) const {
+    for (const auto& [n, v] : totals_) {
+      if (n == name) return v;
+    }
+    return 0;
+  }
+
+ private:
+  std::vector<std::pair<std::string_view, uint64_t>> totals_;
+};
+
+}  // namespace
+
+void render_twemproxy_json(const StatsView& p, std::string& out) {
+  StatsSnapshot snap = p.snapshot();
+  WorkerTotals total(p);
+  out.append("{\"service\":\"memshard\", \"source\":");
+  json_string(out, hostname());
+  out.append(", \"version\":\"" MEMSHARD_VERSION "\"");
+  bool first = false;
+  json_field(out, "uptime", p.uptime_seconds(), first);
+  json_field(out, "timestamp", static_cast<uint64_t>(time(nullptr)), first);
+  json_field(out, "total_connections", total("total_connections"), first);
+  json_field(out, "curr_connections", total("curr_connections"), first);
+  json_field(out, "parked_connections", total("parked_connections"), first);
+  json_field(out, "config_generation", p.generation(), first);
+  json_field(out, "config_reloads", p.reloads(), first);
+  json_field(out, "config_reload_failures", p.reload_failures(), first);
+  json_field(out, "dns_address_changes", p.dns_address_changes(), first);
+  json_field(out, "dns_failures", p.dns_failures(), first);
+  for (const auto& [pool, t] : snap.pools) {
+    out.append(", ");
+    json_string(out, pool);
+    out.append(": {");
+    bool pf = true;
+    for (size_t i = 0; i < std::size(kPoolCounterNames); ++i) {
+      json_field(out, kPoolCounterNames[i], counter(t.counters, i), pf);
+      if (kPoolCounterNames[i] == "client_connections") {
+        json_field(out, "server_ejects", p.pool_ejections(pool), pf);
+      }
+    }
+    for (const auto& [name, s] : t.servers) {
+      out.append(", ");
+      json_string(out, name);
+      out.append(": {");
+      bool sf = true;
+      for (size_t i = 0; i < std::size(kServerCounterNames); ++i) {
+        std::string_view n = kServerCounterNames[i];
+        json_field(out, n, counter(s.counters, i), sf);
+        if (n == "server_connections") {
+          json_field(out, "server_ejected_at", p.ejected_at(pool, s.identity), sf);
+        } else if (n == "response_bytes") {
+          // memshard writes requests straight to the connection: nothing
+          // waits in an input queue as in twemproxy.
+          json_field(out, "in_queue", 0, sf);
+          json_field(out, "in_queue_bytes", 0, sf);
+        }
+      }
+      out.append("}");
+    }
+    out.append("}");
+  }
+  out.append("}\n");
+}
+
+namespace {
+
+// Prometheus label values escape backslash, quote and newline.
+std::string label(std::string_view s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '\\' || c == '"') {
+      out.push_back('\\');
+      out.push_back(c);
+    } else if (c == '\n') {
+      out.append("\\n");
+    } else {
+      out.push_back(c);
+    }
+  }
+  return out;
+}
+
+struct Family {
+  std::string& out;
+  void header(std::string_view name, std::string_view type, std::string_view help) {
+    out.append("# HELP ").append(name).append(" ").append(help).append("\n");
+    out.append("# TYPE ").append(name).append(" ").append(type).append("\n");
+  }
+  void sample(std::string_view name, std::string_view labels, uint64_t value) {
+    out.append(name);
+    if (!labels.empty()) out.append("{").append(labels).append("}");
+    out.append(" ").append(std::to_string(value)).append("\n");
+  }
+  void sample(std::string_view name, std::string_view labels, double value) {
+    char buf[64];
+    snprintf(buf, sizeof(buf), "%.6f", value);
+    out.append(name);
+    if (!labels.empty()) out.append("{").append(labels).append("}");
+    out.append(" ").append(buf).append("\n");
+  }
+};
+
+std::string pool_label(const std::string& pool) {
+  return "pool=\"" + label(pool) + "\"";
+}
+
+std::string server_labels(const std::string& pool, const std::string& name,
+                          const StatsSnapshot::Server& s) {
+  return pool_label(pool) + ",server=\"" + label(name) + "\",address=\"" + label(s.identity) + "\"";
+}
+
+}  // namespace
+
+void render_prometheus(const StatsView& p, std::string& out) {
+  StatsSnapshot snap = p.snapshot();
+  Family f{out};
+  WorkerTotals total(p);
+  f.header("memshard_uptime_seconds", "gauge", "Seconds since memshard started.");
+  f.sample("memshard_uptime_seconds", "", p.uptime_seconds());
+  f.header("memshard_config_generation", "gauge", "Generation of the configuration in force.");
+  f.sample("memshard_config_generation", "", p.generation());
+  f.header("memshard_config_reloads_total", "counter", "Configuration reloads that took effect.");
+  f.sample("memshard_config_reloads_total", "", p.reloads());
+  f.header("memshard_config_reload_failures_total", "counter",
+           "Reloads refused because the configuration did not load, resolve or bind.");
+  f.sample("memshard_config_reload_failures_total", "", p.reload_failures());
+  f.header("memshard_dns_address_changes_total", "counter",
+           "Lookups of a server's name that found other addresses than before.");
+  f.sample("memshard_dns_address_changes_total", "", p.dns_address_changes());
+  f.header("memshard_dns_failures_total", "counter",
+           "Lookups of a server's name that failed; the server keeps its last addresses.");
+  f.sample("memshard_dns_failures_total", "", p.dns_failures());
+  f.header("memshard_connections_total", "counter", "Client connections accepted.");
+  f.sample("memshard_connections_total", "", total("total_connections"));
+  f.header("memshard_connections", "gauge", "Client connections open.");
+  f.sample("memshard_connections", "", total("curr_connections"));
+  f.header("memshard_parked_connections", "gauge",
+           "Of the client connections open, idle ones held as a bare socket.");
+  f.sample("memshard_parked_connections", "", total("parked_connections"));
+  f.header("memshard_worker_connections", "gauge",
+           "Client connections open, per worker thread (parked ones included).");
+  std::vector<uint64_t> per_worker = p.worker_connections();
+  for (size_t i = 0; i < per_worker.size(); ++i)
+    f.sample("memshard_worker_connections", "worker=\"" + std::to_string(i) + "\"", per_worker[i]);
+  f.header("memshard_max_connections", "gauge",
+           "Client connections the descriptor limit leaves room for.");
+  f.sample("memshard_max_connections", "", p.max_connections());
+  f.header("memshard_rejected_connections_total", "counter",
+           "Client connections refused: past a pool's client_connections, the room the "
+           "descriptor limit leaves, or with no descriptor left.");
+  f.sample("memshard_rejected_connections_total", "", p.rejected_connections());
+  f.header("memshard_client_errors_total", "counter",
+           "Requests answered with an error by the proxy itself.");
+  f.sample("memshard_client_errors_total", "", total("client_errors"));
+
+  // Per pool.
+  struct PoolMetric {
+    std::string_view counter, name, type, help;
+  };
+  static constexpr PoolMetric kPool[] = {
+      {"client_connections", "memshard_pool_client_connections", "gauge",
+       "Client connections open, per pool."},
+      {"client_eof", "memshard_pool_client_eof_total", "counter", "Clients that closed."},
+      {"client_err", "memshard_pool_client_errors_total", "counter",
+       "Client connections closed on an error."},
+      {"requests", "memshard_pool_requests_total", "counter", "Client requests answered."},
+      {"fragments", "memshard_pool_fragments_total", "counter", "Backend operations sent."},
+      {"forward_error", "memshard_pool_forward_errors_total", "counter",
+       "Backend operations failed (unreachable, timeout, invalid reply)."},
+  };
+  for (const PoolMetric& m : kPool) {
+    f.header(m.name, m.type, m.help);
+    size_t i = index_of(kPoolCounterNames, std::size(kPoolCounterNames), m.counter);
+    for (const auto& [pool, t] : snap.pools)
+      f.sample(m.name, pool_label(pool), counter(t.counters, i));
+  }
+  f.header("memshard_pool_server_ejections_total", "counter",
+           "Servers ejected from the ring by auto_eject_hosts.");
+  for (const auto& [pool, t] : snap.pools) {
+    f.sample("memshard_pool_server_ejections_total", pool_label(pool),
+             p.pool_ejections(pool));
+  }
+  f.header("memshard_request_duration_seconds", "histogram",
+           "Time from a request's arrival to its reply being ready, per pool.");
+  for (const auto& [pool, t] : snap.pools) {
+    uint64_t cumulative = 0;
+    for (size_t b = 0; b < kLatencyBuckets; ++b) {
+      cumulative += counter(t.latency, b);
+      std::string le = b < std::size(kLatencyBucketsUsec)
+                           ? std::to_string(static_cast<double>(kLatencyBucketsUsec[b]) / 1e6)
+                           : "+Inf";
+      f.sample("memshard_request_duration_seconds_bucket", pool_label(pool) + ",le=\"" + le + "\"",
+               cumulative);
+    }
+    f.sample("memshard_request_duration_seconds_sum", pool_label(pool),
+             static_cast<double>(t.latency_sum_usec) / 1e6);
+    f.sample("memshard_request_duration_seconds_count", pool_label(pool), cumulative);
+  }
+
+  // Per server.
+  struct ServerMetric {
+    std::string_view counter, name, type, help, extra;
+  };
+  static constexpr ServerMetric kServer[] = {
+      {"requests", "memshard_server_requests_total", "counter", "Operations sent to the server.",
+       ""},
+      {"requests_joined", "memshard_server_requests_joined_total", "counter",
+       "Operations (get/gets) sent on the multi-get line of the one before.", ""},
+      {"request_bytes", "memshard_server_request_bytes_total", "counter", "Bytes sent.", ""},
+      {"responses", "memshard_server_responses_total", "counter", "Operations answered.", ""},
+      {"response_bytes", "memshard_server_response_bytes_total", "counter", "Bytes received.", ""},
+      {"out_queue", "memshard_server_in_flight", "gauge", "Operations awaiting a reply.", ""},
+      {"out_queue_bytes", "memshard_server_in_flight_bytes", "gauge",
+       "Request bytes of the operations awaiting a reply.", ""},
+      {"server_connections", "memshard_server_connections", "gauge", "Open connections.", ""},
+      {"server_eof", "memshard_server_errors_total", "counter",
+       "Connection failures: eof (closed by the server), error (connect error, reset, invalid "
+       "reply), timeout.",
+       "kind=\"eof\""},
+      {"server_err", "memshard_server_errors_total", "", "", "kind=\"error\""},
+      {"server_timedout", "memshard_server_errors_total", "", "", "kind=\"timeout\""},
+      {"replies_hit", "memshard_server_replies_total", "counter", "Replies by type.",
+       "type=\"hit\""},
+      {"replies_miss", "memshard_server_replies_total", "", "", "type=\"miss\""},
+      {"replies_stored", "memshard_server_replies_total", "", "", "type=\"stored\""},
+      {"replies_not_stored", "memshard_server_replies_total", "", "", "type=\"not_stored\""},
+      {"replies_exists", "memshard_server_replies_total", "", "", "type=\"exists\""},
+      {"replies_not_found", "memshard_server_replies_total", "", "", "type=\"not_found\""},
+      {"replies_error", "memshard_server_replies_total", "", "", "type=\"error\""},
+      {"replies_other", "memshard_server_replies_total", "", "", "type=\"other\""},
+  };
+  for (const ServerMetric& m : kServer) {
+    if (!m.type.empty()) f.header(m.name, m.type, m.help);
+    for (const auto& [pool, t] : snap.pools) {
+      for (const auto& [name, s] : t.servers) {
+        std::string labels = server_labels(pool, name, s);
+        if (!m.extra.empty()) labels.append(",").append(m.extra);
+        f.sample(m.name, labels, server_counter(s, m.counter));
+      }
+    }
+  }
+  f.header("memshard_server_ejected", "gauge", "1 while auto_eject_hosts keeps the server out.");
+  for (const auto& [pool, t] : snap.pools) {
+    for (const auto& [name, s] : t.servers) {
+      f.sample("memshard_server_ejected", server_labels(pool, name, s),
+               uint64_t{p.ejected_at(pool, s.identity) != 0});
+    }
+  }
+}
+
+void render_stat_servers(const StatsView& p, std::string& out) {
+  StatsSnapshot snap = p.snapshot();
+  for (const auto& [pool, t] : snap.pools) {
+    for (const auto& [name, s] : t.servers) {
+      std::string prefix = "STAT " + pool + ":" + name + ":";
+      out.append(prefix).append("address ").append(s.identity).append("\r\n");
+      uint64_t ejected = p.ejected_at(pool, s.identity);
+      out.append(prefix).append("state ").append(ejected ? "ejected" : "live").append("\r\n");
+      for (size_t i = 0; i < std::size(kServerCounterNames); ++i) {
+        out.append(prefix).append(kServerCounterNames[i]).append(" ");
+        out.append(std::to_string(counter(s.counters, i))).append("\r\n");
+      }
+    }
+  }
+  out.append("END\r\n");
+}
+
+void render_stat_pools(const StatsView& p, std::string& out) {
+  StatsSnapshot snap = p.snapshot();
+  for (const auto& [pool, t] : snap.pools) {
+    for (size_t i = 0; i < std::size(kPoolCounterNames); ++i) {
+      out.append("STAT ").append(pool).append(":").append(kPoolCounterNames[i]).append(" ");
+      out.append(std::to_string(counter(t.counters, i))).append("\r\n");
+    }
+    out.append("STAT ").append(pool).append(":server_ejects ");
+    out.append(std::to_string(p.pool_ejections(pool))).append("\r\n");
+  }
+}
+
+}  // namespace memshard::proxy

@@ -1,0 +1,58 @@
+// What the admin layer reads of the running proxy: a narrow, read-only
+// view that the runtime implements (and a test can fake), so rendering
+// stats needs neither workers nor a whole proxy. Every reader is safe to
+// call from any thread.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace memshard::proxy {
+
+// Per-pool and per-server counters of every worker, summed by name.
+struct StatsSnapshot {
+  struct Server {
+    std::string identity;
+    std::vector<uint64_t> counters;  // MEMSHARD_SERVER_COUNTERS order
+  };
+  struct PoolTotals {
+    std::vector<uint64_t> counters;  // MEMSHARD_POOL_COUNTERS order
+    std::vector<uint64_t> latency;   // per bucket (not cumulative)
+    uint64_t latency_sum_usec = 0;
+    std::map<std::string, Server> servers;  // by stats name
+  };
+  std::map<std::string, PoolTotals> pools;
+};
+
+class StatsView {
+ public:
+  virtual uint64_t uptime_seconds() const = 0;
+  virtual int thread_count() const = 0;
+  // Client connections each worker holds (by index), parked ones included.
+  virtual std::vector<uint64_t> worker_connections() const = 0;
+  virtual StatsSnapshot snapshot() const = 0;
+  // Every worker counter, summed over the workers, in declaration order.
+  virtual std::vector<std::pair<std::string_view, uint64_t>> counter_totals() const = 0;
+  virtual uint64_t generation() const = 0;
+  virtual uint64_t reloads() const = 0;
+  virtual uint64_t reload_failures() const = 0;
+  virtual uint64_t rejected_connections() const = 0;
+  virtual uint64_t max_connections() const = 0;
+  virtual uint64_t dns_address_changes() const = 0;
+  virtual uint64_t dns_failures() const = 0;
+  // auto_eject_hosts.
+  virtual uint64_t ejections() const = 0;
+  virtual uint64_t readmissions() const = 0;
+  virtual uint64_t pool_ejections(const std::string& pool) const = 0;
+  // When the server was ejected (us since the epoch), 0 when it is in.
+  virtual uint64_t ejected_at(const std::string& pool, const std::string& identity) const = 0;
+
+ protected:
+  ~StatsView() = default;
+};
+
+}  // namespace memshard::proxy

@@ -1,0 +1,560 @@
+#include "proxy/clients/client_conn.h"
+
+#include <event2/buffer.h>
+#include <sys/ioctl.h>
+
+#include <algorithm>
+#include <span>
+
+#include "proxy/backends/backend.h"
+#include "proxy/backends/reply_slot.h"
+#include "proxy/protocol/replies.h"
+#include "proxy/protocol/version.h"
+
+namespace memshard::proxy {
+
+namespace {
+
+using proto::reply::own::kBackendUnavailable;
+using proto::reply::own::kNoPool;
+
+bool is_meta(proto::Command c) {
+  switch (c) {
+    case proto::Command::meta_get:
+    case proto::Command::meta_set:
+    case proto::Command::meta_delete:
+    case proto::Command::meta_arithmetic:
+    case proto::Command::meta_debug:
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool is_storage(proto::Command c) {
+  switch (c) {
+    case proto::Command::set:
+    case proto::Command::add:
+    case proto::Command::replace:
+    case proto::Command::append:
+    case proto::Command::prepend:
+    case proto::Command::cas:
+    case proto::Command::meta_set:
+      return true;
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
+ClientConn::ClientConn(ClientContext& context, int fd, std::shared_ptr<const ClientOrigin> origin,
+                       uint64_t id, bool resumed)
+    : context_(context),
+      work_(context.scratch()),
+      stream_(context.streams(), fd, &ClientConn::on_stream, this, kMemcachedReadBuffer,
+              Stream::Reads::compact),
+      origin_(std::move(origin)),
+      pool_stats_(*origin_->stats),
+      id_(id),
+      last_input_usec_(context.now_usec()) {
+  use_route(context_.route(origin_->pool_name));
+  if (resumed) return;
+  pool_stats_.client_connections.add();
+  context_.stats().curr_connections.add();
+  context_.stats().total_connections.add();
+}
+
+ClientConn::~ClientConn() {
+  // Only at shutdown can replies still be owed here (the drain timed out).
+  while (!slots_.empty()) context_.release_slot(slots_.pop_front());
+}
+
+// Takes the pool's settings that apply per connection, at connect and
+// again after every reload.
+void ClientConn::use_route(const PoolRoute* route) {
+  route_ = route;
+  route_epoch_ = context_.routes_epoch();
+  if (route == nullptr) return;
+  const conf::PoolConfig& pc = route->pool->config;
+  limits_.item_size_max = pc.item_size_max;
+  // Input stops being read once it holds the largest request we accept,
+  // so a client cannot make us buffer more than that.
+  size_t max_request = proto::kMaxRetrievalLineLength + limits_.item_size_max + 4096;
+  stream_.set_input_limit(max_request);
+  stream_.set_idle_timeout_ms(pc.client_idle_timeout_ms);
+}
+
+void ClientConn::on_routes_changed() {
+  if (closed_) return;
+  const PoolRoute* r = context_.route(origin_->pool_name);
+  if (r == nullptr) {
+    close_when_idle();
+    return;
+  }
+  use_route(r);
+}
+
+void ClientConn::on_stream(void* self, Stream::Happened what) {
+  auto* c = static_cast<ClientConn*>(self);
+  switch (what) {
+    case Stream::Happened::input:
+      c->last_input_usec_ = c->context_.now_usec();
+      c->process_input();
+      return;
+    case Stream::Happened::written:
+      c->flush_ready();
+      return;
+    case Stream::Happened::idle:
+      // client_idle_timeout: silent for that long. A client still waiting
+      // for replies is not idle; half a request is (it holds memory for
+      // nothing).
+      if (c->slots_.empty()) c->shut();
+      return;
+    case Stream::Happened::eof:
+      // A client may half-close after its last request (`printf ... | nc`):
+      // answer what it sent, then close.
+      c->pool_stats_.client_eof.add();
+      c->process_input();
+      c->closing_ = true;
+      c->flush_ready();
+      return;
+    case Stream::Happened::flushing:  // not asked for
+      return;
+    case Stream::Happened::error:
+    case Stream::Happened::connected:
+      c->pool_stats_.client_err.add();
+      c->shut();
+      return;
+  }
+}
+
+void ClientConn::process_input() {
+  if (closing_ || closed_ || in_process_) return;
+  in_process_ = true;
+  while (!closing_) {
+    // A lone request always goes through, however many keys it has.
+    bool over_keys = keys_in_flight_ >= kMaxKeysInFlight && !slots_.empty();
+    if (over_keys || slots_.size() >= kMaxPendingReplies ||
+        stream_.output_length() >= kMaxBufferedOutput) {
+      paused_ = true;
+      break;
+    }
+    if (!next_request()) break;
+  }
+  in_process_ = false;
+  flush_ready();
+  if (!closed_) stream_.update();  // input consumed: reading may resume
+}
+
+bool ClientConn::next_request() {
+  evbuffer* in = stream_.input();
+  if (swallow_left_ > 0) {
+    size_t n = std::min<uint64_t>(evbuffer_get_length(in), swallow_left_);
+    evbuffer_drain(in, n);
+    swallow_left_ -= n;
+    if (swallow_left_ > 0) return false;
+  }
+  if (awaiting_bytes_ > 0) {
+    // A request whose value was still arriving. The shared scratch space
+    // has served other clients since, so its line is parsed again.
+    if (evbuffer_get_length(in) < awaiting_bytes_) return false;
+    parse_line(in, line_bytes_);
+    awaiting_bytes_ = 0;
+  } else {
+    size_t eol_len = 0;
+    evbuffer_ptr eol = evbuffer_search_eol(in, nullptr, &eol_len, EVBUFFER_EOL_LF);
+    if (eol.pos < 0) {
+      size_t len = evbuffer_get_length(in);
+      if (len <= proto::kMaxLineLength) return false;
+      // memcached applies its line-length rule to what one read brought
+      // (up to its 16 KiB buffer). We read in smaller pieces, so while the
+      // socket still holds bytes of that first 16 KiB, read them first.
+      int pending = 0;
+      if (len < kMemcachedReadBuffer && ioctl(stream_.fd(), FIONREAD, &pending) == 0 &&
+          pending > 0) {
+        return false;
+      }
+      bool too_long = len > proto::kMaxRetrievalLineLength;
+      if (!too_long) {
+        // Enough of the line to tell a long multi-get from garbage.
+        work_.line.resize(proto::kMaxLineLength + 1);
+        evbuffer_copyout(in, work_.line.data(), work_.line.size());
+        too_long = proto::line_too_long(work_.line);
+      }
+      if (too_long) {
+        // memcached closes such a connection without a word.
+        closing_ = true;
+        stream_.set_reading(false);
+      }
+      return false;
+    }
+    auto line_len = static_cast<size_t>(eol.pos);
+    if (line_len > proto::kMaxRetrievalLineLength) {
+      // Our bound holds however the line arrived: in pieces (above), or
+      // whole within one read, when reads grow with the input buffer.
+      closing_ = true;
+      stream_.set_reading(false);
+      return false;
+    }
+    header_bytes_ = line_len + eol_len;
+    parse_line(in, line_len);
+    if (work_.request.action == proto::Action::forward &&
+        evbuffer_get_length(in) < header_bytes_ + work_.request.data_bytes) {
+      line_bytes_ = line_len;
+      awaiting_bytes_ = header_bytes_ + work_.request.data_bytes;
+      return false;  // the value has not fully arrived
+    }
+  }
+  dispatch(in);
+  if (work_.line.capacity() > 64 * 1024) work_.line = std::string();  // after a huge multi-get
+  return true;
+}
+
+void ClientConn::parse_line(evbuffer* in, size_t line_len) {
+  work_.line.resize(line_len);
+  evbuffer_copyout(in, work_.line.data(), line_len);
+  if (!work_.line.empty() && work_.line.back() == '\r') work_.line.pop_back();
+  proto::parse_request_line(work_.line, limits_, work_.request);
+}
+
+void ClientConn::dispatch(evbuffer* in) {
+  if (route_epoch_ != context_.routes_epoch()) use_route(context_.route(origin_->pool_name));
+  const PoolRoute* route = route_;
+  switch (work_.request.action) {
+    case proto::Action::local:
+      answer_locally(in);
+      return;
+    case proto::Action::error:
+      context_.stats().client_errors.add();
+      evbuffer_drain(in, header_bytes_);
+      swallow_left_ = work_.request.swallow;
+      if (work_.request.invalidate_key && route != nullptr) {
+        invalidate(*route);
+      } else {
+        reply_now(new_slot(), work_.request.error_reply);
+      }
+      return;
+    case proto::Action::close: {
+      ReplySlot* s = new_slot();
+      s->close_after = true;
+      reply_now(s, work_.request.error_reply);
+      evbuffer_drain(in, header_bytes_);
+      closing_ = true;
+      return;
+    }
+    default:
+      break;
+  }
+  if (route == nullptr) {
+    evbuffer_drain(in, header_bytes_ + work_.request.data_bytes);
+    reply_line(new_slot(), kNoPool);
+    return;
+  }
+  switch (work_.request.action) {
+    case proto::Action::forward:
+      forward(*route, in);
+      break;
+    case proto::Action::multi_get:
+      multi_get(*route, in);
+      break;
+    case proto::Action::broadcast:
+      broadcast(*route, in);
+      break;
+    default:
+      break;
+  }
+}
+
+void ClientConn::forward(const PoolRoute& route, evbuffer* in) {
+  WorkerStats& st = context_.stats();
+  (is_storage(work_.request.command) ? st.cmd_set : st.cmd_other).add();
+  size_t server = route.pool->ring.lookup(work_.request.keys[0]);
+  BackendConn* conn =
+      server == ketama::Ring::npos ? nullptr : route.backends[server]->connection_for(id_);
+  ReplySlot* s = new_slot();
+  bool meta = is_meta(work_.request.command);
+  if (conn == nullptr) {
+    evbuffer_drain(in, header_bytes_ + work_.request.data_bytes);
+    count_forward_error();
+    // noreply asked for silence even about failures; quiet meta did not.
+    if (work_.request.quiet && !meta) {
+      reply_now(s, {});
+    } else {
+      reply_line(s, kBackendUnavailable);
+    }
+    return;
+  }
+  // The request goes out exactly as the client wrote it; a quiet one is
+  // followed by "mn" so the server's own quiet rules decide what it says
+  // and the MN marks where its answer ends.
+  evbuffer* out = conn->output();
+  evbuffer_remove_buffer(in, out, header_bytes_ + work_.request.data_bytes);
+  ReplyMode mode = meta ? ReplyMode::meta : ReplyMode::single;
+  if (work_.request.quiet) {
+    evbuffer_add(out, "mn\r\n", 4);
+    mode = meta ? ReplyMode::quiet_keep : ReplyMode::quiet_drop;
+  }
+  s->outstanding = 1;
+  s->add_fragment();
+  count_fragment();
+  conn->enqueue(BackendOp{s, 0, mode, context_.now_usec()});
+}
+
+// A set refused as too large also deletes the key's current value, as
+// memcached does; the client sees only the refusal, after the delete.
+void ClientConn::invalidate(const PoolRoute& route) {
+  ReplySlot* s = new_slot();
+  evbuffer_add(s->reply, work_.request.error_reply.data(), work_.request.error_reply.size());
+  size_t server = route.pool->ring.lookup(work_.request.keys[0]);
+  BackendConn* conn =
+      server == ketama::Ring::npos ? nullptr : route.backends[server]->connection_for(id_);
+  if (conn == nullptr) {
+    s->complete = true;
+    return;
+  }
+  work_.text.assign("md ").append(work_.request.raw_key);
+  if (work_.request.key_base64) work_.text.append(" b");
+  work_.text.append(" q\r\nmn\r\n");
+  evbuffer_add(conn->output(), work_.text.data(), work_.text.size());
+  s->outstanding = 1;
+  s->add_fragment();
+  count_fragment();
+  conn->enqueue(BackendOp{s, 0, ReplyMode::quiet_drop, context_.now_usec()});
+}
+
+void ClientConn::multi_get(const PoolRoute& route, evbuffer* in) {
+  WorkerStats& st = context_.stats();
+  ReplySlot* s = new_slot();
+  s->kind = SlotKind::retrieval;
+  const ketama::Ring& ring = route.pool->ring;
+  size_t nservers = route.backends.size();
+  if (work_.fragment_of_server.size() < nservers + 1)
+    work_.fragment_of_server.assign(nservers + 1, -1);
+  work_.server_of_fragment.clear();
+  const auto& keys = work_.request.keys;
+  for (uint32_t pos = 0; pos < keys.size(); ++pos) {
+    size_t server = ring.lookup(keys[pos]);
+    if (server == ketama::Ring::npos) server = nservers;  // nothing live: a failed fragment
+    int32_t f = work_.fragment_of_server[server];
+    if (f < 0) {
+      f = static_cast<int32_t>(s->fragment_count);
+      s->add_fragment();
+      work_.fragment_of_server[server] = f;
+      work_.server_of_fragment.push_back(server);
+    }
+    auto offset = static_cast<uint32_t>(s->keys.size());
+    s->keys.append(keys[pos]);
+    s->key_refs.push_back(
+        KeyRef{offset, static_cast<uint32_t>(keys[pos].size()), static_cast<uint32_t>(f), 0});
+    s->fragments[f].key_positions.push_back(pos);
+  }
+  for (size_t server : work_.server_of_fragment) work_.fragment_of_server[server] = -1;
+  st.cmd_get.add(keys.size());
+
+  // get and gets lines are built by the backend connection, which joins
+  // those queued back to back into one multi-get; gat and gats (whose
+  // exptime must match) go as lines of their own.
+  std::string_view shared_verb;
+  if (work_.request.command == proto::Command::get) shared_verb = "get";
+  if (work_.request.command == proto::Command::gets) shared_verb = "gets";
+  bool whole_line = work_.server_of_fragment.size() == 1 && shared_verb.empty();
+  if (!whole_line) evbuffer_drain(in, header_bytes_);
+  uint64_t now = context_.now_usec();
+  for (uint32_t f = 0; f < s->fragment_count; ++f) {
+    size_t server = work_.server_of_fragment[f];
+    BackendConn* conn = server < nservers ? route.backends[server]->connection_for(id_) : nullptr;
+    if (conn == nullptr) {
+      s->fragments[f].failed = true;
+      if (s->error.empty()) s->error.assign(kBackendUnavailable).append("\r\n");
+      count_forward_error();
+      continue;
+    }
+    if (!shared_verb.empty()) {
+      std::span<const std::string_view> fragment_keys = keys;
+      if (s->fragment_count > 1) {
+        work_.key_views.clear();
+        for (uint32_t pos : s->fragments[f].key_positions) work_.key_views.push_back(s->key(pos));
+        fragment_keys = work_.key_views;
+      }
+      ++s->outstanding;
+      count_fragment();
+      conn->enqueue_retrieval(shared_verb, fragment_keys,
+                              BackendOp{s, f, ReplyMode::retrieval, now});
+      continue;
+    }
+    evbuffer* out = conn->output();
+    if (whole_line) {
+      // One server holds every key: the client's own line serves as is.
+      evbuffer_remove_buffer(in, out, header_bytes_);
+    } else {
+      work_.key_views.clear();
+      for (uint32_t pos : s->fragments[f].key_positions) work_.key_views.push_back(s->key(pos));
+      work_.text.clear();
+      proto::append_retrieval_line(work_.request, work_.key_views, work_.text);
+      evbuffer_add(out, work_.text.data(), work_.text.size());
+    }
+    ++s->outstanding;
+    count_fragment();
+    conn->enqueue(BackendOp{s, f, ReplyMode::retrieval, now});
+  }
+  if (whole_line && s->outstanding == 0) evbuffer_drain(in, header_bytes_);
+  if (s->outstanding == 0) s->complete_unsent();
+}
+
+void ClientConn::broadcast(const PoolRoute& route, evbuffer* in) {
+  ReplySlot* s = new_slot();
+  s->kind = SlotKind::broadcast;
+  s->drop_reply = work_.request.quiet;
+  s->add_fragment();
+  uint64_t now = context_.now_usec();
+  for (BackendServer* b : route.backends) {
+    BackendConn* conn = b->connection_for(id_);
+    if (conn == nullptr) {
+      if (s->error.empty()) s->error.assign(kBackendUnavailable).append("\r\n");
+      count_forward_error();
+      continue;
+    }
+    evbuffer* out = conn->output();
+    evbuffer_add(out, work_.line.data(), work_.line.size());
+    evbuffer_add(out, "\r\n", 2);
+    ReplyMode mode = ReplyMode::broadcast;
+    if (work_.request.quiet) {
+      evbuffer_add(out, "mn\r\n", 4);
+      mode = ReplyMode::quiet_drop;
+    }
+    ++s->outstanding;
+    count_fragment();
+    conn->enqueue(BackendOp{s, 0, mode, now});
+  }
+  evbuffer_drain(in, header_bytes_);
+  if (s->outstanding == 0) s->complete_unsent();
+}
+
+void ClientConn::answer_locally(evbuffer* in) {
+  evbuffer_drain(in, header_bytes_);
+  ReplySlot* s = new_slot();
+  switch (work_.request.command) {
+    case proto::Command::quit:
+      s->close_after = true;
+      s->complete = true;
+      closing_ = true;
+      break;
+    case proto::Command::verbosity:
+      reply_now(s, work_.request.quiet ? std::string_view() : std::string_view("OK\r\n"));
+      break;
+    case proto::Command::meta_noop:
+      reply_now(s, "MN\r\n");
+      break;
+    case proto::Command::version:
+      reply_now(s, proto::version_reply());
+      break;
+    case proto::Command::stats:
+      work_.text.clear();
+      context_.append_stats(work_.request.args, work_.text);
+      reply_now(s, work_.text);
+      break;
+    default:
+      reply_now(s, "ERROR\r\n");
+      break;
+  }
+}
+
+void ClientConn::count_fragment() {
+  context_.stats().fragments.add();
+  pool_stats_.fragments.add();
+}
+
+void ClientConn::count_forward_error() {
+  context_.stats().forward_error.add();
+  pool_stats_.forward_error.add();
+}
+
+ReplySlot* ClientConn::new_slot() {
+  ReplySlot* s = context_.acquire_slot(this);
+  // Each key may bring back a value of up to item_size_max: counting them
+  // bounds what the replies owed to one client can make us hold.
+  s->keys_weight =
+      work_.request.keys.empty() ? 1 : static_cast<uint32_t>(work_.request.keys.size());
+  keys_in_flight_ += s->keys_weight;
+  s->started_usec = context_.now_usec();
+  slots_.push_back(s);
+  return s;
+}
+
+void ClientConn::reply_line(ReplySlot* s, std::string_view line) {
+  evbuffer_add(s->reply, line.data(), line.size());
+  reply_now(s, "\r\n");
+}
+
+void ClientConn::reply_now(ReplySlot* s, std::string_view text) {
+  if (!text.empty()) evbuffer_add(s->reply, text.data(), text.size());
+  s->complete = true;
+}
+
+void ClientConn::on_slot_complete() {
+  if (!in_process_) flush_ready();
+}
+
+void ClientConn::flush_ready() {
+  uint64_t now = slots_.empty() ? 0 : context_.now_usec();
+  bool wrote = false;
+  while (!slots_.empty() && slots_.front()->complete) {
+    ReplySlot* s = slots_.pop_front();
+    keys_in_flight_ -= s->keys_weight;
+    pool_stats_.requests.add();
+    pool_stats_.record_latency(now - s->started_usec);
+    if (!closed_ && !s->drop_reply && evbuffer_get_length(s->reply) > 0) {
+      evbuffer_add_buffer(stream_.output(), s->reply);
+      wrote = true;
+    }
+    if (s->close_after) closing_ = true;
+    context_.release_slot(s);
+  }
+  // Written once, after everything this loop iteration produced.
+  if (wrote) stream_.mark_dirty();
+  if (closed_) {
+    if (slots_.empty()) context_.retire(this);
+    return;
+  }
+  if (closing_) {
+    stream_.set_reading(false);
+    if (slots_.empty() && stream_.output_length() == 0) {
+      shut();
+    } else {
+      stream_.watch_writes(true);  // close once the output has gone
+    }
+    return;
+  }
+  if (paused_ && slots_.size() < kMaxPendingReplies && keys_in_flight_ < kMaxKeysInFlight &&
+      stream_.output_length() < kMaxBufferedOutput) {
+    paused_ = false;
+    process_input();
+  }
+  // Output past its bound resumes input only as it is written.
+  stream_.watch_writes(paused_);
+}
+
+void ClientConn::close_when_idle() {
+  if (closed_) return;
+  process_input();
+  closing_ = true;
+  flush_ready();
+}
+
+bool ClientConn::parkable(uint64_t idle_since_usec) const {
+  return last_input_usec_ <= idle_since_usec && slots_.empty() && !closing_ && !closed_ &&
+         !paused_ && !in_process_ && awaiting_bytes_ == 0 && swallow_left_ == 0 && stream_.quiet();
+}
+
+void ClientConn::shut() {
+  if (closed_) return;
+  closed_ = true;
+  stream_.close();
+  context_.stats().curr_connections.sub();
+  pool_stats_.client_connections.sub();
+  origin_->pool_clients->remove();
+  if (slots_.empty()) context_.retire(this);
+}
+
+}  // namespace memshard::proxy

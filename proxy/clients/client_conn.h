@@ -1,0 +1,125 @@
+// One client connection: parses requests off its input, routes each one,
+// and writes replies strictly in request order from a FIFO of reply slots,
+// whatever order the servers answer in.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "proxy/clients/client_count.h"
+#include "proxy/clients/context.h"
+#include "proxy/backends/reply_slot.h"
+#include "proxy/protocol/request_parser.h"
+#include "proxy/clients/request_scratch.h"
+#include "proxy/support/stats.h"
+#include "proxy/transport/stream.h"
+
+namespace memshard::proxy {
+
+
+// Where a client connection came in: its pool's listener. One is shared by
+// the clients of a listener on a worker, and a parked connection keeps it.
+struct ClientOrigin {
+  std::string pool_name;
+  // The listener's count of open clients, which the connection leaves
+  // when it closes.
+  std::shared_ptr<ClientCount> pool_clients;
+  // The counters of the pool the clients connected to. A pool removed and
+  // added again by reloads gets new counters; its old clients keep these.
+  std::shared_ptr<PoolStats> stats;
+};
+
+// Bounds on what one client may make the proxy hold. Past them the proxy
+// stops reading from the client (backpressure) until replies drain.
+inline constexpr size_t kMaxPendingReplies = 1024;
+inline constexpr size_t kMaxBufferedOutput = 8 * 1024 * 1024;
+// Keys whose replies are owed (a multi-get counts each key): each may
+// bring back up to item_size_max bytes, so this bounds the replies held
+// for a client that does not read (128 x 1 MiB values at worst).
+inline constexpr size_t kMaxKeysInFlight = 128;
+// memcached judges an over-long line on what one read of its 16 KiB
+// buffer brought.
+inline constexpr size_t kMemcachedReadBuffer = 16 * 1024;
+
+class ClientConn final : public SlotOwner {
+ public:
+  // `resumed`: a parked connection coming back, already counted as open.
+  ClientConn(ClientContext& context, int fd, std::shared_ptr<const ClientOrigin> origin, uint64_t id,
+             bool resumed);
+  ~ClientConn();
+  ClientConn(const ClientConn&) = delete;
+  ClientConn& operator=(const ClientConn&) = delete;
+
+  // A slot of this client became complete.
+  void on_slot_complete() override;
+  const std::shared_ptr<const ClientOrigin>& origin() const { return origin_; }
+  // The worker's routes changed (reload, ejection): take the pool's new
+  // settings now, or close after the replies owed if the pool is gone.
+  void on_routes_changed();
+  // Answers the requests already received, then closes once their replies
+  // are written (pool removed, graceful shutdown).
+  void close_when_idle();
+
+  // Nothing owed, buffered or half-received, and no input since
+  // `idle_since_usec`: the connection may be reduced to its socket.
+  bool parkable(uint64_t idle_since_usec) const;
+  uint64_t last_input_usec() const { return last_input_usec_; }
+  int fd() const { return stream_.fd(); }
+  // Hands over the socket, no longer watched, for parking; the connection
+  // is then destroyed without being counted as closed.
+  int release_for_parking() { return stream_.release_fd(); }
+
+ private:
+  static void on_stream(void* self, Stream::Happened what);
+
+  void process_input();
+  // Returns false when input must wait for more bytes.
+  bool next_request();
+  // Parses the request line at the front of `in` into the scratch space.
+  void parse_line(evbuffer* in, size_t line_len);
+  void dispatch(evbuffer* in);
+  void forward(const PoolRoute& route, evbuffer* in);
+  void multi_get(const PoolRoute& route, evbuffer* in);
+  void invalidate(const PoolRoute& route);
+  void broadcast(const PoolRoute& route, evbuffer* in);
+  void answer_locally(evbuffer* in);
+  void use_route(const PoolRoute* route);
+  ReplySlot* new_slot();
+  void count_fragment();
+  void count_forward_error();
+  void reply_now(ReplySlot* slot, std::string_view text);
+  // Replies with one of the proxy's own lines (replies.h), "\r\n" added.
+  void reply_line(ReplySlot* slot, std::string_view line);
+  void flush_ready();
+  void shut();
+
+  ClientContext& context_;
+  RequestScratch& work_;  // the context's, shared by its clients
+  Stream stream_;
+  std::shared_ptr<const ClientOrigin> origin_;
+  PoolStats& pool_stats_;  // origin_->stats
+  uint64_t id_;
+  uint64_t last_input_usec_;
+  // The pool's routes, looked up again only when the worker's routes change.
+  const PoolRoute* route_ = nullptr;
+  uint64_t route_epoch_ = ~uint64_t{0};
+  proto::Limits limits_;
+  SlotQueue slots_;
+  size_t header_bytes_ = 0;  // line + terminator of the request being handled
+  // A request line seen whose value has not fully arrived: the bytes the
+  // request takes (line, terminator, value), and the line's length.
+  uint64_t awaiting_bytes_ = 0;
+  size_t line_bytes_ = 0;
+  uint64_t swallow_left_ = 0;
+  size_t keys_in_flight_ = 0;  // keys of the slots not yet written out
+  bool in_process_ = false;
+  bool paused_ = false;
+  bool closing_ = false;  // no more input; close once replies are written
+  bool closed_ = false;   // socket gone; waiting for owed slots to finish
+};
+
+}  // namespace memshard::proxy

@@ -1,0 +1,223 @@
+#include "proxy/runtime/health.h"
+
+#include <sys/time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <ctime>
+
+#include "proxy/support/log.h"
+
+namespace memshard::proxy {
+
+// One probe in progress or scheduled for one ejected server.
+struct ServerHealth::Probe {
+  ServerHealth* owner = nullptr;
+  Key key;
+  AddressList addresses;
+  size_t attempt = 0;  // the address this round of the probe is trying
+  int timeout_ms = 1000;
+  event* timer = nullptr;  // fires to start the probe, then as its deadline
+  bufferevent* bev = nullptr;
+
+  ~Probe() {
+    if (bev != nullptr) bufferevent_free(bev);
+    if (timer != nullptr) event_free(timer);
+  }
+
+  void arm(int ms) {
+    timeval tv{ms / 1000, (ms % 1000) * 1000};
+    evtimer_add(timer, &tv);
+  }
+
+  // A server whose name has several addresses is healthy when one of them
+  // answers: a failed attempt moves on to the next address at once.
+  void finish(bool healthy) {
+    if (bev != nullptr) bufferevent_free(bev);
+    bev = nullptr;
+    evtimer_del(timer);
+    if (!healthy && attempt + 1 < addresses.size()) {
+      ++attempt;
+      start();
+      return;
+    }
+    attempt = 0;
+    owner->probe_done(key, healthy);  // may destroy this probe
+  }
+
+  void start() {
+    const SocketAddress& address = addresses[attempt];
+    bev = bufferevent_socket_new(owner->base_, -1, BEV_OPT_CLOSE_ON_FREE);
+    bufferevent_setcb(bev, &Probe::on_read, nullptr, &Probe::on_event, this);
+    bufferevent_enable(bev, EV_READ | EV_WRITE);
+    bufferevent_write(bev, "version\r\n", 9);
+    arm(timeout_ms);
+    if (bufferevent_socket_connect(bev, const_cast<sockaddr*>(address.get()),
+                                   static_cast<int>(address.length)) < 0) {
+      finish(false);
+    }
+  }
+
+  static void on_timer(evutil_socket_t, short, void* arg) {
+    auto* p = static_cast<Probe*>(arg);
+    if (p->bev != nullptr) {
+      p->finish(false);  // no answer in time
+      return;
+    }
+    p->start();
+  }
+
+  static void on_read(bufferevent* bev, void* arg) {
+    auto* p = static_cast<Probe*>(arg);
+    evbuffer* in = bufferevent_get_input(bev);
+    size_t n = 0;
+    char* line = evbuffer_readln(in, &n, EVBUFFER_EOL_CRLF);
+    if (line == nullptr) return;
+    bool ok = std::string_view(line, n).starts_with("VERSION ");
+    free(line);
+    p->finish(ok);
+  }
+
+  static void on_event(bufferevent*, short what, void* arg) {
+    if (what & BEV_EVENT_CONNECTED) return;
+    static_cast<Probe*>(arg)->finish(false);
+  }
+};
+
+ServerHealth::ServerHealth(event_base* base, std::function<void()> on_change)
+    : base_(base), on_change_(std::move(on_change)), mailbox_(base) {}
+
+ServerHealth::~ServerHealth() { probes_.clear(); }
+
+void ServerHealth::report_failing(const std::string& pool, const std::string& identity) {
+  mailbox_.post([this, key = Key(pool, identity)] { on_report(key); });
+}
+
+// Several workers may report one server: the first report ejects it.
+void ServerHealth::on_report(const Key& key) {
+  const Pool* pool = pool_of(key);
+  if (pool == nullptr || !pool->config.auto_eject_hosts) return;
+  {
+    std::lock_guard<std::mutex> lock(state_mu_);
+    if (ejected_.contains(key)) return;
+  }
+  eject(key);
+  on_change_();
+}
+
+const Pool* ServerHealth::pool_of(const Key& key) const {
+  if (!base_topology_) return nullptr;
+  const Pool* pool = base_topology_->find_pool(key.first);
+  if (pool == nullptr) return nullptr;
+  for (const ServerInfo& s : pool->servers) {
+    if (s.identity == key.second) return pool;
+  }
+  return nullptr;
+}
+
+void ServerHealth::eject(const Key& key) {
+  {
+    std::lock_guard<std::mutex> lock(state_mu_);
+    // Microseconds since the epoch, as twemproxy's server_ejected_at.
+    timeval tv;
+    gettimeofday(&tv, nullptr);
+    ejected_[key] =
+        static_cast<uint64_t>(tv.tv_sec) * 1'000'000 + static_cast<uint64_t>(tv.tv_usec);
+    ++pool_ejections_[key.first];
+  }
+  ++ejections_;
+  log_warn("pool '%s': server %s ejected after %u consecutive failures; probing it every %d ms",
+           key.first.c_str(), key.second.c_str(), pool_of(key)->config.server_failure_limit,
+           pool_of(key)->config.server_retry_timeout_ms);
+  schedule_probe(key);
+}
+
+void ServerHealth::schedule_probe(const Key& key) {
+  const Pool* pool = pool_of(key);
+  auto& probe = probes_[key];
+  if (!probe) {
+    probe = std::make_unique<Probe>();
+    probe->owner = this;
+    probe->key = key;
+    probe->timer = evtimer_new(base_, &Probe::on_timer, probe.get());
+  }
+  for (const ServerInfo& s : pool->servers) {
+    if (s.identity == key.second) probe->addresses = s.addresses;
+  }
+  probe->timeout_ms = pool->config.timeout_ms.value_or(1000);
+  probe->arm(std::max(1, pool->config.server_retry_timeout_ms));
+}
+
+void ServerHealth::probe_done(const Key& key, bool healthy) {
+  if (!healthy) {
+    if (pool_of(key) != nullptr) schedule_probe(key);
+    return;
+  }
+  {
+    std::lock_guard<std::mutex> lock(state_mu_);
+    ejected_.erase(key);
+  }
+  ++readmissions_;
+  log_notice("pool '%s': server %s answered a probe; back in the ring", key.first.c_str(),
+             key.second.c_str());
+  // Defer destroying the probe: we are inside one of its callbacks.
+  auto it = probes_.find(key);
+  if (it != probes_.end()) {
+    Probe* p = it->second.release();
+    probes_.erase(it);
+    event_base_once(
+        base_, -1, EV_TIMEOUT,
+        [](evutil_socket_t, short, void* arg) { delete static_cast<Probe*>(arg); }, p, nullptr);
+  }
+  on_change_();
+}
+
+void ServerHealth::set_topology(std::shared_ptr<const Topology> base) {
+  base_topology_ = std::move(base);
+  std::lock_guard<std::mutex> lock(state_mu_);
+  for (auto it = ejected_.begin(); it != ejected_.end();) {
+    const Key& key = it->first;
+    if (pool_of(key) == nullptr || !pool_of(key)->config.auto_eject_hosts) {
+      probes_.erase(key);
+      it = ejected_.erase(it);
+    } else {
+      schedule_probe(key);  // settings or address may have changed
+      ++it;
+    }
+  }
+}
+
+uint64_t ServerHealth::ejected_at(const std::string& pool, const std::string& identity) const {
+  std::lock_guard<std::mutex> lock(state_mu_);
+  auto it = ejected_.find(Key{pool, identity});
+  return it == ejected_.end() ? 0 : it->second;
+}
+
+uint64_t ServerHealth::pool_ejections(const std::string& pool) const {
+  std::lock_guard<std::mutex> lock(state_mu_);
+  auto it = pool_ejections_.find(pool);
+  return it == pool_ejections_.end() ? 0 : it->second;
+}
+
+std::shared_ptr<const Topology> ServerHealth::with_ejections() const {
+  std::lock_guard<std::mutex> lock(state_mu_);
+  if (ejected_.empty()) return base_topology_;
+  auto t = std::make_shared<Topology>(*base_topology_);
+  for (Pool& pool : t->pools) {
+    std::vector<bool> live(pool.servers.size(), true);
+    bool any = false;
+    for (size_t i = 0; i < pool.servers.size(); ++i) {
+      if (ejected_.contains(Key{pool.config.name, pool.servers[i].identity})) {
+        live[i] = false;
+        any = true;
+      }
+    }
+    if (!any) continue;
+    // The ring is rebuilt from the live servers only (W and N change), as
+    // twemproxy does, so keys of the ejected server spread over the rest.
+    pool.ring = ketama::Ring::build(pool.ring.servers(), pool.config.ring, std::move(live));
+  }
+  return t;
+}
+
+}  // namespace memshard::proxy

@@ -1,0 +1,81 @@
+// auto_eject_hosts: which servers are out of their pool's ring, and the
+// probes that bring them back.
+//
+// Workers count consecutive failures of a server locally and report once a
+// streak reaches the pool's server_failure_limit. The main thread then
+// ejects the server from the ring of every worker at once (so all workers
+// agree where a key lives) and, every server_retry_timeout, probes it with
+// `version`: it is re-admitted only once it answers, so a dead host is
+// never retried by live traffic (twemproxy sends real requests to it).
+#pragma once
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "proxy/support/mailbox.h"
+#include "proxy/routes/topology.h"
+
+namespace memshard::proxy {
+
+class ServerHealth {
+ public:
+  // `on_change` runs on the main thread whenever the set of ejected servers
+  // changes; it installs with_ejections(...) on the workers.
+  ServerHealth(event_base* base, std::function<void()> on_change);
+  ~ServerHealth();
+  ServerHealth(const ServerHealth&) = delete;
+  ServerHealth& operator=(const ServerHealth&) = delete;
+
+  // Thread-safe: a worker saw `server_failure_limit` failures in a row.
+  void report_failing(const std::string& pool, const std::string& identity);
+
+  // Main thread: the topology now in force (after a load or reload);
+  // ejections of servers no longer in it are forgotten.
+  void set_topology(std::shared_ptr<const Topology> base);
+  // `base` with every ejected server out of its pool's ring.
+  std::shared_ptr<const Topology> with_ejections() const;
+
+  // Thread-safe readers.
+  uint64_t ejections() const { return ejections_.load(std::memory_order_relaxed); }
+  uint64_t readmissions() const { return readmissions_.load(std::memory_order_relaxed); }
+  // When the server was ejected (microseconds since the epoch, as
+  // twemproxy reports it), 0 when it is in the ring.
+  uint64_t ejected_at(const std::string& pool, const std::string& identity) const;
+  uint64_t pool_ejections(const std::string& pool) const;
+
+ private:
+  using Key = std::pair<std::string, std::string>;  // pool, server identity
+  struct Probe;
+  void on_report(const Key& key);
+  void eject(const Key& key);
+  void schedule_probe(const Key& key);
+  void probe_done(const Key& key, bool healthy);
+  const Pool* pool_of(const Key& key) const;
+
+  event_base* base_;
+  std::function<void()> on_change_;
+  Mailbox mailbox_;  // the workers' reports
+
+  std::shared_ptr<const Topology> base_topology_;
+  // Written on the main thread; read by stats from any thread.
+  mutable std::mutex state_mu_;
+  std::map<Key, uint64_t> ejected_;  // -> when it was ejected (us since the epoch)
+  std::map<std::string, uint64_t> pool_ejections_;
+  std::map<Key, std::unique_ptr<Probe>> probes_;
+  std::atomic<uint64_t> ejections_{0};
+  std::atomic<uint64_t> readmissions_{0};
+};
+
+}  // namespace memshard::proxy

@@ -1,0 +1,145 @@
+// Reloading the configuration while serving: the new config is loaded,
+// resolved and its listeners bound off the request path; only when all of
+// that succeeded do the workers switch, each between two requests.
+#include <event2/listener.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <set>
+#include <stdexcept>
+
+#include "ketama/analysis.h"
+#include "proxy/support/log.h"
+#include "proxy/runtime/proxy.h"
+#include "proxy/runtime/ring_warnings.h"
+
+namespace memshard::proxy {
+
+bool Proxy::reload() {
+  log_notice("reloading configuration from %s", options_.config_file.c_str());
+  conf::LoadResult loaded = conf::load_config_file(options_.config_file);
+  if (!loaded.errors.empty()) {
+    for (const auto& e : loaded.errors) log_error("reload refused: %s", e.to_string().c_str());
+    reload_failures_.fetch_add(1, std::memory_order_relaxed);
+    return false;
+  }
+  std::shared_ptr<const Topology> next;
+  try {
+    next = build_topology(*loaded.config, generation() + 1);
+  } catch (const std::exception& e) {
+    log_error("reload refused: %s", e.what());
+    reload_failures_.fetch_add(1, std::memory_order_relaxed);
+    return false;
+  }
+  if (!swap_listeners(*next)) {
+    reload_failures_.fetch_add(1, std::memory_order_relaxed);
+    return false;
+  }
+  for (const auto& w : ring_warnings(*loaded.config)) log_warn("%s", w.c_str());
+  log_changes(*next);
+  health_->set_topology(next);
+  names_->set_topology(*next);
+  topology_ = next;
+  install_on_workers();
+  set_descriptor_budget(false);
+  generation_.store(next->generation, std::memory_order_relaxed);
+  reloads_.fetch_add(1, std::memory_order_relaxed);
+  log_notice("configuration generation %llu in force",
+             static_cast<unsigned long long>(next->generation));
+  return true;
+}
+
+// A listen address that stays keeps its socket (even if it moves to another
+// pool); a new one is bound before any old one closes, so a pool whose
+// address changes never stops accepting. All or nothing.
+namespace {
+// Two listen directives that name the same socket: the same path, or the
+// same host and port (permissions and spelling aside). Such a socket is
+// kept, never bound again: rebinding a unix path would unlink the live one.
+bool same_socket(const conf::ListenAddress& a, const conf::ListenAddress& b) {
+  if (a.is_unix != b.is_unix) return false;
+  return a.is_unix ? a.path == b.path : a.host == b.host && a.port == b.port;
+}
+}  // namespace
+
+bool Proxy::swap_listeners(const Topology& next) {
+  std::vector<Listener*> reuse(next.pools.size(), nullptr);
+  std::vector<std::unique_ptr<Listener>> opened;
+  std::set<Listener*> taken;
+  for (size_t i = 0; i < next.pools.size(); ++i) {
+    const Pool& pool = next.pools[i];
+    for (auto& l : listeners_) {
+      if (same_socket(l->address, pool.config.listen) && !taken.contains(l.get())) {
+        reuse[i] = l.get();
+        taken.insert(l.get());
+        break;
+      }
+    }
+    if (reuse[i] != nullptr) continue;
+    std::unique_ptr<Listener> l = open_listener(pool);
+    if (!l) {
+      log_error("reload refused: pool '%s' cannot listen on %s: %s", pool.config.name.c_str(),
+                pool.config.listen.text.c_str(), strerror(errno));
+      for (auto& o : opened) close_listener(*o);
+      return false;
+    }
+    opened.push_back(std::move(l));
+  }
+  std::vector<std::unique_ptr<Listener>> kept;
+  for (auto& l : listeners_) {
+    if (taken.contains(l.get())) {
+      kept.push_back(std::move(l));
+      continue;
+    }
+    log_notice("no longer listening on %s", l->address.text.c_str());
+    close_listener(*l);
+  }
+  for (size_t i = 0; i < next.pools.size(); ++i) {
+    if (reuse[i] == nullptr) continue;
+    const conf::PoolConfig& pc = next.pools[i].config;
+    reuse[i]->pool = pc.name;
+    reuse[i]->client_limit = pc.client_connections;
+    if (pc.listen.is_unix && pc.listen.perm && pc.listen.perm != reuse[i]->address.perm) {
+      chmod(pc.listen.path.c_str(), static_cast<mode_t>(*pc.listen.perm));
+    }
+    reuse[i]->address = pc.listen;
+  }
+  for (auto& o : opened) kept.push_back(std::move(o));
+  listeners_ = std::move(kept);
+  return true;
+}
+
+void Proxy::log_changes(const Topology& next) const {
+  for (const Pool& pool : next.pools) {
+    const Pool* old = topology_->find_pool(pool.config.name);
+    if (old == nullptr) {
+      log_notice("pool '%s' added with %zu server(s)", pool.config.name.c_str(),
+                 pool.servers.size());
+      continue;
+    }
+    std::set<std::string> before, after;
+    for (const auto& s : old->servers) before.insert(s.identity);
+    for (const auto& s : pool.servers) after.insert(s.identity);
+    std::string came, went;
+    for (const auto& s : after) {
+      if (!before.contains(s)) came += " " + s;
+    }
+    for (const auto& s : before) {
+      if (!after.contains(s)) went += " " + s;
+    }
+    ketama::RingDiff d = ketama::diff(old->ring, pool.ring);
+    log_notice("pool '%s': %.4f%% of the keyspace changes server; added:%s; removed:%s",
+               pool.config.name.c_str(), d.moved * 100.0, came.empty() ? " none" : came.c_str(),
+               went.empty() ? " none" : went.c_str());
+  }
+  for (const Pool& pool : topology_->pools) {
+    if (next.find_pool(pool.config.name) == nullptr) {
+      log_notice("pool '%s' removed; its clients close after their pending replies",
+                 pool.config.name.c_str());
+    }
+  }
+}
+
+}  // namespace memshard::proxy

@@ -1,0 +1,442 @@
+#include "proxy/runtime/worker.h"
+
+#include <malloc.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <utility>
+
+#include "proxy/admin/local_commands.h"
+#include "proxy/clients/client_conn.h"
+
+namespace memshard::proxy {
+
+namespace {
+constexpr size_t kMaxFreeSlots = 1024;
+// Parked at once by one sweep, connections whose memory is worth returning
+// to the kernel at once.
+constexpr size_t kParkingWave = 64;
+}  // namespace
+
+Worker::Worker(WorkerHost& host, int index, int park_after_ms, StreamLoop::Writes writes)
+    : host_(host),
+      index_(index),
+      park_after_usec_(park_after_ms > 0 ? static_cast<uint64_t>(park_after_ms) * 1000 : 0),
+      client_memory_(sizeof(ClientConn)) {
+  event_config* cfg = event_config_new();
+  // Each base is used by exactly one thread: no locking inside libevent.
+  // No EVENT_BASE_FLAG_PRECISE_TIMER: with it libevent's epoll backend
+  // reprograms a timerfd before every epoll_wait, one more system call per
+  // loop iteration, which at low concurrency is half a call per request.
+  // Without it libevent's own clock is the coarse one (4 ms ticks here), so
+  // timers may fire a few milliseconds off; backend timeouts re-check the
+  // precise time when they fire (BackendConn::on_timer), and request
+  // latencies are read from now_usec(), which does not use libevent's clock.
+  event_config_set_flag(cfg, EVENT_BASE_FLAG_NOLOCK);
+  base_ = event_base_new_with_config(cfg);
+  event_config_free(cfg);
+  streams_ = std::make_unique<StreamLoop>(base_, writes);
+  mailbox_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  mailbox_event_ = event_new(base_, mailbox_fd_, EV_READ | EV_PERSIST, &Worker::on_mailbox, this);
+  event_add(mailbox_event_, nullptr);
+  reap_event_ = event_new(base_, -1, 0, &Worker::on_reap, this);
+  housekeeping_event_ = event_new(base_, -1, EV_PERSIST, &Worker::on_housekeeping, this);
+  parked_ = std::make_unique<ParkedClients>(base_, [this](ParkedClients::Entry e) {
+    stats_.parked_connections.sub();
+    add_client(e.fd, std::move(e.origin), true);
+  });
+  timeval second{1, 0};
+  event_add(housekeeping_event_, &second);
+}
+
+Worker::~Worker() {
+  stop();
+  forget_clients(retired_);  // on both lists until reaped
+  for (ClientConn* c : clients_) destroy_client(c);
+  for (ClientConn* c : retired_) destroy_client(c);
+  parked_.reset();
+  backends_.clear();
+  draining_.clear();
+  for (ReplySlot* s : free_slots_) delete s;
+  event_free(housekeeping_event_);
+  event_free(reap_event_);
+  event_free(mailbox_event_);
+  close(mailbox_fd_);
+  event_base_free(base_);
+}
+
+void Worker::start(std::shared_ptr<const Topology> topology) {
+  apply_topology(std::move(topology));
+  thread_ = std::thread([this] { run(); });
+}
+
+// One loop iteration runs every ready callback, then writes what they all
+// produced: each socket gets one write per iteration however many requests
+// or replies went to it.
+void Worker::run() {
+  running_ = true;
+  while (running_) {
+    event_base_loop(base_, EVLOOP_ONCE);
+    streams_->flush();
+    now_usec_ = 0;  // the next iteration reads the clock afresh
+  }
+}
+
+void Worker::stop() {
+  if (!thread_.joinable()) return;
+  {
+    std::lock_guard<std::mutex> lock(mailbox_mu_);
+    stopping_ = true;
+  }
+  uint64_t one = 1;
+  (void)!write(mailbox_fd_, &one, sizeof(one));
+  thread_.join();
+}
+
+void Worker::adopt_client(int fd, std::string pool_name,
+                          std::shared_ptr<ClientCount> pool_clients) {
+  {
+    std::lock_guard<std::mutex> lock(mailbox_mu_);
+    new_clients_.push_back(NewClient{fd, std::move(pool_name), std::move(pool_clients)});
+    handed_over_.fetch_add(1, std::memory_order_relaxed);
+  }
+  uint64_t one = 1;
+  (void)!write(mailbox_fd_, &one, sizeof(one));
+}
+
+uint64_t Worker::client_load() const {
+  // Adoption counts a client as a connection first and only then stops
+  // counting it as handed over (release). Reading in the other order
+  // (acquire) means a client adopted between the two reads is counted
+  // twice, never zero times: read the other way, a batch of adoptions could
+  // make a busy worker look idle and draw every following accept to it.
+  uint64_t handed = handed_over_.load(std::memory_order_acquire);
+  return handed + stats_.curr_connections.get();
+}
+
+void Worker::drain() {
+  {
+    std::lock_guard<std::mutex> lock(mailbox_mu_);
+    drain_requested_ = true;
+  }
+  uint64_t one = 1;
+  (void)!write(mailbox_fd_, &one, sizeof(one));
+}
+
+void Worker::install_topology(std::shared_ptr<const Topology> topology) {
+  {
+    std::lock_guard<std::mutex> lock(mailbox_mu_);
+    new_topology_ = std::move(topology);
+  }
+  uint64_t one = 1;
+  (void)!write(mailbox_fd_, &one, sizeof(one));
+}
+
+void Worker::on_mailbox(evutil_socket_t fd, short, void* self) {
+  uint64_t n;
+  (void)!read(fd, &n, sizeof(n));
+  static_cast<Worker*>(self)->drain_mailbox();
+}
+
+void Worker::drain_mailbox() {
+  std::vector<NewClient> clients;
+  std::shared_ptr<const Topology> topology;
+  bool stopping, drain;
+  {
+    std::lock_guard<std::mutex> lock(mailbox_mu_);
+    clients.swap(new_clients_);
+    topology = std::move(new_topology_);
+    stopping = stopping_;
+    drain = drain_requested_;
+    drain_requested_ = false;
+  }
+  if (stopping) {
+    close_all_parked();
+    for (NewClient& c : clients) {
+      close(c.fd);
+      c.pool_clients->remove();
+    }
+    handed_over_.fetch_sub(clients.size(), std::memory_order_relaxed);
+    running_ = false;
+    return;
+  }
+  if (topology) apply_topology(std::move(topology));
+  for (NewClient& c : clients) {
+    add_client(c.fd, origin_for(c.pool, std::move(c.pool_clients)), false);
+  }
+  // Counted as connections now (the ClientConn counts itself), so no longer
+  // as handed over; release pairs with client_load().
+  handed_over_.fetch_sub(clients.size(), std::memory_order_release);
+  if (drain) {
+    close_all_parked();
+    for (ClientConn* c : clients_) c->close_when_idle();
+  }
+}
+
+std::shared_ptr<const ClientOrigin> Worker::origin_for(const std::string& pool_name,
+                                                       std::shared_ptr<ClientCount> clients) {
+  const PoolRoute* r = route(pool_name);
+  // A pool that just went away still gets counters, for the replies owed.
+  std::shared_ptr<PoolStats> stats = r != nullptr ? r->stats : std::make_shared<PoolStats>();
+  for (const auto& o : origins_) {
+    if (o->pool_name == pool_name && o->pool_clients == clients && o->stats == stats) return o;
+  }
+  auto o = std::make_shared<const ClientOrigin>(
+      ClientOrigin{pool_name, std::move(clients), std::move(stats)});
+  origins_.push_back(o);
+  return o;
+}
+
+ClientConn* Worker::add_client(int fd, std::shared_ptr<const ClientOrigin> origin, bool resumed) {
+  void* memory = client_memory_.allocate();
+  auto* c = new (memory) ClientConn(*this, fd, std::move(origin), next_client_id_++, resumed);
+  clients_.push_back(c);
+  return c;
+}
+
+// One pass over the client list, however many closed: thousands of clients
+// that leave together (a client fleet restarting) cost a sort, not a
+// search of the list each.
+void Worker::forget_clients(std::vector<ClientConn*>& gone) {
+  if (gone.empty()) return;
+  std::sort(gone.begin(), gone.end());
+  std::erase_if(clients_,
+                [&](ClientConn* c) { return std::binary_search(gone.begin(), gone.end(), c); });
+}
+
+void Worker::destroy_client(ClientConn* client) {
+  client->~ClientConn();
+  client_memory_.deallocate(client);
+}
+
+void Worker::park_idle_clients() {
+  if (park_after_usec_ == 0) return;
+  uint64_t now = now_usec();
+  if (now < park_after_usec_) return;
+  uint64_t idle_since = now - park_after_usec_;
+  size_t parked = 0;
+  std::erase_if(clients_, [&](ClientConn* c) {
+    if (!c->parkable(idle_since)) return false;
+    // Into the parked set first: should the kernel refuse, nothing changed.
+    if (!parked_->park(c->fd(), c->origin(), c->last_input_usec())) return false;
+    c->release_for_parking();
+    destroy_client(c);
+    ++parked;
+    return true;
+  });
+  stats_.parked_connections.add(parked);
+  if (parked < kParkingWave) return;
+  // A wave of connections went idle together (a client fleet's burst is
+  // over): give back what they had grown, which malloc would otherwise keep
+  // (main.cc tells it to), now rather than never.
+  if (clients_.size() < clients_.capacity() / 4) clients_.shrink_to_fit();
+  client_memory_.release_spare();
+  malloc_trim(0);
+}
+
+void Worker::close_expired_parked() {
+  if (parked_->size() == 0) return;
+  // Each pool's client_idle_timeout, looked up once per origin.
+  std::vector<std::pair<const ClientOrigin*, uint64_t>> timeouts;
+  for (const auto& o : origins_) {
+    const PoolRoute* r = route(o->pool_name);
+    int ms = r != nullptr ? r->pool->config.client_idle_timeout_ms : 0;
+    if (ms > 0) timeouts.emplace_back(o.get(), static_cast<uint64_t>(ms));
+  }
+  if (timeouts.empty()) return;
+  close_parked(parked_->take_if(now_usec(), [&](const ParkedClients::View& v) {
+    for (const auto& [origin, ms] : timeouts) {
+      if (origin == &v.origin) return v.idle_ms >= ms;
+    }
+    return false;
+  }));
+}
+
+void Worker::close_all_parked() {
+  close_parked(parked_->take_if(now_usec(), [](const ParkedClients::View&) { return true; }));
+}
+
+void Worker::close_parked(std::vector<ParkedClients::Entry> entries) {
+  for (ParkedClients::Entry& e : entries) {
+    close(e.fd);
+    stats_.parked_connections.sub();
+    stats_.curr_connections.sub();
+    e.origin->stats->client_connections.sub();
+    e.origin->pool_clients->remove();
+  }
+}
+
+void Worker::apply_topology(std::shared_ptr<const Topology> topology) {
+  // Requests already queued on a backend keep their slots; only requests
+  // parsed from now on see the new routes.
+  std::unordered_map<std::string, PoolRoute> routes;
+  std::unordered_map<std::string, std::unique_ptr<BackendServer>> backends;
+  std::lock_guard<std::mutex> stats_lock(stats_mu_);
+  for (const Pool& pool : topology->pools) {
+    PoolRoute& route = routes[pool.config.name];
+    route.pool = &pool;
+    route.stats = pool_stats_[pool.config.name].lock();
+    if (!route.stats) {
+      route.stats = std::make_shared<PoolStats>();
+      pool_stats_[pool.config.name] = route.stats;
+    }
+    ServerSettings settings{pool.config.name, pool.config.timeout_ms.value_or(-1),
+                            pool.config.server_connections,
+                            pool.config.auto_eject_hosts ? pool.config.server_failure_limit : 0,
+                            pool.config.item_size_max};
+    for (const ServerInfo& server : pool.servers) {
+      std::string key = pool.config.name + '\0' + server.identity;
+      auto it = backends_.find(key);
+      std::unique_ptr<BackendServer> backend;
+      if (it != backends_.end()) {
+        backend = std::move(it->second);
+        backends_.erase(it);
+        backend->update_settings(settings, route.stats);
+        backend->update_addresses(server.addresses);
+      } else if (auto again = backends.find(key); again != backends.end()) {
+        route.backends.push_back(again->second.get());
+        continue;
+      } else {
+        auto stats = std::make_shared<ServerStats>();
+        server_stats_[ServerKey{pool.config.name, server.stats_name, server.identity}] = stats;
+        backend = std::make_unique<BackendServer>(*this, server.identity, server.addresses, settings,
+                                                  std::move(stats), route.stats);
+      }
+      route.backends.push_back(backend.get());
+      backends.emplace(key, std::move(backend));
+    }
+  }
+  // Servers that left: their connections close once they owe nothing.
+  for (auto& [key, backend] : backends_) {
+    if (backend->idle()) continue;
+    draining_.push_back(std::move(backend));
+  }
+  backends_ = std::move(backends);
+  routes_ = std::move(routes);
+  ++routes_epoch_;
+  topology_ = std::move(topology);
+  // Clients of a pool that is gone get the replies they are owed, then
+  // close; the others take their pool's new settings. Parked ones of a pool
+  // that is gone owe nothing and close now.
+  for (ClientConn* c : clients_) c->on_routes_changed();
+  close_parked(parked_->take_if(now_usec(), [this](const ParkedClients::View& v) {
+    return route(v.origin.pool_name) == nullptr;
+  }));
+}
+
+void Worker::collect(StatsSnapshot& out) const {
+  std::lock_guard<std::mutex> lock(stats_mu_);
+  for (const auto& [name, weak] : pool_stats_) {
+    std::shared_ptr<PoolStats> ps = weak.lock();
+    if (!ps) continue;
+    StatsSnapshot::PoolTotals& t = out.pools[name];
+    size_t i = 0;
+    ps->for_each([&](std::string_view, const Counter& c) {
+      if (t.counters.size() <= i) t.counters.resize(i + 1, 0);
+      t.counters[i++] += c.get();
+    });
+    t.latency.resize(kLatencyBuckets, 0);
+    for (size_t b = 0; b < kLatencyBuckets; ++b) t.latency[b] += ps->latency_bucket[b].get();
+    t.latency_sum_usec += ps->latency_sum_usec.get();
+  }
+  for (const auto& [key, weak] : server_stats_) {
+    std::shared_ptr<ServerStats> ss = weak.lock();
+    if (!ss) continue;
+    StatsSnapshot::Server& t = out.pools[key.pool].servers[key.stats_name];
+    t.identity = key.identity;
+    size_t i = 0;
+    ss->for_each([&](std::string_view, const Counter& c) {
+      if (t.counters.size() <= i) t.counters.resize(i + 1, 0);
+      t.counters[i++] += c.get();
+    });
+  }
+}
+
+const PoolRoute* Worker::route(const std::string& pool_name) const {
+  auto it = routes_.find(pool_name);
+  return it == routes_.end() ? nullptr : &it->second;
+}
+
+// Read once per loop iteration (clock_gettime is a vDSO call, no syscall):
+// every request handled in one iteration arrived in the same epoll_wait
+// return, so they share one timestamp.
+uint64_t Worker::now_usec() {
+  if (now_usec_ == 0) {
+    timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    now_usec_ =
+        static_cast<uint64_t>(ts.tv_sec) * 1'000'000 + static_cast<uint64_t>(ts.tv_nsec) / 1000;
+  }
+  return now_usec_;
+}
+
+ReplySlot* Worker::acquire_slot(SlotOwner* owner) {
+  ReplySlot* s;
+  if (free_slots_.empty()) {
+    s = new ReplySlot();
+  } else {
+    s = free_slots_.back();
+    free_slots_.pop_back();
+  }
+  s->owner = owner;
+  return s;
+}
+
+void Worker::release_slot(ReplySlot* slot) {
+  // The pool keeps what steady traffic needs; slots beyond that (after a
+  // burst of thousands of clients) are freed rather than held forever.
+  if (free_slots_.size() >= kMaxFreeSlots) {
+    delete slot;
+    return;
+  }
+  slot->reset();
+  free_slots_.push_back(slot);
+}
+
+void Worker::append_stats(const std::vector<std::string_view>& args, std::string& out) {
+  append_stats_reply(host_.stats_view(), args, out);
+}
+
+void Worker::server_failing(const std::string& pool, const std::string& identity) {
+  host_.server_failing(pool, identity);
+}
+
+void Worker::server_unreachable(const std::string& pool, const std::string& identity) {
+  host_.server_unreachable(pool, identity);
+}
+
+void Worker::retire(ClientConn* client) {
+  retired_.push_back(client);
+  event_active(reap_event_, 0, 0);
+}
+
+void Worker::on_reap(evutil_socket_t, short, void* self) {
+  auto* w = static_cast<Worker*>(self);
+  std::vector<ClientConn*> dead;
+  dead.swap(w->retired_);
+  w->forget_clients(dead);
+  for (ClientConn* c : dead) w->destroy_client(c);
+  // Backends of departed servers go once they owe no replies, and so do
+  // connections to addresses a server's name no longer resolves to.
+  std::erase_if(w->draining_, [](const auto& b) { return b->idle(); });
+  for (auto& [key, backend] : w->backends_) backend->close_retired();
+  std::lock_guard<std::mutex> lock(w->stats_mu_);
+  std::erase_if(w->pool_stats_, [](const auto& e) { return e.second.expired(); });
+  std::erase_if(w->server_stats_, [](const auto& e) { return e.second.expired(); });
+}
+
+void Worker::on_housekeeping(evutil_socket_t fd, short what, void* self) {
+  auto* w = static_cast<Worker*>(self);
+  on_reap(fd, what, self);
+  w->park_idle_clients();
+  w->close_expired_parked();
+  w->parked_->shrink();
+  // Pages of connections that parked or closed since, among those still
+  // open: a few active clients must not keep the memory of the many idle.
+  w->client_memory_.release_free_pages();
+  std::erase_if(w->origins_, [](const auto& o) { return o.use_count() == 1; });
+}
+
+}  // namespace memshard::proxy

@@ -1,0 +1,174 @@
+// One worker: a thread running its own libevent loop, with its own client
+// connections, its own backend connections and its own counters. Nothing on
+// the request path is shared with another worker, so it takes no lock.
+#pragma once
+
+#include <event2/event.h>
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "proxy/admin/stats_view.h"
+#include "proxy/backends/backend.h"
+#include "proxy/backends/context.h"
+#include "proxy/clients/context.h"
+#include "proxy/routes/pool_route.h"
+#include "proxy/clients/client_count.h"
+#include "proxy/clients/parked_clients.h"
+#include "proxy/backends/reply_slot.h"
+#include "proxy/clients/request_scratch.h"
+#include "proxy/support/slab_pool.h"
+#include "proxy/support/stats.h"
+#include "proxy/transport/stream.h"
+#include "proxy/routes/topology.h"
+
+namespace memshard::proxy {
+
+class ClientConn;
+
+// What a worker needs of the proxy that runs it: where to report servers
+// and the counters `stats` shows. Proxy implements it; a test can fake it.
+class WorkerHost {
+ public:
+  virtual void server_failing(const std::string& pool, const std::string& identity) = 0;
+  virtual void server_unreachable(const std::string& pool, const std::string& identity) = 0;
+  virtual const StatsView& stats_view() const = 0;
+
+ protected:
+  ~WorkerHost() = default;
+};
+
+class Worker final : public BackendContext, public ClientContext {
+ public:
+  // `park_after_ms`: how long a client connection must have been idle to be
+  // parked (parked_clients.h); 0 never parks. `writes`: how the worker's
+  // streams are written (StreamLoop::Writes).
+  Worker(WorkerHost& host, int index, int park_after_ms,
+         StreamLoop::Writes writes = StreamLoop::Writes::batched);
+  ~Worker();
+  Worker(const Worker&) = delete;
+  Worker& operator=(const Worker&) = delete;
+
+  void start(std::shared_ptr<const Topology> topology);
+  void stop();  // asks the loop to end and joins the thread
+
+  // Thread-safe: hands an accepted socket to this worker. `pool_clients`
+  // counts the listener's open client connections, already including this
+  // one, which leaves the count when it closes.
+  void adopt_client(int fd, std::string pool_name, std::shared_ptr<ClientCount> pool_clients);
+  // Thread-safe: the client connections this worker holds, counting those
+  // handed to it that it has not adopted yet (a burst of accepts is
+  // balanced before the worker has run).
+  uint64_t client_load() const;
+  // Thread-safe: every client gets the replies it is owed for what it has
+  // already sent, then is closed (graceful shutdown).
+  void drain();
+  // Thread-safe: the worker switches to this topology between two requests.
+  void install_topology(std::shared_ptr<const Topology> topology);
+
+  // Worker-thread only: what its clients and backends ask of it.
+  event_base* base() const override { return base_; }
+  StreamLoop& streams() override { return *streams_; }
+  RequestScratch& scratch() override { return scratch_; }
+  uint64_t now_usec() override;
+  WorkerStats& stats() override { return stats_; }
+  const PoolRoute* route(const std::string& pool_name) const override;
+  // Bumped whenever routes change (reload or ejection): a client may keep
+  // a PoolRoute pointer for as long as this stays the same.
+  uint64_t routes_epoch() const override { return routes_epoch_; }
+  ReplySlot* acquire_slot(SlotOwner* owner) override;
+  void release_slot(ReplySlot* slot) override;
+  void retire(ClientConn* client) override;
+  void append_stats(const std::vector<std::string_view>& args, std::string& out) override;
+  void server_failing(const std::string& pool, const std::string& identity) override;
+  void server_unreachable(const std::string& pool, const std::string& identity) override;
+  uint64_t generation() const { return topology_ ? topology_->generation : 0; }
+  // Thread-safe: adds this worker's pool and server counters to `out`.
+  void collect(StatsSnapshot& out) const;
+  const WorkerStats& stats() const { return stats_; }
+  int index() const { return index_; }
+
+ private:
+  static void on_mailbox(evutil_socket_t fd, short, void* self);
+  static void on_reap(evutil_socket_t, short, void* self);
+  static void on_housekeeping(evutil_socket_t, short, void* self);
+  void apply_topology(std::shared_ptr<const Topology> topology);
+  // The origin shared by the clients of this pool's listener.
+  std::shared_ptr<const ClientOrigin> origin_for(const std::string& pool_name,
+                                                 std::shared_ptr<ClientCount> clients);
+  ClientConn* add_client(int fd, std::shared_ptr<const ClientOrigin> origin, bool resumed);
+  // Takes the clients in `gone` (sorted here) off the client list.
+  void forget_clients(std::vector<ClientConn*>& gone);
+  void destroy_client(ClientConn* client);
+  // Parks the clients idle for park_after_usec_ with nothing in flight.
+  void park_idle_clients();
+  // Closes the parked clients whose pool's client_idle_timeout ran out.
+  void close_expired_parked();
+  // Closes parked connections as a client closing would be counted.
+  void close_parked(std::vector<ParkedClients::Entry> entries);
+  // Parked clients owe nothing: on drain or stop they close at once.
+  void close_all_parked();
+  void drain_mailbox();
+  void run();
+
+  WorkerHost& host_;
+  int index_;
+  uint64_t park_after_usec_;
+  event_base* base_ = nullptr;
+  std::unique_ptr<StreamLoop> streams_;
+  RequestScratch scratch_;
+  bool running_ = false;   // worker thread only
+  uint64_t now_usec_ = 0;  // this iteration's clock reading; 0 until first asked for
+  std::thread thread_;
+  int mailbox_fd_ = -1;  // eventfd: wakes the loop when the mailbox has mail
+  event* mailbox_event_ = nullptr;
+  event* reap_event_ = nullptr;
+  event* housekeeping_event_ = nullptr;  // periodic: frees drained backends
+
+  std::mutex mailbox_mu_;
+  struct NewClient {
+    int fd;
+    std::string pool;
+    std::shared_ptr<ClientCount> pool_clients;
+  };
+  std::vector<NewClient> new_clients_;
+  std::atomic<uint64_t> handed_over_{0};  // in new_clients_, read without the lock
+  bool drain_requested_ = false;
+  std::shared_ptr<const Topology> new_topology_;
+  bool stopping_ = false;
+
+  std::shared_ptr<const Topology> topology_;
+  std::unordered_map<std::string, PoolRoute> routes_;
+  uint64_t routes_epoch_ = 0;
+  // Keyed by pool name + '\0' + server identity: a reload that keeps a
+  // server keeps its connections.
+  std::unordered_map<std::string, std::unique_ptr<BackendServer>> backends_;
+  // Backends of servers that left the config, kept until they owe nothing.
+  std::vector<std::unique_ptr<BackendServer>> draining_;
+  std::vector<ClientConn*> clients_;
+  SlabPool client_memory_;  // the ClientConn objects
+  std::unique_ptr<ParkedClients> parked_;
+  std::vector<std::shared_ptr<const ClientOrigin>> origins_;
+  uint64_t next_client_id_ = 0;
+  std::vector<ClientConn*> retired_;
+  std::vector<ReplySlot*> free_slots_;
+  WorkerStats stats_;
+  // Counters readable from other threads; the mutex guards the maps only
+  // (taken on reload and by readers), never the counting itself.
+  mutable std::mutex stats_mu_;
+  std::map<std::string, std::weak_ptr<PoolStats>> pool_stats_;
+  struct ServerKey {
+    std::string pool, stats_name, identity;
+    auto operator<=>(const ServerKey&) const = default;
+  };
+  std::map<ServerKey, std::weak_ptr<ServerStats>> server_stats_;
+};
+
+}  // namespace memshard::proxy

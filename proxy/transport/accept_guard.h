@@ -1,0 +1,88 @@
+// What a listener does when the process is out of file descriptors.
+//
+// accept() then fails with EMFILE (or ENFILE, system-wide) and leaves the
+// connection in the listen backlog, where it stays readable: libevent's
+// listener would warn and retry on every loop iteration, a busy loop on the
+// main thread that floods the log while the client waits without a word.
+// Instead, one descriptor is held in reserve for the purpose: freed, it lets
+// the waiting connection in, to be told memcached's own "ERROR Too many open
+// connections" and closed at once, and is taken back. Should the reserve be
+// lost (a worker took the descriptor meanwhile) or the kernel be short of
+// memory, the listener pauses for a moment instead of spinning.
+#pragma once
+
+#include <event2/event.h>
+#include <event2/listener.h>
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "proxy/support/warning_throttle.h"
+
+namespace memshard::proxy {
+
+// Sends a client memcached's "ERROR Too many open connections" and closes
+// its socket: a client past client_connections, or one that came when no
+// descriptor was left.
+void refuse_client(int fd);
+
+// The spare descriptor, one per process, shared by every listener of the
+// main thread's loop.
+class DescriptorReserve {
+ public:
+  DescriptorReserve();
+  ~DescriptorReserve();
+  DescriptorReserve(const DescriptorReserve&) = delete;
+  DescriptorReserve& operator=(const DescriptorReserve&) = delete;
+
+  // Frees the reserve, accepts one connection from `listen_fd`, refuses it
+  // (refuse_client) and takes the reserve back. Returns 1 when a client was
+  // refused, 0 when none was waiting, -1 when the reserve could not help
+  // (none was held, or accept() failed even so).
+  int refuse_one(int listen_fd);
+
+ private:
+  bool take();
+  int fd_ = -1;
+};
+
+// Installs the handling on one listener, for as long as it lives. libevent
+// hands an error callback the listener's own argument, so the guard stands
+// between the listener and its accept callback: `accept` and `accept_arg`
+// are what the listener was created with.
+class AcceptGuard {
+ public:
+  // `what` names the listener in the log; `on_refused` runs once per client
+  // refused (to count it).
+  AcceptGuard(event_base* base, evconnlistener* listener, evconnlistener_cb accept,
+              void* accept_arg, DescriptorReserve& reserve, std::string what,
+              std::function<void()> on_refused);
+  ~AcceptGuard();
+  AcceptGuard(const AcceptGuard&) = delete;
+  AcceptGuard& operator=(const AcceptGuard&) = delete;
+
+  // How long a listener pauses when it cannot even refuse.
+  static constexpr int kPauseMs = 100;
+
+ private:
+  static void on_accept(evconnlistener* listener, evutil_socket_t fd, sockaddr* addr, int len,
+                        void* self);
+  static void on_error(evconnlistener* listener, void* self);
+  static void on_resume(evutil_socket_t, short, void* self);
+  void count(uint64_t& counter, int err);
+
+  evconnlistener* listener_;
+  evconnlistener_cb accept_;
+  void* accept_arg_;
+  DescriptorReserve& reserve_;
+  std::string what_;
+  std::function<void()> on_refused_;
+  event* resume_ = nullptr;
+  WarningThrottle warning_;
+  uint64_t refused_ = 0;  // since the last warning
+  uint64_t pauses_ = 0;
+  int last_errno_ = 0;
+};
+
+}  // namespace memshard::proxy

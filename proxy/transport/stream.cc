@@ -1,0 +1,481 @@
+#include "proxy/transport/stream.h"
+
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstddef>
+#include <span>
+
+#include "proxy/support/log.h"
+
+namespace memshard::proxy {
+
+namespace {
+
+// Reads per readiness at most: a peer that keeps the socket full cannot
+// keep the loop from its other sockets.
+constexpr int kMaxReadsPerEvent = 4;
+
+}  // namespace
+
+// A batch hands evbuffer_peek's vectors to the kernel as iovecs.
+static_assert(sizeof(evbuffer_iovec) == sizeof(iovec));
+static_assert(offsetof(evbuffer_iovec, iov_base) == offsetof(iovec, iov_base));
+static_assert(offsetof(evbuffer_iovec, iov_len) == offsetof(iovec, iov_len));
+
+StreamLoop::StreamLoop(event_base* base, Writes writes) : base_(base) {
+  if (writes == Writes::batched) batch_ = std::make_unique<WriteBatch>();
+  spare_.reserve(kMaxSpareBuffers);
+}
+
+StreamLoop::~StreamLoop() {
+  for (evbuffer* b : spare_) evbuffer_free(b);
+}
+
+evbuffer* StreamLoop::take_buffer() {
+  if (spare_.empty()) return evbuffer_new();
+  evbuffer* b = spare_.back();
+  spare_.pop_back();
+  return b;
+}
+
+void StreamLoop::give_back(evbuffer* buffer) {
+  // Emptied, a buffer holds no chains: a spare is just its own header.
+  evbuffer_drain(buffer, evbuffer_get_length(buffer));
+  if (spare_.size() < kMaxSpareBuffers)
+    spare_.push_back(buffer);
+  else
+    evbuffer_free(buffer);
+}
+
+void StreamLoop::flush() {
+  if (batching()) {
+    flush_batched();
+    return;
+  }
+  // Writing may report to owners, which may append to other streams (a
+  // failed backend answers its clients) or destroy streams: walk by index,
+  // over entries appended meanwhile too.
+  for (size_t i = 0; i < dirty_.size(); ++i) {
+    Stream* s = dirty_[i];
+    if (s == nullptr) continue;
+    // Still marked dirty while the owner appends its last bytes, so they
+    // leave in this same write. A stream closed or destroyed here has
+    // cleared its own entry (Stream::close).
+    if (s->watch_flush_ && !s->report(Stream::Happened::flushing)) continue;
+    dirty_[i] = nullptr;
+    s->dirty_ = false;
+    s->write_out();
+  }
+  dirty_.clear();
+}
+
+void StreamLoop::flush_batched() {
+  // Rounds: reports made while finishing one round's sends may append to
+  // streams not in it (a failed backend answers its clients); those go in
+  // the next round. Entries stay in dirty_ until their stream is finished,
+  // so a stream destroyed meanwhile has cleared its own (Stream::close).
+  size_t begin = 0;
+  while (begin < dirty_.size()) {
+    // Owners that hold back their tail append it now, all before any
+    // send, so bytes one of them appends to another's stream join too.
+    for (size_t i = begin; i < dirty_.size(); ++i) {
+      Stream* s = dirty_[i];
+      if (s != nullptr && s->watch_flush_) (void)s->report(Stream::Happened::flushing);
+    }
+    size_t end = dirty_.size();
+    send_batched(begin, end);
+    for (size_t j = begin; j < end; ++j) {
+      Stream* s = dirty_[j];
+      if (s == nullptr) continue;
+      dirty_[j] = nullptr;
+      s->dirty_ = false;
+      s->finish_batched_send(sent_[j - begin]);
+    }
+    begin = end;
+  }
+  dirty_.clear();
+}
+
+void StreamLoop::send_batched(size_t begin, size_t end) {
+  // Not sent: the stream's finish writes it the usual way.
+  sent_.assign(end - begin, -EAGAIN);
+  size_t next = begin;
+  while (next < end && batching()) {
+    batch_members_.clear();
+    for (; next < end && batch_members_.size() < WriteBatch::kMaxSends; ++next) {
+      Stream* s = dirty_[next];
+      if (s != nullptr && s->sendable()) batch_members_.push_back(next - begin);
+    }
+    // One stream alone gains nothing from the ring: its finish writes it.
+    if (batch_members_.size() < 2) continue;
+    // Grown to the largest submission so far (at most kMaxSends streams'
+    // worth), before any send points into it.
+    if (iov_.size() < batch_members_.size() * kIovPerSend)
+      iov_.resize(batch_members_.size() * kIovPerSend);
+    for (size_t k = 0; k < batch_members_.size(); ++k) {
+      Stream* s = dirty_[begin + batch_members_[k]];
+      iovec* iov = &iov_[k * kIovPerSend];
+      // Output in more chains than kIovPerSend sends what fits; the finish
+      // writes the rest.
+      int n = evbuffer_peek(s->output_, -1, nullptr, reinterpret_cast<evbuffer_iovec*>(iov),
+                            kIovPerSend);
+      batch_->add(s->fd_, iov, static_cast<size_t>(std::min(n, kIovPerSend)));
+    }
+    std::span<const int> results = batch_->submit();
+    ++batches_;
+    batched_sends_ += batch_members_.size();
+    if (!batching())
+      log_warn(
+          "io_uring stopped taking sends: each socket is written with its own writev from now on");
+    for (size_t k = 0; k < batch_members_.size(); ++k) sent_[batch_members_[k]] = results[k];
+  }
+}
+
+Stream::Stream(StreamLoop& loop, int fd, Callback callback, void* owner, size_t read_chunk,
+               Reads reads)
+    : loop_(loop),
+      fd_(fd),
+      callback_(callback),
+      owner_(owner),
+      read_chunk_(std::min(read_chunk, StreamLoop::kMaxReadChunk)),
+      reads_(reads) {
+  if (fd_ >= 0) set_interest();
+}
+
+Stream::~Stream() {
+  if (alive_ != nullptr) *alive_ = false;
+  close();
+  if (input_ != nullptr) loop_.give_back(input_);
+  if (output_ != nullptr) loop_.give_back(output_);
+}
+
+evbuffer* Stream::input() {
+  if (input_ == nullptr) input_ = loop_.take_buffer();
+  return input_;
+}
+
+evbuffer* Stream::output() {
+  if (output_ == nullptr) output_ = loop_.take_buffer();
+  return output_;
+}
+
+size_t Stream::input_length() const {
+  return input_ == nullptr ? 0 : evbuffer_get_length(input_);
+}
+
+size_t Stream::output_length() const {
+  return output_ == nullptr ? 0 : evbuffer_get_length(output_);
+}
+
+// An idle client keeps no buffers: its next read or reply takes one from
+// the loop's spares (or makes one), which costs less than holding them for
+// thousands of clients.
+void Stream::release_empty_buffers() {
+  if (reads_ != Reads::compact) return;
+  if (input_ != nullptr && evbuffer_get_length(input_) == 0) {
+    loop_.give_back(input_);
+    input_ = nullptr;
+  }
+  if (output_ != nullptr && evbuffer_get_length(output_) == 0) {
+    loop_.give_back(output_);
+    output_ = nullptr;
+  }
+}
+
+void Stream::close() {
+  if (dirty_) {
+    auto it = std::find(loop_.dirty_.begin(), loop_.dirty_.end(), this);
+    if (it != loop_.dirty_.end()) *it = nullptr;
+    dirty_ = false;
+  }
+  if (interest_ != 0) event_del(&event_);
+  interest_ = 0;
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+  if (input_ != nullptr) evbuffer_drain(input_, evbuffer_get_length(input_));
+  if (output_ != nullptr) evbuffer_drain(output_, evbuffer_get_length(output_));
+}
+
+bool Stream::quiet() const {
+  return fd_ >= 0 && !dirty_ && !blocked_ && !connecting_ && !eof_ && !failed_ && reading_ &&
+         input_length() == 0 && output_length() == 0;
+}
+
+int Stream::release_fd() {
+  int fd = fd_;
+  fd_ = -1;  // so close() leaves the socket open
+  close();
+  if (input_ != nullptr) loop_.give_back(input_);
+  if (output_ != nullptr) loop_.give_back(output_);
+  input_ = output_ = nullptr;
+  return fd;
+}
+
+bool Stream::connect(std::span<const SocketAddress> addresses, size_t first) {
+  targets_.assign(addresses.begin(), addresses.end());
+  tries_left_ = targets_.size();
+  target_ = targets_.empty() ? 0 : first % targets_.size();
+  return connect_next();
+}
+
+bool Stream::connect_next() {
+  int last_error = EDESTADDRREQ;
+  for (; tries_left_ > 0; target_ = (target_ + 1) % targets_.size()) {
+    --tries_left_;
+    const SocketAddress& address = targets_[target_];
+    fd_ = socket(address.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd_ < 0) {
+      last_error = errno;
+      // Out of descriptors or memory here: no other address does better.
+      if (last_error == EMFILE || last_error == ENFILE || last_error == ENOBUFS ||
+          last_error == ENOMEM)
+        break;
+      continue;
+    }
+    if (address.family() != AF_UNIX) {
+      int one = 1;
+      setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    }
+    if (::connect(fd_, address.get(), address.length) == 0 || errno == EINPROGRESS) {
+      // Even a connect that completed at once is reported from the loop
+      // (the socket is writable at once), so the owner sees one path.
+      connecting_ = true;
+      rearm_ = true;  // a new descriptor, whatever the interest was
+      set_interest();
+      return true;
+    }
+    last_error = errno;
+    ::close(fd_);
+    fd_ = -1;
+  }
+  errno = last_error;
+  return false;
+}
+
+bool Stream::connect_failed_try_next() {
+  if (interest_ != 0) event_del(&event_);
+  interest_ = 0;
+  ::close(fd_);
+  fd_ = -1;
+  connecting_ = false;
+  if (tries_left_ == 0) return false;
+  target_ = (target_ + 1) % targets_.size();
+  return connect_next();
+}
+
+void Stream::mark_dirty() {
+  if (dirty_ || failed_ || fd_ < 0) return;
+  dirty_ = true;
+  loop_.dirty_.push_back(this);
+}
+
+void Stream::set_reading(bool on) {
+  reading_ = on;
+  set_interest();
+}
+
+void Stream::set_input_limit(size_t bytes) {
+  input_limit_ = bytes;
+  set_interest();
+}
+
+void Stream::set_idle_timeout_ms(int ms) {
+  if (ms == idle_ms_) return;
+  idle_ms_ = ms;
+  rearm_ = true;  // register again, with the new timeout
+  set_interest();
+}
+
+void Stream::update() {
+  set_interest();
+}
+
+void Stream::set_interest() {
+  short want = 0;
+  if (fd_ >= 0 && !failed_) {
+    if (connecting_) {
+      want = EV_WRITE;
+    } else {
+      if (reading_ && !eof_ && input_length() < input_limit_) want |= EV_READ;
+      if (blocked_) want |= EV_WRITE;
+    }
+  }
+  if (want == interest_ && !rearm_) return;
+  if (interest_ != 0) event_del(&event_);
+  interest_ = want;
+  rearm_ = false;
+  if (want == 0) return;
+  event_assign(&event_, loop_.base(), fd_, want | EV_PERSIST, &Stream::on_event, this);
+  // The idle clock runs only while reading: a client waiting on its
+  // replies, or one we stopped reading, is not idle.
+  if ((want & EV_READ) && idle_ms_ > 0) {
+    timeval tv{idle_ms_ / 1000, (idle_ms_ % 1000) * 1000};
+    event_add(&event_, &tv);
+  } else {
+    event_add(&event_, nullptr);
+  }
+}
+
+void Stream::on_event(evutil_socket_t, short what, void* self) {
+  auto* s = static_cast<Stream*>(self);
+  if (what & EV_TIMEOUT) {
+    s->report(Happened::idle);
+    return;
+  }
+  if (what & EV_WRITE) {
+    bool alive = true;
+    s->alive_ = &alive;
+    s->handle_write();
+    if (!alive) return;
+    s->alive_ = nullptr;
+  }
+  // A write that failed leaves the stream unusable: nothing more to read
+  // or report.
+  if ((what & EV_READ) && s->fd_ >= 0 && !s->failed_) s->handle_read();
+}
+
+void Stream::handle_write() {
+  if (connecting_) {
+    int err = 0;
+    socklen_t len = sizeof(err);
+    if (getsockopt(fd_, SOL_SOCKET, SO_ERROR, &err, &len) != 0) err = errno;
+    if (err != 0 && connect_failed_try_next()) return;
+    if (err != 0) {
+      errno = err;
+      failed_ = true;
+      set_interest();
+      report(Happened::error);
+      return;
+    }
+    connecting_ = false;
+    set_interest();
+    if (!report(Happened::connected)) return;
+  }
+  write_out();
+}
+
+void Stream::handle_read() {
+  size_t got = 0;
+  bool eof = false, error = false;
+  for (int round = 0; round < kMaxReadsPerEvent; ++round) {
+    size_t have = input_length();
+    if (have >= input_limit_) break;
+    size_t want = std::min(read_chunk_, input_limit_ - have);
+    ssize_t n;
+    if (reads_ == Reads::compact && have == 0) {
+      n = read(fd_, loop_.scratch_.data(), want);
+      if (n > 0) evbuffer_add(input(), loop_.scratch_.data(), static_cast<size_t>(n));
+    } else {
+      evbuffer_iovec vec[2];
+      int nvec = evbuffer_reserve_space(input(), static_cast<ev_ssize_t>(want), vec, 2);
+      if (nvec <= 0) {
+        error = true;
+        break;
+      }
+      // The reserved space may be larger than asked for (a whole chain's
+      // room): read into all of it, but never past the input limit.
+      iovec iov[2];
+      size_t room = input_limit_ - have;
+      want = 0;
+      for (int i = 0; i < nvec; ++i) {
+        size_t len = std::min(vec[i].iov_len, room - want);
+        iov[i] = {vec[i].iov_base, len};
+        want += len;
+      }
+      n = readv(fd_, iov, nvec);
+      // Commit only the vectors the bytes reached.
+      size_t left = n > 0 ? static_cast<size_t>(n) : 0;
+      int used = 0;
+      for (; used < nvec && left > 0; ++used) {
+        vec[used].iov_len = std::min(vec[used].iov_len, left);
+        left -= vec[used].iov_len;
+      }
+      if (used > 0) evbuffer_commit_space(input_, vec, used);
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n == 0) eof = true;
+    if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK) error = true;
+    if (n <= 0) break;
+    got += static_cast<size_t>(n);
+    // A short read drained the socket; level-triggered readiness brings
+    // us back when more arrives, so no read is spent on EAGAIN.
+    if (static_cast<size_t>(n) < want) break;
+  }
+  if (eof || error) {
+    eof_ = true;
+    failed_ = error;
+  }
+  set_interest();
+  if (got > 0 && !report(Happened::input)) return;
+  if (error) {
+    report(Happened::error);
+  } else if (eof) {
+    report(Happened::eof);
+  } else {
+    set_interest();  // the owner consumed input: reading may resume
+    release_empty_buffers();
+  }
+}
+
+bool Stream::finish_batched_send(int sent) {
+  if (!writable()) return true;
+  if (sent > 0) {
+    evbuffer_drain(output_, static_cast<size_t>(sent));
+    return write_out(static_cast<size_t>(sent));
+  }
+  if (sent < 0 && sent != -EAGAIN && sent != -EWOULDBLOCK && sent != -EINTR) {
+    errno = -sent;
+    return fail_write();
+  }
+  return write_out();
+}
+
+bool Stream::fail_write() {
+  failed_ = true;
+  set_interest();
+  report(Happened::error);
+  return false;
+}
+
+bool Stream::write_out(size_t wrote) {
+  if (!writable()) return true;
+  while (output_length() > 0) {
+    int n = evbuffer_write_atmost(output_, fd_, -1);
+    if (n > 0) {
+      wrote += static_cast<size_t>(n);
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK) return fail_write();
+    break;  // the kernel's buffer is full
+  }
+  bool blocked = output_length() > 0;
+  if (blocked != blocked_) {
+    blocked_ = blocked;
+    set_interest();
+  }
+  if (wrote > 0 && watch_writes_ && !report(Happened::written)) return false;
+  release_empty_buffers();
+  return true;
+}
+
+bool Stream::report(Happened what) {
+  bool alive = true;
+  bool* outer = alive_;
+  alive_ = &alive;
+  callback_(owner_, what);
+  if (!alive) {
+    if (outer != nullptr) *outer = false;
+    return false;
+  }
+  alive_ = outer;
+  return fd_ >= 0;  // closed by the owner: nothing more to do
+}
+
+}  // namespace memshard::proxy

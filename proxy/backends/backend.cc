@@ -172,6 +172,10 @@ BackendConn* BackendServer::connection_for(uint64_t affinity) {
   return conns_[affinity % want].get();
 }
 
+Outbox* BackendServer::outbox(uint64_t affinity) {
+  return connection_for(affinity);
+}
+
 void BackendServer::on_connect_failed() {
   // A server listed by name may have moved: its name is looked up again.
   context_.server_unreachable(settings_.pool, identity_);

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "proxy/backends/context.h"
+#include "proxy/backends/outbox.h"
 #include "proxy/support/fifo.h"
 #include "proxy/support/stats.h"
 #include "proxy/transport/socket_address.h"
@@ -29,27 +30,6 @@ namespace memshard::proxy {
 
 struct Fragment;
 struct ReplySlot;
-
-// How the reply to one operation is read and where it goes.
-enum class ReplyMode : uint8_t {
-  retrieval,   // VALUE blocks until END, into the fragment's buffer
-  single,      // one line (storage, delete, incr/decr, touch)
-  meta,        // one line, or VA + data (mg, ms, md, ma, me)
-  quiet_keep,  // everything up to the MN that follows a quiet meta request
-  quiet_drop,  // everything up to MN, discarded (classic noreply)
-  broadcast,   // one line, "OK" expected (flush_all)
-};
-
-struct BackendOp {
-  ReplySlot* slot = nullptr;
-  uint32_t fragment = 0;
-  ReplyMode mode = ReplyMode::single;
-  uint64_t sent_usec = 0;
-  uint32_t request_bytes = 0;
-  // Retrieval: the next operation's keys are on this one's request line,
-  // and the END after them ends both (see BackendConn::enqueue_retrieval).
-  bool shares_line_with_next = false;
-};
 
 struct ServerSettings {
   std::string pool;
@@ -66,7 +46,7 @@ struct ServerSettings {
 class BackendConn;
 
 // One server as seen by one worker: its connections and its health.
-class BackendServer {
+class BackendServer final : public Server {
  public:
   BackendServer(BackendContext& context, std::string identity, AddressList addresses,
                 ServerSettings settings, std::shared_ptr<ServerStats> stats,
@@ -88,6 +68,7 @@ class BackendServer {
   // requests to this server stay in order. Null while the server is in
   // its reconnect back-off: the caller fails the request at once.
   BackendConn* connection_for(uint64_t affinity);
+  Outbox* outbox(uint64_t affinity) override;
 
   // Called by connections.
   void on_connect_failed();
@@ -118,7 +99,7 @@ class BackendServer {
   uint32_t failures_in_a_row_ = 0;
 };
 
-class BackendConn {
+class BackendConn final : public Outbox {
  public:
   explicit BackendConn(BackendServer& server);
   ~BackendConn();
@@ -128,15 +109,15 @@ class BackendConn {
   // The buffer to append one request's bytes to (connecting if needed);
   // every request appended must be followed by exactly one enqueue(),
   // which counts the bytes appended since output() was called.
-  evbuffer* output();
-  void enqueue(BackendOp op);
+  evbuffer* output() override;
+  void enqueue(BackendOp op) override;
   // Queues a get or gets for `keys` (verb "get" or "gets"; op.mode is
   // retrieval). Retrievals with the same verb queued one after another in
   // one loop iteration, by any clients, go out as one multi-get line: a
   // server answers "get a b c" for much less work than three gets, and the
   // reply is split back per operation by key order.
   void enqueue_retrieval(std::string_view verb, std::span<const std::string_view> keys,
-                         BackendOp op);
+                         BackendOp op) override;
   size_t in_flight() const { return ops_.size(); }
   // The address connected to or being connected to; null before the
   // first request and after a failure.

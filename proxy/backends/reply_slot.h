@@ -47,6 +47,20 @@ struct KeyRef {
   uint32_t block_bytes;  // bytes of this key's VALUE block in its fragment, 0 = miss
 };
 
+struct ReplySlot;
+
+// Where slots come from: a worker keeps a pool of them. Routes that hold a
+// reply back before the client sees it (failover, fan-out) take slots of
+// their own from it.
+class SlotSource {
+ public:
+  virtual ReplySlot* acquire_slot(SlotOwner* owner) = 0;
+  virtual void release_slot(ReplySlot* slot) = 0;
+
+ protected:
+  ~SlotSource() = default;
+};
+
 struct ReplySlot {
   ReplySlot();
   ~ReplySlot();

@@ -4,9 +4,7 @@
 #include <sys/ioctl.h>
 
 #include <algorithm>
-#include <span>
 
-#include "proxy/backends/backend.h"
 #include "proxy/backends/reply_slot.h"
 #include "proxy/protocol/replies.h"
 #include "proxy/protocol/version.h"
@@ -15,21 +13,7 @@ namespace memshard::proxy {
 
 namespace {
 
-using proto::reply::own::kBackendUnavailable;
 using proto::reply::own::kNoPool;
-
-bool is_meta(proto::Command c) {
-  switch (c) {
-    case proto::Command::meta_get:
-    case proto::Command::meta_set:
-    case proto::Command::meta_delete:
-    case proto::Command::meta_arithmetic:
-    case proto::Command::meta_debug:
-      return true;
-    default:
-      return false;
-  }
-}
 
 bool is_storage(proto::Command c) {
   switch (c) {
@@ -230,7 +214,10 @@ void ClientConn::dispatch(evbuffer* in) {
       evbuffer_drain(in, header_bytes_);
       swallow_left_ = work_.request.swallow;
       if (work_.request.invalidate_key && route != nullptr) {
-        invalidate(*route);
+        ReplySlot* s = new_slot();
+        evbuffer_add(s->reply, work_.request.error_reply.data(), work_.request.error_reply.size());
+        RouteRequest req = route_request(in);
+        route->key->invalidate(req, *s);
       } else {
         reply_now(new_slot(), work_.request.error_reply);
       }
@@ -251,184 +238,29 @@ void ClientConn::dispatch(evbuffer* in) {
     reply_line(new_slot(), kNoPool);
     return;
   }
+  WorkerStats& st = context_.stats();
+  RouteRequest req = route_request(in);
   switch (work_.request.action) {
     case proto::Action::forward:
-      forward(*route, in);
+      (is_storage(work_.request.command) ? st.cmd_set : st.cmd_other).add();
+      route->key->send(req, *new_slot());
       break;
     case proto::Action::multi_get:
-      multi_get(*route, in);
+      st.cmd_get.add(work_.request.keys.size());
+      route->multi_get->send(req, *new_slot());
       break;
     case proto::Action::broadcast:
-      broadcast(*route, in);
+      route->all->send(req, *new_slot());
       break;
     default:
       break;
   }
 }
 
-void ClientConn::forward(const PoolRoute& route, evbuffer* in) {
-  WorkerStats& st = context_.stats();
-  (is_storage(work_.request.command) ? st.cmd_set : st.cmd_other).add();
-  size_t server = route.pool->ring.lookup(work_.request.keys[0]);
-  BackendConn* conn =
-      server == ketama::Ring::npos ? nullptr : route.backends[server]->connection_for(id_);
-  ReplySlot* s = new_slot();
-  bool meta = is_meta(work_.request.command);
-  if (conn == nullptr) {
-    evbuffer_drain(in, header_bytes_ + work_.request.data_bytes);
-    count_forward_error();
-    // noreply asked for silence even about failures; quiet meta did not.
-    if (work_.request.quiet && !meta) {
-      reply_now(s, {});
-    } else {
-      reply_line(s, kBackendUnavailable);
-    }
-    return;
-  }
-  // The request goes out exactly as the client wrote it; a quiet one is
-  // followed by "mn" so the server's own quiet rules decide what it says
-  // and the MN marks where its answer ends.
-  evbuffer* out = conn->output();
-  evbuffer_remove_buffer(in, out, header_bytes_ + work_.request.data_bytes);
-  ReplyMode mode = meta ? ReplyMode::meta : ReplyMode::single;
-  if (work_.request.quiet) {
-    evbuffer_add(out, "mn\r\n", 4);
-    mode = meta ? ReplyMode::quiet_keep : ReplyMode::quiet_drop;
-  }
-  s->outstanding = 1;
-  s->add_fragment();
-  count_fragment();
-  conn->enqueue(BackendOp{s, 0, mode, context_.now_usec()});
-}
-
-// A set refused as too large also deletes the key's current value, as
-// memcached does; the client sees only the refusal, after the delete.
-void ClientConn::invalidate(const PoolRoute& route) {
-  ReplySlot* s = new_slot();
-  evbuffer_add(s->reply, work_.request.error_reply.data(), work_.request.error_reply.size());
-  size_t server = route.pool->ring.lookup(work_.request.keys[0]);
-  BackendConn* conn =
-      server == ketama::Ring::npos ? nullptr : route.backends[server]->connection_for(id_);
-  if (conn == nullptr) {
-    s->complete = true;
-    return;
-  }
-  work_.text.assign("md ").append(work_.request.raw_key);
-  if (work_.request.key_base64) work_.text.append(" b");
-  work_.text.append(" q\r\nmn\r\n");
-  evbuffer_add(conn->output(), work_.text.data(), work_.text.size());
-  s->outstanding = 1;
-  s->add_fragment();
-  count_fragment();
-  conn->enqueue(BackendOp{s, 0, ReplyMode::quiet_drop, context_.now_usec()});
-}
-
-void ClientConn::multi_get(const PoolRoute& route, evbuffer* in) {
-  WorkerStats& st = context_.stats();
-  ReplySlot* s = new_slot();
-  s->kind = SlotKind::retrieval;
-  const ketama::Ring& ring = route.pool->ring;
-  size_t nservers = route.backends.size();
-  if (work_.fragment_of_server.size() < nservers + 1)
-    work_.fragment_of_server.assign(nservers + 1, -1);
-  work_.server_of_fragment.clear();
-  const auto& keys = work_.request.keys;
-  for (uint32_t pos = 0; pos < keys.size(); ++pos) {
-    size_t server = ring.lookup(keys[pos]);
-    if (server == ketama::Ring::npos) server = nservers;  // nothing live: a failed fragment
-    int32_t f = work_.fragment_of_server[server];
-    if (f < 0) {
-      f = static_cast<int32_t>(s->fragment_count);
-      s->add_fragment();
-      work_.fragment_of_server[server] = f;
-      work_.server_of_fragment.push_back(server);
-    }
-    auto offset = static_cast<uint32_t>(s->keys.size());
-    s->keys.append(keys[pos]);
-    s->key_refs.push_back(
-        KeyRef{offset, static_cast<uint32_t>(keys[pos].size()), static_cast<uint32_t>(f), 0});
-    s->fragments[f].key_positions.push_back(pos);
-  }
-  for (size_t server : work_.server_of_fragment) work_.fragment_of_server[server] = -1;
-  st.cmd_get.add(keys.size());
-
-  // get and gets lines are built by the backend connection, which joins
-  // those queued back to back into one multi-get; gat and gats (whose
-  // exptime must match) go as lines of their own.
-  std::string_view shared_verb;
-  if (work_.request.command == proto::Command::get) shared_verb = "get";
-  if (work_.request.command == proto::Command::gets) shared_verb = "gets";
-  bool whole_line = work_.server_of_fragment.size() == 1 && shared_verb.empty();
-  if (!whole_line) evbuffer_drain(in, header_bytes_);
-  uint64_t now = context_.now_usec();
-  for (uint32_t f = 0; f < s->fragment_count; ++f) {
-    size_t server = work_.server_of_fragment[f];
-    BackendConn* conn = server < nservers ? route.backends[server]->connection_for(id_) : nullptr;
-    if (conn == nullptr) {
-      s->fragments[f].failed = true;
-      if (s->error.empty()) s->error.assign(kBackendUnavailable).append("\r\n");
-      count_forward_error();
-      continue;
-    }
-    if (!shared_verb.empty()) {
-      std::span<const std::string_view> fragment_keys = keys;
-      if (s->fragment_count > 1) {
-        work_.key_views.clear();
-        for (uint32_t pos : s->fragments[f].key_positions) work_.key_views.push_back(s->key(pos));
-        fragment_keys = work_.key_views;
-      }
-      ++s->outstanding;
-      count_fragment();
-      conn->enqueue_retrieval(shared_verb, fragment_keys,
-                              BackendOp{s, f, ReplyMode::retrieval, now});
-      continue;
-    }
-    evbuffer* out = conn->output();
-    if (whole_line) {
-      // One server holds every key: the client's own line serves as is.
-      evbuffer_remove_buffer(in, out, header_bytes_);
-    } else {
-      work_.key_views.clear();
-      for (uint32_t pos : s->fragments[f].key_positions) work_.key_views.push_back(s->key(pos));
-      work_.text.clear();
-      proto::append_retrieval_line(work_.request, work_.key_views, work_.text);
-      evbuffer_add(out, work_.text.data(), work_.text.size());
-    }
-    ++s->outstanding;
-    count_fragment();
-    conn->enqueue(BackendOp{s, f, ReplyMode::retrieval, now});
-  }
-  if (whole_line && s->outstanding == 0) evbuffer_drain(in, header_bytes_);
-  if (s->outstanding == 0) s->complete_unsent();
-}
-
-void ClientConn::broadcast(const PoolRoute& route, evbuffer* in) {
-  ReplySlot* s = new_slot();
-  s->kind = SlotKind::broadcast;
-  s->drop_reply = work_.request.quiet;
-  s->add_fragment();
-  uint64_t now = context_.now_usec();
-  for (BackendServer* b : route.backends) {
-    BackendConn* conn = b->connection_for(id_);
-    if (conn == nullptr) {
-      if (s->error.empty()) s->error.assign(kBackendUnavailable).append("\r\n");
-      count_forward_error();
-      continue;
-    }
-    evbuffer* out = conn->output();
-    evbuffer_add(out, work_.line.data(), work_.line.size());
-    evbuffer_add(out, "\r\n", 2);
-    ReplyMode mode = ReplyMode::broadcast;
-    if (work_.request.quiet) {
-      evbuffer_add(out, "mn\r\n", 4);
-      mode = ReplyMode::quiet_drop;
-    }
-    ++s->outstanding;
-    count_fragment();
-    conn->enqueue(BackendOp{s, 0, mode, now});
-  }
-  evbuffer_drain(in, header_bytes_);
-  if (s->outstanding == 0) s->complete_unsent();
+RouteRequest ClientConn::route_request(evbuffer* in) {
+  return RouteRequest{work_.request, in,  header_bytes_,         work_.line,
+                      id_,           context_.now_usec(), work_, context_,
+                      context_.stats(), pool_stats_};
 }
 
 void ClientConn::answer_locally(evbuffer* in) {
@@ -458,16 +290,6 @@ void ClientConn::answer_locally(evbuffer* in) {
       reply_now(s, "ERROR\r\n");
       break;
   }
-}
-
-void ClientConn::count_fragment() {
-  context_.stats().fragments.add();
-  pool_stats_.fragments.add();
-}
-
-void ClientConn::count_forward_error() {
-  context_.stats().forward_error.add();
-  pool_stats_.forward_error.add();
 }
 
 ReplySlot* ClientConn::new_slot() {

@@ -12,9 +12,10 @@
 
 #include "proxy/clients/client_count.h"
 #include "proxy/clients/context.h"
+#include "proxy/routes/route.h"
 #include "proxy/backends/reply_slot.h"
 #include "proxy/protocol/request_parser.h"
-#include "proxy/clients/request_scratch.h"
+#include "proxy/routes/request_scratch.h"
 #include "proxy/support/stats.h"
 #include "proxy/transport/stream.h"
 
@@ -82,15 +83,11 @@ class ClientConn final : public SlotOwner {
   // Parses the request line at the front of `in` into the scratch space.
   void parse_line(evbuffer* in, size_t line_len);
   void dispatch(evbuffer* in);
-  void forward(const PoolRoute& route, evbuffer* in);
-  void multi_get(const PoolRoute& route, evbuffer* in);
-  void invalidate(const PoolRoute& route);
-  void broadcast(const PoolRoute& route, evbuffer* in);
+  // The request being dispatched, for its pool's routes.
+  RouteRequest route_request(evbuffer* in);
   void answer_locally(evbuffer* in);
   void use_route(const PoolRoute* route);
   ReplySlot* new_slot();
-  void count_fragment();
-  void count_forward_error();
   void reply_now(ReplySlot* slot, std::string_view text);
   // Replies with one of the proxy's own lines (replies.h), "\r\n" added.
   void reply_line(ReplySlot* slot, std::string_view line);

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "proxy/backends/reply_slot.h"
-#include "proxy/clients/request_scratch.h"
+#include "proxy/routes/request_scratch.h"
 #include "proxy/routes/pool_route.h"
 #include "proxy/support/stats.h"
 #include "proxy/transport/stream.h"
@@ -19,7 +19,7 @@ namespace memshard::proxy {
 
 class ClientConn;
 
-class ClientContext {
+class ClientContext : public SlotSource {
  public:
   virtual StreamLoop& streams() = 0;
   // Parse space shared by the loop's clients (one request at a time).
@@ -30,8 +30,6 @@ class ClientContext {
   // routes_epoch() stays the same.
   virtual const PoolRoute* route(const std::string& pool_name) const = 0;
   virtual uint64_t routes_epoch() const = 0;
-  virtual ReplySlot* acquire_slot(SlotOwner* owner) = 0;
-  virtual void release_slot(ReplySlot* slot) = 0;
   // Frees a closed client once the current callback has returned.
   virtual void retire(ClientConn* client) = 0;
   // The reply to `stats <args>`, STAT lines and END.

@@ -1,13 +1,18 @@
 // A pool as one worker routes it: its config and ring (from the topology
-// in force) and, per server index, the worker's backend for that server.
-// Rebuilt by the worker at every topology change; clients keep a pointer
-// for as long as the worker's routes epoch stays the same.
+// in force), per server index the worker's backend for that server, and
+// the routes built over them. Rebuilt by the worker at every topology
+// change, as the ring is; clients keep a pointer for as long as the
+// worker's routes epoch stays the same.
 #pragma once
 
 #include <memory>
 #include <vector>
 
 #include "proxy/backends/backend.h"
+#include "proxy/routes/broadcast_route.h"
+#include "proxy/routes/key_route.h"
+#include "proxy/routes/placement.h"
+#include "proxy/routes/split_route.h"
 #include "proxy/routes/topology.h"
 #include "proxy/support/stats.h"
 
@@ -17,6 +22,14 @@ struct PoolRoute {
   const Pool* pool = nullptr;
   std::vector<BackendServer*> backends;
   std::shared_ptr<PoolStats> stats;
+
+  // The pool's route for each kind of request; set by build_routes().
+  std::unique_ptr<RingPlacement> placement;
+  std::unique_ptr<KeyRoute> key;          // single-key requests
+  std::unique_ptr<SplitRoute> multi_get;  // retrievals, cut per server
+  std::unique_ptr<BroadcastRoute> all;    // flush_all
+  // Once pool and backends are set.
+  void build_routes();
 };
 
 }  // namespace memshard::proxy

@@ -307,6 +307,7 @@ void Worker::apply_topology(std::shared_ptr<const Topology> topology) {
       route.backends.push_back(backend.get());
       backends.emplace(key, std::move(backend));
     }
+    route.build_routes();
   }
   // Servers that left: their connections close once they owe nothing.
   for (auto& [key, backend] : backends_) {

@@ -23,7 +23,7 @@
 #include "proxy/clients/client_count.h"
 #include "proxy/clients/parked_clients.h"
 #include "proxy/backends/reply_slot.h"
-#include "proxy/clients/request_scratch.h"
+#include "proxy/routes/request_scratch.h"
 #include "proxy/support/slab_pool.h"
 #include "proxy/support/stats.h"
 #include "proxy/transport/stream.h"

@@ -1,0 +1,63 @@
+// A server as routes see it, apart from how it is reached: routes ask a
+// Server for the Outbox of a client and put requests in it, each with the
+// operation that says how its reply is read and which slot it fills.
+// BackendServer and BackendConn implement these; route tests fake them.
+#pragma once
+
+#include <event2/buffer.h>
+
+#include <cstdint>
+#include <span>
+#include <string_view>
+
+namespace memshard::proxy {
+
+struct ReplySlot;
+
+// How the reply to one operation is read and where it goes.
+enum class ReplyMode : uint8_t {
+  retrieval,   // VALUE blocks until END, into the fragment's buffer
+  single,      // one line (storage, delete, incr/decr, touch)
+  meta,        // one line, or VA + data (mg, ms, md, ma, me)
+  quiet_keep,  // everything up to the MN that follows a quiet meta request
+  quiet_drop,  // everything up to MN, discarded (classic noreply)
+  broadcast,   // one line, "OK" expected (flush_all)
+};
+
+struct BackendOp {
+  ReplySlot* slot = nullptr;
+  uint32_t fragment = 0;
+  ReplyMode mode = ReplyMode::single;
+  uint64_t sent_usec = 0;
+  uint32_t request_bytes = 0;
+  // Retrieval: the next operation's keys are on this one's request line,
+  // and the END after them ends both (see BackendConn::enqueue_retrieval).
+  bool shares_line_with_next = false;
+};
+
+class Outbox {
+ public:
+  // The buffer to append one request's bytes to; every request appended
+  // must be followed by exactly one enqueue().
+  virtual evbuffer* output() = 0;
+  virtual void enqueue(BackendOp op) = 0;
+  // A get or gets for `keys` (verb "get" or "gets"; op.mode retrieval),
+  // which the outbox may join with others on one line.
+  virtual void enqueue_retrieval(std::string_view verb, std::span<const std::string_view> keys,
+                                 BackendOp op) = 0;
+
+ protected:
+  ~Outbox() = default;
+};
+
+class Server {
+ public:
+  // The outbox of a client with this affinity (a client's requests to one
+  // server stay in order in it); null while the server is unavailable.
+  virtual Outbox* outbox(uint64_t affinity) = 0;
+
+ protected:
+  ~Server() = default;
+};
+
+}  // namespace memshard::proxy

@@ -1,0 +1,35 @@
+#include "proxy/routes/broadcast_route.h"
+
+#include "proxy/protocol/replies.h"
+
+namespace memshard::proxy {
+
+void BroadcastRoute::send(RouteRequest& req, ReplySlot& slot) {
+  slot.kind = SlotKind::broadcast;
+  slot.drop_reply = req.request.quiet;
+  slot.add_fragment();
+  for (size_t i = 0; i < placement_.size(); ++i) {
+    Outbox* outbox = placement_.server(i).outbox(req.affinity);
+    if (outbox == nullptr) {
+      if (slot.error.empty())
+        slot.error.assign(proto::reply::own::kBackendUnavailable).append("\r\n");
+      req.count_error();
+      continue;
+    }
+    evbuffer* out = outbox->output();
+    evbuffer_add(out, req.line.data(), req.line.size());
+    evbuffer_add(out, "\r\n", 2);
+    ReplyMode mode = ReplyMode::broadcast;
+    if (req.request.quiet) {
+      evbuffer_add(out, "mn\r\n", 4);
+      mode = ReplyMode::quiet_drop;
+    }
+    ++slot.outstanding;
+    req.count_fragment();
+    outbox->enqueue(BackendOp{&slot, 0, mode, req.now_usec});
+  }
+  evbuffer_drain(req.in, req.header_bytes);
+  if (slot.outstanding == 0) slot.complete_unsent();
+}
+
+}  // namespace memshard::proxy

@@ -1,0 +1,80 @@
+#include "proxy/routes/failover_route.h"
+
+#include "proxy/routes/held_request.h"
+
+namespace memshard::proxy {
+
+// One request going down the list. It owns the slot of the try in
+// progress, and deletes itself once the client's slot has its reply.
+class FailoverRoute::Attempt final : public SlotOwner {
+ public:
+  Attempt(const FailoverRoute& route, RouteRequest& req, ReplySlot& client)
+      : route_(route), held_(req), client_(client) {}
+
+  // Makes tries until one waits for a server; true when the client's slot
+  // got its reply meanwhile (this is then gone).
+  bool run() {
+    while (true) {
+      slot_ = held_.slots().acquire_slot(this);
+      sending_ = true;
+      held_.send_copy(*route_.tries_[next_++], *slot_);
+      sending_ = false;
+      if (!slot_->complete) return false;
+      if (!again()) {
+        finish();
+        return true;
+      }
+      held_.slots().release_slot(slot_);
+    }
+  }
+
+  void on_slot_complete() override {
+    if (sending_) return;  // completed inside send(): run() sees it
+    if (again()) {
+      held_.slots().release_slot(slot_);
+      run();
+      return;
+    }
+    finish();
+  }
+
+  // Set while the client's dispatch is still in FailoverRoute::send.
+  bool synchronous = true;
+
+ private:
+  bool again() const {
+    if (next_ == route_.tries_.size()) return false;
+    return is_server_error(*slot_) || (route_.on_miss_ && is_miss(*slot_));
+  }
+
+  void finish() {
+    take_reply(client_, *slot_);
+    held_.slots().release_slot(slot_);
+    ReplySlot& client = client_;
+    bool synchronous_now = synchronous;
+    delete this;
+    if (!synchronous_now) {
+      client.fragment_done();
+      return;
+    }
+    // Known before send() returned: the client writes complete slots
+    // when its dispatch returns, so it is not told.
+    if (--client.outstanding == 0) client.complete = true;
+  }
+
+  const FailoverRoute& route_;
+  HeldRequest held_;
+  ReplySlot& client_;
+  ReplySlot* slot_ = nullptr;
+  size_t next_ = 0;
+  bool sending_ = false;
+};
+
+void FailoverRoute::send(RouteRequest& req, ReplySlot& slot) {
+  ++slot.outstanding;
+  slot.add_fragment();
+  auto* attempt = new Attempt(*this, req, slot);
+  if (!attempt->run()) attempt->synchronous = false;
+}
+
+}  // namespace memshard::proxy

@@ -1,0 +1,27 @@
+// Tries its routes in order for a single-key request: the next one when a
+// reply is a SERVER_ERROR (server unavailable, timed out, closed, garbled)
+// and, with `on_miss`, when it is a miss (a copy that restarted empty).
+// The client sees the reply of the last try made; every try shares the
+// first one's timeout budget (its operations count from the first send).
+#pragma once
+
+#include <vector>
+
+#include "proxy/routes/route.h"
+
+namespace memshard::proxy {
+
+class FailoverRoute final : public Route {
+ public:
+  // The routes must outlive this one (they are built with it).
+  FailoverRoute(std::vector<Route*> tries, bool on_miss)
+      : tries_(std::move(tries)), on_miss_(on_miss) {}
+  void send(RouteRequest& req, ReplySlot& slot) override;
+
+ private:
+  class Attempt;
+  std::vector<Route*> tries_;
+  bool on_miss_;
+};
+
+}  // namespace memshard::proxy

@@ -1,0 +1,33 @@
+// Sends a single-key request to every one of its routes (the copies of a
+// replicated key) and gives the client one reply, chosen by policy once
+// every copy has answered:
+//   first     the first route's reply that is not a SERVER_ERROR (else
+//             the first route's error): a write succeeds while any copy
+//             takes it;
+//   majority  a reply that is not an error if more than half are not,
+//             else the first error;
+//   all       the first error if any copy failed, else the first reply.
+#pragma once
+
+#include <vector>
+
+#include "proxy/routes/route.h"
+
+namespace memshard::proxy {
+
+enum class ReplyPolicy : uint8_t { first, majority, all };
+
+class FanoutRoute final : public Route {
+ public:
+  // The routes must outlive this one (they are built with it).
+  FanoutRoute(std::vector<Route*> targets, ReplyPolicy policy)
+      : targets_(std::move(targets)), policy_(policy) {}
+  void send(RouteRequest& req, ReplySlot& slot) override;
+
+ private:
+  class Copies;
+  std::vector<Route*> targets_;
+  ReplyPolicy policy_;
+};
+
+}  // namespace memshard::proxy

@@ -1,0 +1,56 @@
+#include "proxy/routes/held_request.h"
+
+#include <limits>
+
+namespace memshard::proxy {
+
+namespace {
+
+// Whether the slot's reply starts with `prefix`.
+bool starts_with(const ReplySlot& slot, std::string_view prefix) {
+  size_t n = evbuffer_get_length(slot.reply);
+  if (n < prefix.size()) return false;
+  char head[16];
+  evbuffer_copyout(slot.reply, head, prefix.size());
+  return std::string_view(head, prefix.size()) == prefix;
+}
+
+}  // namespace
+
+HeldRequest::HeldRequest(RouteRequest& req)
+    : line_(req.line),
+      header_bytes_(req.header_bytes),
+      in_(evbuffer_new()),
+      affinity_(req.affinity),
+      now_usec_(req.now_usec),
+      scratch_(req.scratch),
+      slots_(req.slots),
+      worker_stats_(req.worker_stats),
+      pool_stats_(req.pool_stats) {
+  bytes_.resize(req.bytes());
+  evbuffer_remove(req.in, bytes_.data(), bytes_.size());
+  // Already checked against the pool's limits when it was first parsed.
+  proto::Limits any{std::numeric_limits<uint32_t>::max()};
+  proto::parse_request_line(line_, any, request_);
+}
+
+HeldRequest::~HeldRequest() { evbuffer_free(in_); }
+
+void HeldRequest::send_copy(Route& route, ReplySlot& slot) {
+  evbuffer_drain(in_, evbuffer_get_length(in_));
+  evbuffer_add(in_, bytes_.data(), bytes_.size());
+  RouteRequest req{request_, in_,     header_bytes_, line_,        affinity_,
+                   now_usec_, scratch_, slots_,      worker_stats_, pool_stats_};
+  route.send(req, slot);
+}
+
+bool is_server_error(const ReplySlot& slot) { return starts_with(slot, "SERVER_ERROR"); }
+
+bool is_miss(const ReplySlot& slot) {
+  size_t n = evbuffer_get_length(slot.reply);
+  return (n == 5 && starts_with(slot, "END\r\n")) || starts_with(slot, "EN\r\n");
+}
+
+void take_reply(ReplySlot& to, ReplySlot& from) { evbuffer_add_buffer(to.reply, from.reply); }
+
+}  // namespace memshard::proxy

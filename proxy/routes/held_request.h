@@ -1,0 +1,53 @@
+// A request kept by a route that may send it more than once (failover, to
+// the next server) or to several servers (fan-out), with the slots those
+// sends fill before the client's slot sees one reply. The client's bytes
+// move to a server's output when sent once; a held request keeps a copy,
+// and its own parse of the line (the client's parse space is reused by the
+// next request).
+#pragma once
+
+#include <event2/buffer.h>
+
+#include <string>
+#include <string_view>
+
+#include "proxy/protocol/request_parser.h"
+#include "proxy/routes/route.h"
+
+namespace memshard::proxy {
+
+class HeldRequest {
+ public:
+  // Takes req's bytes out of req.in.
+  explicit HeldRequest(RouteRequest& req);
+  ~HeldRequest();
+  HeldRequest(const HeldRequest&) = delete;
+  HeldRequest& operator=(const HeldRequest&) = delete;
+
+  // Sends a copy to `route`, filling `slot`.
+  void send_copy(Route& route, ReplySlot& slot);
+  SlotSource& slots() const { return slots_; }
+
+ private:
+  std::string line_;
+  std::string bytes_;  // line, terminator and data, as the client sent them
+  size_t header_bytes_;
+  proto::Request request_;
+  evbuffer* in_;
+  uint64_t affinity_;
+  // The first send's time: later tries share its timeout budget.
+  uint64_t now_usec_;
+  RequestScratch& scratch_;
+  SlotSource& slots_;
+  WorkerStats& worker_stats_;
+  PoolStats& pool_stats_;
+};
+
+// What a reply says, for routes that choose between replies.
+bool is_server_error(const ReplySlot& slot);
+// A miss of a single-key read: "END" of a get, "EN" of an mg.
+bool is_miss(const ReplySlot& slot);
+// Moves `from`'s reply into `to`'s.
+void take_reply(ReplySlot& to, ReplySlot& from);
+
+}  // namespace memshard::proxy

@@ -1,0 +1,64 @@
+// Routes: where a client's request goes and how its reply is made. A route
+// takes a request and the slot its reply is owed in, sends it on to one or
+// more servers (or answers it), and the slot completes when the servers
+// have answered. Routes compose: a pool's routes are a small tree built
+// from its config and ring (pool_route.h), rebuilt when the topology
+// changes, as the ring is.
+//
+// A route consumes the request's bytes from the client's input: it moves
+// them to a server's output when they can go as the client wrote them (no
+// copy), or drains them.
+#pragma once
+
+#include <event2/buffer.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+#include "proxy/backends/reply_slot.h"
+#include "proxy/protocol/request_parser.h"
+#include "proxy/routes/request_scratch.h"
+#include "proxy/support/stats.h"
+
+namespace memshard::proxy {
+
+// One request on its way, with what routes need around it.
+struct RouteRequest {
+  const proto::Request& request;  // parsed, views into `line`
+  evbuffer* in;                   // the request's bytes at its front
+  size_t header_bytes;            // its line and terminator
+  std::string_view line;          // the line, terminator excluded
+  uint64_t affinity;              // the client's: its requests to one server keep one connection
+  uint64_t now_usec;
+  RequestScratch& scratch;  // the worker's, for lines built here
+  SlotSource& slots;
+  WorkerStats& worker_stats;
+  PoolStats& pool_stats;
+
+  // Line, terminator and data block.
+  size_t bytes() const { return header_bytes + request.data_bytes; }
+  void count_fragment() const {
+    worker_stats.fragments.add();
+    pool_stats.fragments.add();
+  }
+  void count_error() const {
+    worker_stats.forward_error.add();
+    pool_stats.forward_error.add();
+  }
+};
+
+class Route {
+ public:
+  virtual ~Route() = default;
+  // Sends `req` on, consuming its bytes from req.in, and fills `slot`:
+  // completed before returning (answered here), or set up with the
+  // operations whose replies complete it.
+  virtual void send(RouteRequest& req, ReplySlot& slot) = 0;
+};
+
+// Appends `line` and "\r\n" to the slot's reply and completes it; nothing
+// for an empty line. For answers a route gives itself.
+void answer(ReplySlot& slot, std::string_view line);
+
+}  // namespace memshard::proxy

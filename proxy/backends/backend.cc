@@ -384,7 +384,6 @@ void BackendConn::on_stream(void* self, Stream::Happened what) {
       c->fail(c->connected_ ? kBackendClosed : kBackendUnavailable);
       return;
     case Stream::Happened::error:
-    case Stream::Happened::idle:
     case Stream::Happened::written:
       c->server_.stats().server_err.add();
       c->fail(c->connected_ ? kBackendClosed : kBackendUnavailable);

@@ -66,7 +66,7 @@ void ClientConn::use_route(const PoolRoute* route) {
   // so a client cannot make us buffer more than that.
   size_t max_request = proto::kMaxRetrievalLineLength + limits_.item_size_max + 4096;
   stream_.set_input_limit(max_request);
-  stream_.set_idle_timeout_ms(pc.client_idle_timeout_ms);
+  idle_timeout_usec_ = static_cast<uint64_t>(pc.client_idle_timeout_ms) * 1000;
 }
 
 void ClientConn::on_routes_changed() {
@@ -88,12 +88,6 @@ void ClientConn::on_stream(void* self, Stream::Happened what) {
       return;
     case Stream::Happened::written:
       c->flush_ready();
-      return;
-    case Stream::Happened::idle:
-      // client_idle_timeout: silent for that long. A client still waiting
-      // for replies is not idle; half a request is (it holds memory for
-      // nothing).
-      if (c->slots_.empty()) c->shut();
       return;
     case Stream::Happened::eof:
       // A client may half-close after its last request (`printf ... | nc`):
@@ -362,6 +356,15 @@ void ClientConn::close_when_idle() {
   process_input();
   closing_ = true;
   flush_ready();
+}
+
+bool ClientConn::close_if_idle(uint64_t now_usec) {
+  // client_idle_timeout: silent for that long. A client still waiting for
+  // replies is not idle; half a request is (it holds memory for nothing).
+  if (idle_timeout_usec_ == 0 || closed_ || closing_ || !slots_.empty()) return false;
+  if (now_usec - last_input_usec_ < idle_timeout_usec_) return false;
+  shut();
+  return true;
 }
 
 bool ClientConn::parkable(uint64_t idle_since_usec) const {

@@ -65,6 +65,11 @@ class ClientConn final : public SlotOwner {
   // are written (pool removed, graceful shutdown).
   void close_when_idle();
 
+  // Closes the connection if its pool's client_idle_timeout has passed
+  // since its last input and it is owed nothing; true when it did. The
+  // worker's once-a-second sweep asks, as it asks parked connections: one
+  // clock for both.
+  bool close_if_idle(uint64_t now_usec);
   // Nothing owed, buffered or half-received, and no input since
   // `idle_since_usec`: the connection may be reduced to its socket.
   bool parkable(uint64_t idle_since_usec) const;
@@ -101,6 +106,7 @@ class ClientConn final : public SlotOwner {
   PoolStats& pool_stats_;  // origin_->stats
   uint64_t id_;
   uint64_t last_input_usec_;
+  uint64_t idle_timeout_usec_ = 0;  // client_idle_timeout; 0: never
   // The pool's routes, looked up again only when the worker's routes change.
   const PoolRoute* route_ = nullptr;
   uint64_t route_epoch_ = ~uint64_t{0};

@@ -236,7 +236,11 @@ void Worker::park_idle_clients() {
   malloc_trim(0);
 }
 
-void Worker::close_expired_parked() {
+void Worker::close_idle_clients() {
+  // Connections in use keep their pool's timeout themselves (it changes
+  // with a reload); parked ones are asked by origin.
+  uint64_t now = now_usec();
+  for (ClientConn* c : clients_) c->close_if_idle(now);
   if (parked_->size() == 0) return;
   // Each pool's client_idle_timeout, looked up once per origin.
   std::vector<std::pair<const ClientOrigin*, uint64_t>> timeouts;
@@ -431,8 +435,9 @@ void Worker::on_reap(evutil_socket_t, short, void* self) {
 void Worker::on_housekeeping(evutil_socket_t fd, short what, void* self) {
   auto* w = static_cast<Worker*>(self);
   on_reap(fd, what, self);
+  // Closing first: a client past its timeout is not parked only to close.
+  w->close_idle_clients();
   w->park_idle_clients();
-  w->close_expired_parked();
   w->parked_->shrink();
   // Pages of connections that parked or closed since, among those still
   // open: a few active clients must not keep the memory of the many idle.

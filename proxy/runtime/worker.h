@@ -109,8 +109,9 @@ class Worker final : public BackendContext, public ClientContext {
   void destroy_client(ClientConn* client);
   // Parks the clients idle for park_after_usec_ with nothing in flight.
   void park_idle_clients();
-  // Closes the parked clients whose pool's client_idle_timeout ran out.
-  void close_expired_parked();
+  // Closes the clients, in use or parked, whose pool's client_idle_timeout
+  // ran out: one sweep a second for both, never early.
+  void close_idle_clients();
   // Closes parked connections as a client closing would be counted.
   void close_parked(std::vector<ParkedClients::Entry> entries);
   // Parked clients owe nothing: on drain or stop they close at once.

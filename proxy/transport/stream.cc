@@ -285,13 +285,6 @@ void Stream::set_input_limit(size_t bytes) {
   set_interest();
 }
 
-void Stream::set_idle_timeout_ms(int ms) {
-  if (ms == idle_ms_) return;
-  idle_ms_ = ms;
-  rearm_ = true;  // register again, with the new timeout
-  set_interest();
-}
-
 void Stream::update() {
   set_interest();
 }
@@ -312,22 +305,11 @@ void Stream::set_interest() {
   rearm_ = false;
   if (want == 0) return;
   event_assign(&event_, loop_.base(), fd_, want | EV_PERSIST, &Stream::on_event, this);
-  // The idle clock runs only while reading: a client waiting on its
-  // replies, or one we stopped reading, is not idle.
-  if ((want & EV_READ) && idle_ms_ > 0) {
-    timeval tv{idle_ms_ / 1000, (idle_ms_ % 1000) * 1000};
-    event_add(&event_, &tv);
-  } else {
-    event_add(&event_, nullptr);
-  }
+  event_add(&event_, nullptr);
 }
 
 void Stream::on_event(evutil_socket_t, short what, void* self) {
   auto* s = static_cast<Stream*>(self);
-  if (what & EV_TIMEOUT) {
-    s->report(Happened::idle);
-    return;
-  }
   if (what & EV_WRITE) {
     bool alive = true;
     s->alive_ = &alive;

@@ -107,7 +107,6 @@ class Stream {
     input,      // new bytes in input()
     eof,        // the peer closed (after any last input was delivered)
     error,      // the socket failed; the stream is unusable
-    idle,       // no read for the idle timeout while reading was on
     connected,  // connect() completed
     written,    // output was written (only when watch_writes is on)
     flushing,   // the loop is about to write this stream's output (only
@@ -179,8 +178,6 @@ class Stream {
   // Reports `flushing` before the loop writes a dirty stream, for an owner
   // that holds back the tail of its output while more may join it.
   void watch_flush(bool on) { watch_flush_ = on; }
-  // Reports `idle` after this long without a read; 0 turns it off.
-  void set_idle_timeout_ms(int ms);
   // Re-evaluates what to wait for after the owner consumed input.
   void update();
 
@@ -228,7 +225,6 @@ class Stream {
   size_t read_chunk_;
   Reads reads_;
   size_t input_limit_ = SIZE_MAX;
-  int idle_ms_ = 0;
   short interest_ = 0;  // EV_READ / EV_WRITE as registered
   bool rearm_ = false;  // register again even if the interest is the same
   bool reading_ = true;

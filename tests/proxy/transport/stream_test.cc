@@ -36,7 +36,7 @@ namespace memshard::proxy {
 // gtest names the reports in failure messages (found by ADL, so it lives in
 // the namespace of Stream itself).
 inline void PrintTo(Stream::Happened what, std::ostream* os) {
-  static const char* const kNames[] = {"input",     "eof",     "error",   "idle",
+  static const char* const kNames[] = {"input",   "eof",     "error",
                                        "connected", "written", "flushing"};
   *os << kNames[static_cast<int>(what)];
 }
@@ -880,16 +880,6 @@ TEST_P(StreamTest, DestroyedOnConnected) {
   EXPECT_EQ(owner.events, std::vector<Happened>{Happened::connected});
 }
 
-TEST_P(StreamTest, DestroyedOnIdle) {
-  SocketPair s = socket_pair();
-  Owner owner(loop_, s.ours);
-  owner.destroy_on({Happened::idle});
-  owner.stream->set_idle_timeout_ms(20);
-  ASSERT_TRUE(run_until([&] { return owner.stream == nullptr; }));
-  run_iterations(5);
-  EXPECT_EQ(owner.events, std::vector<Happened>{Happened::idle});
-}
-
 // A stream destroyed (or closed) while dirty is dropped from the flush.
 TEST_P(StreamTest, DestroyedOrClosedWhileDirtyIsNotFlushed) {
   SocketPair a = socket_pair();
@@ -1086,46 +1076,6 @@ TEST_P(StreamTest, EmptiedBuffersAreKeptByTheLoopUpToABound) {
   std::string got;
   recv_available(t.peer.get(), got);
   EXPECT_EQ(got, "fresh");
-}
-
-// ---------------------------------------------------------------------------
-// 10. Idle timeout.
-
-TEST_P(StreamTest, IdleIsReportedOnlyWhileReading) {
-  SocketPair s = socket_pair();
-  Owner owner(loop_, s.ours);
-  owner.stream->set_idle_timeout_ms(50);
-  ASSERT_TRUE(run_until([&] { return owner.count(Happened::idle) > 0; }));
-
-  // Not reading: not idle, however long nothing happens.
-  owner.stream->set_reading(false);
-  owner.events.clear();
-  run_for(milliseconds(200));
-  EXPECT_TRUE(owner.events.empty());
-
-  // Reading again: idle again.
-  owner.stream->set_reading(true);
-  ASSERT_TRUE(run_until([&] { return owner.count(Happened::idle) > 0; }));
-
-  // Turned off: no more idle reports.
-  owner.stream->set_idle_timeout_ms(0);
-  owner.events.clear();
-  run_for(milliseconds(200));
-  EXPECT_TRUE(owner.events.empty());
-}
-
-// Nor while the input limit holds reading off.
-TEST_P(StreamTest, NoIdleWhileTheInputIsFull) {
-  SocketPair s = socket_pair();
-  Owner owner(loop_, s.ours);
-  owner.take_input_on_report = false;
-  owner.stream->set_input_limit(10);
-  send_all_now(s.peer.get(), "0123456789abcdef");
-  ASSERT_TRUE(run_until([&] { return owner.stream->input_length() >= 10; }));
-  owner.stream->set_idle_timeout_ms(50);
-  owner.events.clear();
-  run_for(milliseconds(200));
-  EXPECT_TRUE(owner.events.empty());
 }
 
 // ---------------------------------------------------------------------------

@@ -1,7 +1,6 @@
 #include "proxy/runtime/worker.h"
 
 #include <malloc.h>
-#include <sys/eventfd.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -38,9 +37,7 @@ Worker::Worker(WorkerHost& host, int index, int park_after_ms, StreamLoop::Write
   base_ = event_base_new_with_config(cfg);
   event_config_free(cfg);
   streams_ = std::make_unique<StreamLoop>(base_, writes);
-  mailbox_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-  mailbox_event_ = event_new(base_, mailbox_fd_, EV_READ | EV_PERSIST, &Worker::on_mailbox, this);
-  event_add(mailbox_event_, nullptr);
+  mailbox_ = std::make_unique<Mailbox>(base_);
   reap_event_ = event_new(base_, -1, 0, &Worker::on_reap, this);
   housekeeping_event_ = event_new(base_, -1, EV_PERSIST, &Worker::on_housekeeping, this);
   parked_ = std::make_unique<ParkedClients>(base_, [this](ParkedClients::Entry e) {
@@ -62,8 +59,7 @@ Worker::~Worker() {
   for (ReplySlot* s : free_slots_) delete s;
   event_free(housekeeping_event_);
   event_free(reap_event_);
-  event_free(mailbox_event_);
-  close(mailbox_fd_);
+  mailbox_.reset();  // its event lives in base_
   event_base_free(base_);
 }
 
@@ -85,25 +81,40 @@ void Worker::run() {
 }
 
 void Worker::stop() {
-  if (!thread_.joinable()) return;
-  {
-    std::lock_guard<std::mutex> lock(mailbox_mu_);
-    stopping_ = true;
+  stopping_.store(true, std::memory_order_relaxed);
+  if (thread_.joinable()) {
+    mailbox_->post([this] {
+      close_all_parked();
+      running_ = false;  // this iteration is the loop's last
+    });
+    thread_.join();
   }
-  uint64_t one = 1;
-  (void)!write(mailbox_fd_, &one, sizeof(one));
-  thread_.join();
+  // What was posted after the loop's last wake, or to a worker that never
+  // started, runs here (the loop is over, so this thread may): clients
+  // handed over are closed and uncounted rather than leaked.
+  mailbox_->run_pending();
 }
 
+// One task per accepted connection, so one allocation (the task's
+// std::function) per accept: nothing on the request path, and small beside
+// the accept itself and the ClientConn it becomes.
 void Worker::adopt_client(int fd, std::string pool_name,
                           std::shared_ptr<ClientCount> pool_clients) {
-  {
-    std::lock_guard<std::mutex> lock(mailbox_mu_);
-    new_clients_.push_back(NewClient{fd, std::move(pool_name), std::move(pool_clients)});
-    handed_over_.fetch_add(1, std::memory_order_relaxed);
-  }
-  uint64_t one = 1;
-  (void)!write(mailbox_fd_, &one, sizeof(one));
+  // Counted before the task is posted: the mailbox's lock orders this before
+  // the task's decrement, so the count never dips below what is in flight.
+  handed_over_.fetch_add(1, std::memory_order_relaxed);
+  mailbox_->post([this, fd, pool = std::move(pool_name), clients = std::move(pool_clients)]() mutable {
+    if (stopping_.load(std::memory_order_relaxed)) {
+      close(fd);
+      clients->remove();
+      handed_over_.fetch_sub(1, std::memory_order_relaxed);
+      return;
+    }
+    add_client(fd, origin_for(pool, std::move(clients)), false);
+    // Counted as a connection now (the ClientConn counts itself), so no
+    // longer as handed over; release pairs with client_load().
+    handed_over_.fetch_sub(1, std::memory_order_release);
+  });
 }
 
 uint64_t Worker::client_load() const {
@@ -117,62 +128,36 @@ uint64_t Worker::client_load() const {
 }
 
 void Worker::drain() {
-  {
-    std::lock_guard<std::mutex> lock(mailbox_mu_);
-    drain_requested_ = true;
-  }
-  uint64_t one = 1;
-  (void)!write(mailbox_fd_, &one, sizeof(one));
-}
-
-void Worker::install_topology(std::shared_ptr<const Topology> topology) {
-  {
-    std::lock_guard<std::mutex> lock(mailbox_mu_);
-    new_topology_ = std::move(topology);
-  }
-  uint64_t one = 1;
-  (void)!write(mailbox_fd_, &one, sizeof(one));
-}
-
-void Worker::on_mailbox(evutil_socket_t fd, short, void* self) {
-  uint64_t n;
-  (void)!read(fd, &n, sizeof(n));
-  static_cast<Worker*>(self)->drain_mailbox();
-}
-
-void Worker::drain_mailbox() {
-  std::vector<NewClient> clients;
-  std::shared_ptr<const Topology> topology;
-  bool stopping, drain;
-  {
-    std::lock_guard<std::mutex> lock(mailbox_mu_);
-    clients.swap(new_clients_);
-    topology = std::move(new_topology_);
-    stopping = stopping_;
-    drain = drain_requested_;
-    drain_requested_ = false;
-  }
-  if (stopping) {
-    close_all_parked();
-    for (NewClient& c : clients) {
-      close(c.fd);
-      c.pool_clients->remove();
-    }
-    handed_over_.fetch_sub(clients.size(), std::memory_order_relaxed);
-    running_ = false;
-    return;
-  }
-  if (topology) apply_topology(std::move(topology));
-  for (NewClient& c : clients) {
-    add_client(c.fd, origin_for(c.pool, std::move(c.pool_clients)), false);
-  }
-  // Counted as connections now (the ClientConn counts itself), so no longer
-  // as handed over; release pairs with client_load().
-  handed_over_.fetch_sub(clients.size(), std::memory_order_release);
-  if (drain) {
+  mailbox_->post([this] {
+    // A worker that is stopping closes everything anyway.
+    if (stopping_.load(std::memory_order_relaxed)) return;
     close_all_parked();
     for (ClientConn* c : clients_) c->close_when_idle();
+  });
+}
+
+// Coalesced: of several installs before the worker gets to them, only the
+// newest is applied. Applying an older one first would be harmless but not
+// free: it would set up backends (and counters) for servers the newest no
+// longer lists, only to move them to draining_, and would tell every client
+// its routes changed once more.
+void Worker::install_topology(std::shared_ptr<const Topology> topology) {
+  bool task_pending;
+  {
+    std::lock_guard<std::mutex> lock(topology_mu_);
+    task_pending = latest_topology_ != nullptr;
+    latest_topology_ = std::move(topology);
   }
+  if (task_pending) return;  // it has not taken latest_topology_ yet: it applies this one
+  mailbox_->post([this] {
+    std::shared_ptr<const Topology> newest;
+    {
+      std::lock_guard<std::mutex> lock(topology_mu_);
+      newest = std::move(latest_topology_);
+    }
+    // Stopping: the loop ends at once, nothing would use the routes.
+    if (newest && !stopping_.load(std::memory_order_relaxed)) apply_topology(std::move(newest));
+  });
 }
 
 std::shared_ptr<const ClientOrigin> Worker::origin_for(const std::string& pool_name,

@@ -24,6 +24,7 @@
 #include "proxy/clients/parked_clients.h"
 #include "proxy/backends/reply_slot.h"
 #include "proxy/routes/request_scratch.h"
+#include "proxy/support/mailbox.h"
 #include "proxy/support/slab_pool.h"
 #include "proxy/support/stats.h"
 #include "proxy/transport/stream.h"
@@ -57,7 +58,9 @@ class Worker final : public BackendContext, public ClientContext {
   Worker& operator=(const Worker&) = delete;
 
   void start(std::shared_ptr<const Topology> topology);
-  void stop();  // asks the loop to end and joins the thread
+  // Asks the loop to end and joins the thread. Clients handed over and not
+  // adopted yet are closed, even when the worker never started.
+  void stop();
 
   // Thread-safe: hands an accepted socket to this worker. `pool_clients`
   // counts the listener's open client connections, already including this
@@ -70,7 +73,8 @@ class Worker final : public BackendContext, public ClientContext {
   // Thread-safe: every client gets the replies it is owed for what it has
   // already sent, then is closed (graceful shutdown).
   void drain();
-  // Thread-safe: the worker switches to this topology between two requests.
+  // Thread-safe: the worker switches to this topology (not null) between
+  // two requests.
   void install_topology(std::shared_ptr<const Topology> topology);
 
   // Worker-thread only: what its clients and backends ask of it.
@@ -96,7 +100,6 @@ class Worker final : public BackendContext, public ClientContext {
   int index() const { return index_; }
 
  private:
-  static void on_mailbox(evutil_socket_t fd, short, void* self);
   static void on_reap(evutil_socket_t, short, void* self);
   static void on_housekeeping(evutil_socket_t, short, void* self);
   void apply_topology(std::shared_ptr<const Topology> topology);
@@ -116,7 +119,6 @@ class Worker final : public BackendContext, public ClientContext {
   void close_parked(std::vector<ParkedClients::Entry> entries);
   // Parked clients owe nothing: on drain or stop they close at once.
   void close_all_parked();
-  void drain_mailbox();
   void run();
 
   WorkerHost& host_;
@@ -128,22 +130,21 @@ class Worker final : public BackendContext, public ClientContext {
   bool running_ = false;   // worker thread only
   uint64_t now_usec_ = 0;  // this iteration's clock reading; 0 until first asked for
   std::thread thread_;
-  int mailbox_fd_ = -1;  // eventfd: wakes the loop when the mailbox has mail
-  event* mailbox_event_ = nullptr;
   event* reap_event_ = nullptr;
   event* housekeeping_event_ = nullptr;  // periodic: frees drained backends
 
-  std::mutex mailbox_mu_;
-  struct NewClient {
-    int fd;
-    std::string pool;
-    std::shared_ptr<ClientCount> pool_clients;
-  };
-  std::vector<NewClient> new_clients_;
-  std::atomic<uint64_t> handed_over_{0};  // in new_clients_, read without the lock
-  bool drain_requested_ = false;
-  std::shared_ptr<const Topology> new_topology_;
-  bool stopping_ = false;
+  // What other threads hand this worker: clients, topologies, drain, stop.
+  std::unique_ptr<Mailbox> mailbox_;
+  // Clients posted to the mailbox and not adopted (or closed) yet.
+  std::atomic<uint64_t> handed_over_{0};
+  // Set by stop() before it posts, so that a client handed over earlier and
+  // still waiting in the mailbox is closed, not adopted into a loop that is
+  // ending; read by the mailbox's tasks.
+  std::atomic<bool> stopping_{false};
+  // The newest topology installed and not applied yet: one task applies
+  // it, however many installs came before that task ran.
+  std::mutex topology_mu_;
+  std::shared_ptr<const Topology> latest_topology_;
 
   std::shared_ptr<const Topology> topology_;
   std::unordered_map<std::string, PoolRoute> routes_;

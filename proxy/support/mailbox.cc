@@ -30,13 +30,16 @@ void Mailbox::post(std::function<void()> task) {
 }
 
 void Mailbox::on_wake(evutil_socket_t fd, short, void* arg) {
-  auto* self = static_cast<Mailbox*>(arg);
   uint64_t n;
   (void)!read(fd, &n, sizeof(n));
+  static_cast<Mailbox*>(arg)->run_pending();
+}
+
+void Mailbox::run_pending() {
   std::vector<std::function<void()>> tasks;
   {
-    std::lock_guard<std::mutex> lock(self->mu_);
-    tasks.swap(self->tasks_);
+    std::lock_guard<std::mutex> lock(mu_);
+    tasks.swap(tasks_);
   }
   // Out of the lock: a task may post more (they run on the next wake).
   for (auto& task : tasks) task();

@@ -21,6 +21,11 @@ class Mailbox {
   // Thread-safe. The task runs on the loop's thread; a task posted after
   // the mailbox is destroyed is never run, so its owner outlives it.
   void post(std::function<void()> task);
+  // Runs on the calling thread what was posted and has not run yet. Only
+  // for an owner whose loop thread has ended (joined): work posted just
+  // before the end (a socket handed over, say) must not be dropped unseen
+  // with the mailbox, which would leak what the task owns.
+  void run_pending();
 
  private:
   static void on_wake(evutil_socket_t fd, short, void* self);

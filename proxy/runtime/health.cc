@@ -6,22 +6,27 @@
 #include <algorithm>
 #include <ctime>
 
+#include "proxy/backends/backend.h"
+#include "proxy/backends/reply_slot.h"
 #include "proxy/support/log.h"
 
 namespace memshard::proxy {
 
-// One probe in progress or scheduled for one ejected server.
-struct ServerHealth::Probe {
+// One probe in progress or scheduled for one ejected server: a backend
+// connection of its own making one request, `version`. It goes through
+// the same BackendServer as live traffic, so it connects as a worker does
+// (every address of a name, in turn), times out by the pool's timeout,
+// and reads the reply with the same parser.
+struct ServerHealth::Probe final : public SlotOwner {
   ServerHealth* owner = nullptr;
   Key key;
-  AddressList addresses;
-  size_t attempt = 0;  // the address this round of the probe is trying
-  int timeout_ms = 1000;
-  event* timer = nullptr;  // fires to start the probe, then as its deadline
-  bufferevent* bev = nullptr;
+  event* timer = nullptr;  // fires to start the probe
+  ReplySlot slot;          // before `server`: its operations point here
+  std::unique_ptr<BackendServer> server;
+  bool in_flight = false;
 
   ~Probe() {
-    if (bev != nullptr) bufferevent_free(bev);
+    server.reset();
     if (timer != nullptr) event_free(timer);
   }
 
@@ -30,62 +35,40 @@ struct ServerHealth::Probe {
     evtimer_add(timer, &tv);
   }
 
-  // A server whose name has several addresses is healthy when one of them
-  // answers: a failed attempt moves on to the next address at once.
-  void finish(bool healthy) {
-    if (bev != nullptr) bufferevent_free(bev);
-    bev = nullptr;
-    evtimer_del(timer);
-    if (!healthy && attempt + 1 < addresses.size()) {
-      ++attempt;
-      start();
+  void start() {
+    server->forget_backoff();
+    BackendConn* conn = server->connection_for(0);
+    if (conn == nullptr) {
+      owner->probe_done(key, false);  // refused moments ago: still out
       return;
     }
-    attempt = 0;
-    owner->probe_done(key, healthy);  // may destroy this probe
+    slot.reset();
+    slot.owner = this;
+    slot.outstanding = 1;
+    slot.add_fragment();
+    evbuffer_add(conn->output(), "version\r\n", 9);
+    in_flight = true;
+    conn->enqueue(BackendOp{&slot, 0, ReplyMode::single, owner->loop_.now_usec()});
   }
 
-  void start() {
-    const SocketAddress& address = addresses[attempt];
-    bev = bufferevent_socket_new(owner->base_, -1, BEV_OPT_CLOSE_ON_FREE);
-    bufferevent_setcb(bev, &Probe::on_read, nullptr, &Probe::on_event, this);
-    bufferevent_enable(bev, EV_READ | EV_WRITE);
-    bufferevent_write(bev, "version\r\n", 9);
-    arm(timeout_ms);
-    if (bufferevent_socket_connect(bev, const_cast<sockaddr*>(address.get()),
-                                   static_cast<int>(address.length)) < 0) {
-      finish(false);
-    }
+  void on_slot_complete() override {
+    in_flight = false;
+    constexpr std::string_view kVersion = "VERSION ";
+    char head[8] = {};
+    bool ok = evbuffer_get_length(slot.reply) > kVersion.size() &&
+              evbuffer_copyout(slot.reply, head, sizeof(head)) == sizeof(head) &&
+              std::string_view(head, sizeof(head)) == kVersion;
+    owner->probe_done(key, ok);  // may destroy this probe, later
   }
 
   static void on_timer(evutil_socket_t, short, void* arg) {
     auto* p = static_cast<Probe*>(arg);
-    if (p->bev != nullptr) {
-      p->finish(false);  // no answer in time
-      return;
-    }
-    p->start();
-  }
-
-  static void on_read(bufferevent* bev, void* arg) {
-    auto* p = static_cast<Probe*>(arg);
-    evbuffer* in = bufferevent_get_input(bev);
-    size_t n = 0;
-    char* line = evbuffer_readln(in, &n, EVBUFFER_EOL_CRLF);
-    if (line == nullptr) return;
-    bool ok = std::string_view(line, n).starts_with("VERSION ");
-    free(line);
-    p->finish(ok);
-  }
-
-  static void on_event(bufferevent*, short what, void* arg) {
-    if (what & BEV_EVENT_CONNECTED) return;
-    static_cast<Probe*>(arg)->finish(false);
+    if (!p->in_flight) p->start();  // a re-arm while one is out waits for it
   }
 };
 
-ServerHealth::ServerHealth(event_base* base, std::function<void()> on_change)
-    : base_(base), on_change_(std::move(on_change)), mailbox_(base) {}
+ServerHealth::ServerHealth(MainLoop& loop, std::function<void()> on_change)
+    : base_(loop.base()), loop_(loop), on_change_(std::move(on_change)), mailbox_(base_) {}
 
 ServerHealth::~ServerHealth() { probes_.clear(); }
 
@@ -141,10 +124,19 @@ void ServerHealth::schedule_probe(const Key& key) {
     probe->key = key;
     probe->timer = evtimer_new(base_, &Probe::on_timer, probe.get());
   }
+  ServerSettings settings{pool->config.name, pool->config.timeout_ms.value_or(1000), 1, 0,
+                          pool->config.item_size_max};
   for (const ServerInfo& s : pool->servers) {
-    if (s.identity == key.second) probe->addresses = s.addresses;
+    if (s.identity != key.second) continue;
+    if (!probe->server) {
+      probe->server = std::make_unique<BackendServer>(loop_, s.identity, s.addresses, settings,
+                                                      std::make_shared<ServerStats>(),
+                                                      std::make_shared<PoolStats>());
+    } else {
+      probe->server->update_settings(settings, std::make_shared<PoolStats>());
+      probe->server->update_addresses(s.addresses);
+    }
   }
-  probe->timeout_ms = pool->config.timeout_ms.value_or(1000);
   probe->arm(std::max(1, pool->config.server_retry_timeout_ms));
 }
 

@@ -10,7 +10,6 @@
 #pragma once
 
 #include <event2/buffer.h>
-#include <event2/bufferevent.h>
 #include <event2/event.h>
 
 #include <atomic>
@@ -24,6 +23,7 @@
 #include <utility>
 #include <vector>
 
+#include "proxy/runtime/main_loop.h"
 #include "proxy/support/mailbox.h"
 #include "proxy/routes/topology.h"
 
@@ -33,7 +33,7 @@ class ServerHealth {
  public:
   // `on_change` runs on the main thread whenever the set of ejected servers
   // changes; it installs with_ejections(...) on the workers.
-  ServerHealth(event_base* base, std::function<void()> on_change);
+  ServerHealth(MainLoop& loop, std::function<void()> on_change);
   ~ServerHealth();
   ServerHealth(const ServerHealth&) = delete;
   ServerHealth& operator=(const ServerHealth&) = delete;
@@ -65,6 +65,7 @@ class ServerHealth {
   const Pool* pool_of(const Key& key) const;
 
   event_base* base_;
+  MainLoop& loop_;  // where probes connect from
   std::function<void()> on_change_;
   Mailbox mailbox_;  // the workers' reports
 

@@ -50,6 +50,7 @@ int incoming_cpu(int fd) {
 
 Proxy::Proxy(ProxyOptions options) : options_(std::move(options)) {
   base_ = event_base_new();
+  main_loop_ = std::make_unique<MainLoop>(base_);
   started_at_ = static_cast<uint64_t>(time(nullptr));
   over_budget_warning_ = std::make_unique<WarningThrottle>(base_, [this] {
     log_warn(
@@ -71,6 +72,7 @@ Proxy::~Proxy() {
   if (drain_timer_ != nullptr) event_free(drain_timer_);
   for (event* e : signal_events_) event_free(e);
   over_budget_warning_.reset();
+  main_loop_.reset();
   event_base_free(base_);
 }
 
@@ -110,11 +112,14 @@ void Proxy::start() {
     log_warn("io_uring is not available (%s): each socket is written with its own writev",
              strerror(workers_.front()->streams().batching_error()));
   picker_ = std::make_unique<WorkerPicker>(workers_.size(), std::move(cpus));
-  health_ = std::make_unique<ServerHealth>(base_, [this] { install_on_workers(); });
+  health_ = std::make_unique<ServerHealth>(*main_loop_, [this] { install_on_workers(); });
   health_->set_topology(topology_);
   names_ = std::make_unique<NameRefresh>(
       base_, [this](const NameRefresh::Result& r) { apply_resolved(r); });
   names_->set_topology(*topology_);
+  main_loop_->on_unreachable = [this](const std::string& pool, const std::string& identity) {
+    names_->connect_failed(pool, identity);
+  };
   for (const Pool& pool : topology_->pools) {
     std::unique_ptr<Listener> l = open_listener(pool);
     if (!l) {
@@ -361,7 +366,7 @@ std::vector<std::pair<std::string_view, uint64_t>> Proxy::counter_totals() const
 }
 
 int Proxy::run() {
-  event_base_dispatch(base_);
+  main_loop_->run();
   for (auto& w : workers_) w->stop();
   return 0;
 }

@@ -24,6 +24,7 @@
 #include "proxy/runtime/config_watch.h"
 #include "proxy/runtime/descriptor_budget.h"
 #include "proxy/runtime/health.h"
+#include "proxy/runtime/main_loop.h"
 #include "proxy/runtime/name_refresh.h"
 #include "proxy/admin/stats_server.h"
 #include "proxy/routes/topology.h"
@@ -134,6 +135,7 @@ class Proxy final : public StatsView, public WorkerHost {
 
   ProxyOptions options_;
   event_base* base_ = nullptr;
+  std::unique_ptr<MainLoop> main_loop_;  // base_ as probes and the stats port see it
   std::vector<event*> signal_events_;
   std::unique_ptr<ConfigWatch> watch_;
   std::unique_ptr<ServerHealth> health_;

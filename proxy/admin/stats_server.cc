@@ -1,8 +1,8 @@
 #include "proxy/admin/stats_server.h"
 
 #include <event2/buffer.h>
-#include <event2/bufferevent.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <stdexcept>
@@ -20,15 +20,57 @@ constexpr timeval kWaitForRequest{0, 150'000};
 constexpr size_t kMaxRequestHead = 8192;
 }  // namespace
 
+// One reader of the stats port, on a Stream like every other socket of
+// the proxy: read what it asks (or notice it asks nothing), answer, and go
+// once the answer is written.
 struct StatsServer::Session {
-  const StatsView& proxy;
-  bufferevent* bev;
+  StatsServer& server;
+  Stream stream;
+  event* timer = nullptr;  // a reader silent this long gets the JSON
   bool responded = false;
   bool head_only = false;  // HEAD: the headers of what GET would send
 
-  static void on_read(bufferevent* bev, void* arg) {
+  Session(StatsServer& s, int fd)
+      : server(s),
+        stream(s.streams_, fd, &Session::on_stream, this, kMaxRequestHead + 1,
+               Stream::Reads::compact) {
+    stream.set_input_limit(kMaxRequestHead + 1);
+    timer = evtimer_new(s.streams_.base(), &Session::on_timeout, this);
+    evtimer_add(timer, &kWaitForRequest);
+  }
+  ~Session() { event_free(timer); }
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  static void on_stream(void* arg, Stream::Happened what) {
     auto* s = static_cast<Session*>(arg);
-    evbuffer* in = bufferevent_get_input(bev);
+    switch (what) {
+      case Stream::Happened::input:
+        if (!s->responded) s->read_request();
+        return;
+      case Stream::Happened::eof:
+        // Closed its side without a word: the nutcracker way.
+        if (!s->responded) s->respond_json();
+        return;
+      case Stream::Happened::written:
+        if (s->stream.output_length() == 0) s->finish();
+        return;
+      case Stream::Happened::error:
+        s->finish();
+        return;
+      case Stream::Happened::connected:
+      case Stream::Happened::flushing:
+        return;
+    }
+  }
+
+  static void on_timeout(evutil_socket_t, short, void* arg) {
+    auto* s = static_cast<Session*>(arg);
+    if (!s->responded) s->respond_json();
+  }
+
+  void read_request() {
+    evbuffer* in = stream.input();
     size_t len = evbuffer_get_length(in);
     char head[5] = {};
     evbuffer_copyout(in, head, std::min<size_t>(len, 4));
@@ -39,21 +81,20 @@ struct StatsServer::Session {
     }
     if (!http) {
       if (len >= 4 || evbuffer_search_eol(in, nullptr, nullptr, EVBUFFER_EOL_LF).pos >= 0) {
-        s->respond_json();  // `echo stats | nc host 22222` and the like
+        respond_json();  // `echo stats | nc host 22222` and the like
       }
       return;
     }
     evbuffer_ptr end = evbuffer_search(in, "\r\n\r\n", 4, nullptr);
     if (end.pos < 0) end = evbuffer_search(in, "\n\n", 2, nullptr);
     if (end.pos < 0) {
-      if (len > kMaxRequestHead)
-        s->respond_http("431 Request Header Fields Too Large", "text/plain", "");
+      if (len > kMaxRequestHead) respond_http("431 Request Header Fields Too Large", "text/plain", "");
       return;
     }
-    size_t n = 0;
-    char* line = evbuffer_readln(in, &n, EVBUFFER_EOL_CRLF);
-    std::string request_line(line != nullptr ? line : "", n);
-    free(line);
+    size_t eol_len = 0;
+    evbuffer_ptr eol = evbuffer_search_eol(in, nullptr, &eol_len, EVBUFFER_EOL_CRLF);
+    std::string request_line(static_cast<size_t>(std::max<ev_ssize_t>(eol.pos, 0)), '\0');
+    evbuffer_copyout(in, request_line.data(), request_line.size());
     std::string_view rl = request_line;
     size_t sp1 = rl.find(' ');
     size_t sp2 = rl.find(' ', sp1 + 1);
@@ -61,38 +102,23 @@ struct StatsServer::Session {
         rl.substr(sp1 + 1, sp2 == std::string_view::npos ? rl.npos : sp2 - sp1 - 1);
     if (size_t q = path.find('?'); q != path.npos) path = path.substr(0, q);
     std::string body;
-    s->head_only = rl.starts_with("HEAD ");
-    if (!rl.starts_with("GET ") && !s->head_only) {
-      s->respond_http("405 Method Not Allowed", "text/plain", "only GET is served here\n");
+    head_only = rl.starts_with("HEAD ");
+    if (!rl.starts_with("GET ") && !head_only) {
+      respond_http("405 Method Not Allowed", "text/plain", "only GET is served here\n");
     } else if (path == "/metrics") {
-      render_prometheus(s->proxy, body);
-      s->respond_http("200 OK", "text/plain; version=0.0.4; charset=utf-8", body);
+      render_prometheus(server.proxy_, body);
+      respond_http("200 OK", "text/plain; version=0.0.4; charset=utf-8", body);
     } else if (path == "/" || path == "/stats" || path == "/stats.json") {
-      render_twemproxy_json(s->proxy, body);
-      s->respond_http("200 OK", "application/json", body);
+      render_twemproxy_json(server.proxy_, body);
+      respond_http("200 OK", "application/json", body);
     } else {
-      s->respond_http("404 Not Found", "text/plain", "try /metrics or /stats\n");
+      respond_http("404 Not Found", "text/plain", "try /metrics or /stats\n");
     }
-  }
-
-  static void on_event(bufferevent*, short what, void* arg) {
-    auto* s = static_cast<Session*>(arg);
-    // Silent, or closed its side without a word: the nutcracker way.
-    bool silent = (what & BEV_EVENT_TIMEOUT) || (what & BEV_EVENT_EOF);
-    if (silent && (what & BEV_EVENT_READING) && !s->responded) {
-      s->respond_json();
-      return;
-    }
-    s->finish();
-  }
-
-  static void on_written(bufferevent* bev, void* arg) {
-    if (evbuffer_get_length(bufferevent_get_output(bev)) == 0) static_cast<Session*>(arg)->finish();
   }
 
   void respond_json() {
     std::string body;
-    render_twemproxy_json(proxy, body);
+    render_twemproxy_json(server.proxy_, body);
     send(body);
   }
 
@@ -107,20 +133,22 @@ struct StatsServer::Session {
 
   void send(const std::string& bytes) {
     responded = true;
-    bufferevent_disable(bev, EV_READ);
-    bufferevent_setcb(bev, nullptr, &Session::on_written, &Session::on_event, this);
-    bufferevent_write(bev, bytes.data(), bytes.size());
+    evtimer_del(timer);
+    stream.set_reading(false);
+    evbuffer_add(stream.output(), bytes.data(), bytes.size());
+    stream.watch_writes(true);  // finish once it has all gone
+    stream.mark_dirty();
   }
 
   void finish() {
-    bufferevent_free(bev);
+    server.sessions_.erase(this);
     delete this;
   }
 };
 
-StatsServer::StatsServer(event_base* base, const StatsView& proxy, DescriptorReserve& reserve,
+StatsServer::StatsServer(StreamLoop& streams, const StatsView& proxy, DescriptorReserve& reserve,
                          const std::string& address, uint16_t port)
-    : base_(base), proxy_(proxy) {
+    : base_(streams.base()), streams_(streams), proxy_(proxy) {
   SocketAddress a = resolve_address(address, port, false);
   listener_ =
       evconnlistener_new_bind(base_, &StatsServer::on_accept, this,
@@ -137,16 +165,12 @@ StatsServer::StatsServer(event_base* base, const StatsView& proxy, DescriptorRes
 StatsServer::~StatsServer() {
   guard_.reset();
   evconnlistener_free(listener_);
+  for (Session* s : sessions_) delete s;
 }
 
 void StatsServer::on_accept(evconnlistener*, evutil_socket_t fd, sockaddr*, int, void* arg) {
   auto* self = static_cast<StatsServer*>(arg);
-  bufferevent* bev = bufferevent_socket_new(self->base_, fd, BEV_OPT_CLOSE_ON_FREE);
-  auto* s = new Session{self->proxy_, bev};
-  bufferevent_setcb(bev, &Session::on_read, nullptr, &Session::on_event, s);
-  bufferevent_set_timeouts(bev, &kWaitForRequest, nullptr);
-  bufferevent_setwatermark(bev, EV_READ, 0, kMaxRequestHead + 1);
-  bufferevent_enable(bev, EV_READ | EV_WRITE);
+  self->sessions_.insert(new Session(*self, fd));
 }
 
 }  // namespace memshard::proxy

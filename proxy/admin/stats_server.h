@@ -11,9 +11,11 @@
 
 #include <cstdint>
 #include <memory>
+#include <set>
 #include <string>
 
 #include "proxy/transport/accept_guard.h"
+#include "proxy/transport/stream.h"
 
 #include "proxy/admin/stats_view.h"
 
@@ -23,7 +25,7 @@ namespace memshard::proxy {
 class StatsServer {
  public:
   // Throws std::runtime_error when the address cannot be bound.
-  StatsServer(event_base* base, const StatsView& proxy, DescriptorReserve& reserve,
+  StatsServer(StreamLoop& streams, const StatsView& proxy, DescriptorReserve& reserve,
               const std::string& address, uint16_t port);
   ~StatsServer();
   StatsServer(const StatsServer&) = delete;
@@ -34,7 +36,9 @@ class StatsServer {
   static void on_accept(evconnlistener*, evutil_socket_t fd, sockaddr*, int, void* self);
 
   event_base* base_;
+  StreamLoop& streams_;
   const StatsView& proxy_;
+  std::set<Session*> sessions_;  // freed with the server, should any remain
   evconnlistener* listener_ = nullptr;
   std::unique_ptr<AcceptGuard> guard_;
 };

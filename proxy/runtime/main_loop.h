@@ -18,7 +18,10 @@ namespace memshard::proxy {
 
 class MainLoop final : public BackendContext {
  public:
-  explicit MainLoop(event_base* base) : base_(base), streams_(base) {}
+  // One writev per socket: the main loop writes a probe or a stats reply
+  // now and then, and batching them would gain nothing (and take an
+  // io_uring ring of its own).
+  explicit MainLoop(event_base* base) : base_(base), streams_(base, StreamLoop::Writes::one_by_one) {}
 
   // Runs until event_base_loopexit: one iteration, then the writes that it
   // produced, as a worker runs.

@@ -132,7 +132,7 @@ void Proxy::start() {
 
   if (options_.stats_port != 0) {
     try {
-      stats_server_ = std::make_unique<StatsServer>(base_, *this, descriptor_reserve_,
+      stats_server_ = std::make_unique<StatsServer>(main_loop_->streams(), *this, descriptor_reserve_,
                                                     options_.stats_address, options_.stats_port);
       log_notice("stats on %s:%u (JSON; HTTP GET /metrics for Prometheus)",
                  options_.stats_address.c_str(), options_.stats_port);

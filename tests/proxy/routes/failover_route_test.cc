@@ -168,6 +168,52 @@ TEST_F(FailoverRouteTest, AllDownCompletesInsideSendWithoutTellingTheOwner) {
   EXPECT_EQ(slots_.acquired, 3);
 }
 
+TEST_F(FailoverRouteTest, ConnectionFailureTriesTheNext) {
+  request("set k 0 0 1", "x\r\n");
+  ReplySlot& slot = client_slot();
+  send(route_, slot);
+  fail_op(servers_[0].box.ops[0], "SERVER_ERROR backend closed");
+  ASSERT_EQ(servers_[1].box.ops.size(), 1u);
+  answer(servers_[1].box.ops[0], "STORED\r\n");
+  EXPECT_EQ(copy_all(slot.reply), "STORED\r\n");
+}
+
+// noreply asks for silence, not for the write to be dropped: a first
+// server that is down must not keep the value from the second.
+TEST_F(FailoverRouteTest, NoreplyWriteFailsOverPastADownServer) {
+  servers_[0].down = true;
+  request("set k 0 0 1 noreply", "x\r\n");
+  ReplySlot& slot = client_slot();
+  send(route_, slot);
+  ASSERT_EQ(servers_[1].box.ops.size(), 1u) << "the write stopped at the down server";
+  EXPECT_EQ(servers_[1].box.ops[0].bytes, "set k 0 0 1 noreply\r\nx\r\nmn\r\n");
+  answer(servers_[1].box.ops[0], "MN\r\n");
+  EXPECT_TRUE(slot.complete);
+  EXPECT_EQ(copy_all(slot.reply), "") << "still silent to the client";
+}
+
+TEST_F(FailoverRouteTest, NoreplyWriteFailsOverPastAFailedConnection) {
+  request("set k 0 0 1 noreply", "x\r\n");
+  ReplySlot& slot = client_slot();
+  send(route_, slot);
+  fail_op(servers_[0].box.ops[0], "SERVER_ERROR backend closed");
+  ASSERT_EQ(servers_[1].box.ops.size(), 1u) << "the write stopped at the failed server";
+  answer(servers_[1].box.ops[0], "MN\r\n");
+  EXPECT_TRUE(slot.complete);
+  EXPECT_EQ(owner_.told, 1);
+  EXPECT_EQ(copy_all(slot.reply), "");
+}
+
+TEST_F(FailoverRouteTest, NoreplyWriteEverywhereDownStaysSilent) {
+  for (FakeServer& s : servers_) s.down = true;
+  request("delete k noreply");
+  ReplySlot& slot = client_slot();
+  send(route_, slot);
+  EXPECT_TRUE(slot.complete);
+  EXPECT_EQ(copy_all(slot.reply), "");
+  EXPECT_EQ(slots_.acquired, 3) << "every server was tried";
+}
+
 TEST_F(FailoverRouteTest, ManyRequestsLeakNoSlot) {
   for (int i = 0; i < 50; ++i) {
     servers_[1].down = i % 3 == 0;

@@ -175,6 +175,29 @@ inline void answer_retrieval(SentOp& s, const std::map<std::string, std::string>
   slot->fragment_done();
 }
 
+// A one-line operation whose connection failed, as BackendConn::fail
+// finishes it: the reason is the reply, except for quiet_drop (the client
+// asked for silence).
+inline void fail_op(SentOp& s, std::string_view reason) {
+  ASSERT_FALSE(s.answered);
+  ASSERT_NE(s.op.mode, ReplyMode::retrieval);
+  s.answered = true;
+  ReplySlot* slot = s.op.slot;
+  switch (s.op.mode) {
+    case ReplyMode::broadcast:
+      if (slot->error.empty()) slot->error.assign(reason).append("\r\n");
+      break;
+    case ReplyMode::quiet_drop:
+      break;
+    default:
+      evbuffer_drain(slot->reply, evbuffer_get_length(slot->reply));
+      evbuffer_add(slot->reply, reason.data(), reason.size());
+      evbuffer_add(slot->reply, "\r\n", 2);
+      break;
+  }
+  slot->fragment_done();
+}
+
 // A retrieval whose connection failed (BackendConn::fail).
 inline void fail_retrieval(SentOp& s, std::string_view reason) {
   ASSERT_FALSE(s.answered);

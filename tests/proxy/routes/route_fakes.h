@@ -188,6 +188,7 @@ inline void fail_op(SentOp& s, std::string_view reason) {
       if (slot->error.empty()) slot->error.assign(reason).append("\r\n");
       break;
     case ReplyMode::quiet_drop:
+      slot->fragments[s.op.fragment].failed = true;
       break;
     default:
       evbuffer_drain(slot->reply, evbuffer_get_length(slot->reply));

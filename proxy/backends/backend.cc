@@ -700,6 +700,9 @@ void BackendConn::fail(std::string_view reason) {
         set_error(slot->error, reason);
         break;
       case ReplyMode::quiet_drop:
+        // Nothing for the client, who asked for silence; marked for a
+        // route that may try elsewhere (held_request.h: failed_silently).
+        slot->fragments[op.fragment].failed = true;
         break;
       case ReplyMode::single:
       case ReplyMode::meta:

@@ -44,7 +44,8 @@ class FailoverRoute::Attempt final : public SlotOwner {
  private:
   bool again() const {
     if (next_ == route_.tries_.size()) return false;
-    return is_server_error(*slot_) || (route_.on_miss_ && is_miss(*slot_));
+    return is_server_error(*slot_) || failed_silently(*slot_) ||
+           (route_.on_miss_ && is_miss(*slot_));
   }
 
   void finish() {

@@ -1,6 +1,8 @@
 // Tries its routes in order for a single-key request: the next one when a
-// reply is a SERVER_ERROR (server unavailable, timed out, closed, garbled)
-// and, with `on_miss`, when it is a miss (a copy that restarted empty).
+// reply is a SERVER_ERROR (server unavailable, timed out, closed, garbled),
+// or a noreply request failed the same way (the client hears nothing of
+// it, but the write must still reach a server), and, with `on_miss`, when
+// it is a miss (a copy that restarted empty).
 // The client sees the reply of the last try made; every try shares the
 // first one's timeout budget (its operations count from the first send).
 #pragma once

@@ -46,6 +46,10 @@ void HeldRequest::send_copy(Route& route, ReplySlot& slot) {
 
 bool is_server_error(const ReplySlot& slot) { return starts_with(slot, "SERVER_ERROR"); }
 
+bool failed_silently(const ReplySlot& slot) {
+  return slot.kind == SlotKind::direct && slot.fragment_count > 0 && slot.fragments[0].failed;
+}
+
 bool is_miss(const ReplySlot& slot) {
   size_t n = evbuffer_get_length(slot.reply);
   return (n == 5 && starts_with(slot, "END\r\n")) || starts_with(slot, "EN\r\n");

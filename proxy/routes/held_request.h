@@ -45,6 +45,9 @@ class HeldRequest {
 
 // What a reply says, for routes that choose between replies.
 bool is_server_error(const ReplySlot& slot);
+// A quiet request (classic noreply) that failed: the client is told
+// nothing, so the reply is empty, but its fragment says so.
+bool failed_silently(const ReplySlot& slot);
 // A miss of a single-key read: "END" of a get, "EN" of an mg.
 bool is_miss(const ReplySlot& slot);
 // Moves `from`'s reply into `to`'s.

@@ -24,6 +24,9 @@ void unavailable(RouteRequest& req, ReplySlot& slot) {
   req.count_error();
   // noreply asked for silence even about failures; quiet meta did not.
   if (req.request.quiet && !is_meta(req.request.command)) {
+    // Silent to the client, but a route that may try elsewhere (failover)
+    // must still tell this from a write that was made.
+    slot.add_fragment().failed = true;
     slot.complete = true;
   } else {
     answer(slot, proto::reply::own::kBackendUnavailable);

@@ -1,0 +1,78 @@
+// A fixture for route tests: three fake servers, a placement over them,
+// and requests made the way a client connection makes them (a real line
+// parsed by proto::parse_request_line, its bytes at the front of an input
+// buffer).
+#pragma once
+
+#include <event2/buffer.h>
+#include <gtest/gtest.h>
+
+#include <array>
+#include <string>
+#include <string_view>
+
+#include "proxy/protocol/request_parser.h"
+#include "proxy/routes/request_scratch.h"
+#include "proxy/routes/route.h"
+#include "proxy/support/stats.h"
+#include "tests/proxy/routes/route_fakes.h"
+
+namespace memshard::proxy::testing_fakes {
+
+class RouteTest : public testing::Test {
+ protected:
+  RouteTest() : in_(evbuffer_new()) {}
+  ~RouteTest() override {
+    evbuffer_free(in_);
+    for (ReplySlot* s : client_slots_) delete s;
+  }
+
+  // Parses `line` and puts line, "\r\n" and `data` in the input, followed
+  // by `after` (the client's next request, which the route must not touch).
+  void request(std::string_view line, std::string_view data = {}, std::string_view after = {},
+               proto::Limits limits = {}) {
+    line_.assign(line);
+    proto::parse_request_line(line_, limits, request_);
+    header_bytes_ = line_.size() + 2;
+    evbuffer_drain(in_, evbuffer_get_length(in_));
+    std::string bytes = line_ + "\r\n" + std::string(data);
+    EXPECT_EQ(request_.data_bytes, data.size()) << "test data does not match the line";
+    evbuffer_add(in_, bytes.data(), bytes.size());
+    evbuffer_add(in_, after.data(), after.size());
+    sent_bytes_ = bytes;
+  }
+
+  RouteRequest route_request() {
+    return RouteRequest{request_,   in_,       header_bytes_, line_,        kAffinity,
+                        kNowUsec,   scratch_, slots_,        worker_stats_, pool_stats_};
+  }
+
+  // A slot owed to the client, as ClientConn::new_slot makes it.
+  ReplySlot& client_slot() {
+    auto* s = new ReplySlot();
+    s->owner = &owner_;
+    client_slots_.push_back(s);
+    return *s;
+  }
+
+  std::string input() const { return copy_all(in_); }
+
+  static constexpr uint64_t kAffinity = 42;
+  static constexpr uint64_t kNowUsec = 1'000'000;
+
+  std::array<FakeServer, 3> servers_;
+  FakePlacement placement_{{&servers_[0], &servers_[1], &servers_[2]}};
+  FakeSlots slots_;
+  FakeOwner owner_;
+  RequestScratch scratch_;
+  WorkerStats worker_stats_;
+  PoolStats pool_stats_;
+  std::string line_;
+  proto::Request request_;
+  evbuffer* in_;
+  size_t header_bytes_ = 0;
+  std::string sent_bytes_;  // the request's bytes as the client sent them
+  std::vector<ReplySlot*> client_slots_;
+};
+
+}  // namespace memshard::proxy::testing_fakes

@@ -200,6 +200,7 @@ void parse_meta_debug(const LineTokens& t, Request& out) {
       return reply::answer(out, reply::kBadFormat);
     }
     key = out.decoded_key;
+    out.meta_flags.add('b');
   }
   out.action = Action::forward;
   out.keys.push_back(key);

@@ -58,9 +58,9 @@
 // client itself sent with `b` (so that a `k` flag returns it the way the
 // client wrote it). memcached checks the 250-byte key limit on the token
 // as written, before decoding (1.6.18 answers "CLIENT_ERROR bad command line
-// format" to a 252-byte base64 token): a key that needs base64 must be at
-// most 187 bytes. Longer ones cannot be sent in meta at all, and the
-// encoder refuses them.
+// format" to the 252-byte token of a 187-byte key): a key that needs
+// base64 must be at most 186 bytes (248 characters). Longer ones cannot
+// be sent in meta at all, and the encoder refuses them.
 //
 // The opaque. Classic and binary requests have none in the model (a binary
 // client's opaque is a number in its binary header, kept by the caller). A
@@ -82,7 +82,7 @@ namespace memshard::proto {
 // commands). False, with `out` unchanged, when `r` has no meta form: a
 // command the proxy answers itself or broadcasts, a meta request with
 // `unmodeled_flags` (forward its line instead), a key of more than 250
-// bytes, or one that needs base64 and is longer than 187 bytes.
+// bytes, or one that needs base64 and is longer than 186 bytes.
 // Allocates nothing once `out` has the capacity.
 [[nodiscard]] bool append_meta_request(const Request& r, std::string_view value, std::string& out);
 

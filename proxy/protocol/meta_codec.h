@@ -20,7 +20,8 @@
 //     EN                                       -> nothing
 //     and the caller ends the whole reply with END. `t` is not needed for
 //     the classic reply: it is asked so that read repair can copy a value
-//     with its remaining TTL (t-1: none) from the same reply.
+//     with its remaining TTL (t-1: none) from the same reply. (With T,
+//     memcached 1.6.18 reports the TTL from before the update.)
 //   set/add/replace/append/prepend/cas:
 //     ms <key> <len> [F<flags>] [T<exptime>] [C<cas>] [M<mode>] + value
 //     (mode letters E R A P; set, the default, has none; F0 and T0 are

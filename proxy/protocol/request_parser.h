@@ -162,7 +162,10 @@ struct Request {
   // another protocol than the client's (meta_codec.h) or be built without a
   // text line at all (binary clients, copies for replicas). Today's text
   // path still forwards the line itself; these fields say the same thing
-  // in numbers. Filled for every command where they apply (zero or false
+  // in numbers. They live in Request rather than in a separate Operation
+  // because routes already carry a Request and the parser fills it in
+  // place, reused without allocating: a second struct would be one more
+  // copy per request, or two things to keep in step. Filled for every command where they apply (zero or false
   // elsewhere) and meaningful when action is forward, multi_get or
   // broadcast. Numbers are what memcached's own parser makes of the token
   // (numbers.h: an exptime of 4294967297 is 1). A meta flag whose argument

@@ -9,12 +9,12 @@ namespace memshard::proto {
 namespace {
 
 constexpr uint8_t kNotInAlphabet = 0xff;
+constexpr std::string_view kAlphabet =
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
 constexpr std::array<uint8_t, 256> make_sextets() {
   std::array<uint8_t, 256> table{};
   for (auto& v : table) v = kNotInAlphabet;
-  constexpr std::string_view kAlphabet =
-      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
   for (size_t i = 0; i < kAlphabet.size(); ++i) {
     table[static_cast<unsigned char>(kAlphabet[i])] = static_cast<uint8_t>(i);
   }
@@ -88,6 +88,22 @@ bool memcached_base64_decode(std::string_view in, std::string& out) {
     break;
   }
   return true;
+}
+
+void base64_encode(std::string_view in, std::string& out) {
+  size_t i = 0;
+  auto byte = [&](size_t j) { return static_cast<uint32_t>(static_cast<unsigned char>(in[j])); };
+  for (; i + 3 <= in.size(); i += 3) {
+    const uint32_t v = byte(i) << 16 | byte(i + 1) << 8 | byte(i + 2);
+    for (int shift = 18; shift >= 0; shift -= 6) out.push_back(kAlphabet[(v >> shift) & 0x3f]);
+  }
+  const size_t rest = in.size() - i;
+  if (rest == 0) return;
+  const uint32_t v = byte(i) << 16 | (rest == 2 ? byte(i + 1) << 8 : 0);
+  out.push_back(kAlphabet[(v >> 18) & 0x3f]);
+  out.push_back(kAlphabet[(v >> 12) & 0x3f]);
+  out.push_back(rest == 2 ? kAlphabet[(v >> 6) & 0x3f] : '=');
+  out.push_back('=');
 }
 
 }  // namespace memshard::proto

@@ -1,6 +1,7 @@
-// Base64 decoding for the meta `b` flag.
+// Base64 for the meta `b` flag.
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <string_view>
 
@@ -18,5 +19,14 @@ namespace memshard::proto {
 // Routing must hash the bytes the server stores, so the proxy decodes
 // keys with these rules, not with the strict base64_decode().
 bool memcached_base64_decode(std::string_view in, std::string& out);
+
+// Appends the RFC 4648 encoding of `in` (with '=' padding), which both
+// decoders accept, to `out`.
+void base64_encode(std::string_view in, std::string& out);
+
+// Length of base64_encode()'s output for `n` input bytes.
+constexpr size_t base64_encoded_length(size_t n) {
+  return (n + 2) / 3 * 4;
+}
 
 }  // namespace memshard::proto

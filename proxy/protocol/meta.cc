@@ -101,6 +101,93 @@ std::string_view ms_checks_before_alloc(Flags flags) {
   return opaque_too_long ? reply::kOpaqueTooLong : std::string_view{};
 }
 
+// The `M` letters memcached 1.6.18 takes (uppercase only: "Me" and "Mi"
+// are refused).
+Mode meta_mode(Command command, char letter) {
+  if (command == Command::meta_set) {
+    switch (letter) {
+      case 'S':
+        return Mode::set;
+      case 'E':
+        return Mode::add;
+      case 'R':
+        return Mode::replace;
+      case 'A':
+        return Mode::append;
+      case 'P':
+        return Mode::prepend;
+      default:
+        return Mode::invalid;
+    }
+  }
+  if (command == Command::meta_arithmetic) {
+    if (letter == 'I' || letter == '+') return Mode::incr;
+    if (letter == 'D' || letter == '-') return Mode::decr;
+  }
+  return Mode::invalid;  // mg and md have no mode
+}
+
+// The protocol-neutral fields of mg ms md ma. Whatever the model cannot
+// hold marks the request unmodeled rather than guessing: the server is
+// the judge of meta flags, and only the line carries them faithfully.
+void model_meta_flags(Flags flags, Request& out) {
+  if (out.command == Command::meta_set) out.mode = Mode::set;
+  if (out.command == Command::meta_arithmetic) out.mode = Mode::incr;
+  for (std::string_view flag : flags) {
+    const char c = flag[0];
+    if (out.meta_flags.has(c)) out.unmodeled_flags = true;
+    out.meta_flags.add(c);
+    const std::string_view arg = flag.substr(1);
+    bool ok = true;
+    int32_t i32 = 0;
+    switch (c) {
+      case 'T':
+        ok = parse_mc_int32(arg, i32);
+        if (ok) {
+          out.exptime_value = i32;
+          out.has_exptime = true;
+        }
+        break;
+      case 'N':
+        ok = parse_mc_int32(arg, i32);
+        if (ok) {
+          out.vivify = i32;
+          out.has_vivify = true;
+        }
+        break;
+      case 'F':
+        ok = parse_mc_uint32(arg, out.flags);
+        break;
+      case 'C':
+        ok = parse_mc_uint64(arg, out.cas);
+        out.has_cas = ok;
+        break;
+      case 'J':
+        ok = parse_mc_uint64(arg, out.initial);
+        break;
+      case 'D':
+        ok = parse_mc_uint64(arg, out.delta);
+        break;
+      case 'M': {
+        const Mode mode = flag.size() == 2 ? meta_mode(out.command, flag[1]) : Mode::invalid;
+        if (out.mode != Mode::none) out.mode = mode;
+        ok = mode != Mode::invalid;
+        break;
+      }
+      case 'O':
+        out.opaque = arg;
+        break;
+      case 'P':
+      case 'L':
+        break;
+      default:
+        ok = kModeledMetaBare.find(c) != std::string_view::npos;
+        break;
+    }
+    if (!ok) out.unmodeled_flags = true;
+  }
+}
+
 // me <key> [b]: the debug command reads no flags; only a third token that
 // is exactly "b" makes the key base64.
 void parse_meta_debug(const LineTokens& t, Request& out) {
@@ -113,6 +200,7 @@ void parse_meta_debug(const LineTokens& t, Request& out) {
       return reply::answer(out, reply::kBadFormat);
     }
     key = out.decoded_key;
+    out.meta_flags.add('b');
   }
   out.action = Action::forward;
   out.keys.push_back(key);
@@ -149,6 +237,7 @@ void parse_meta_request(const LineTokens& t, const Limits& limits, Request& out)
     if (flag[0] == 'q') out.quiet = true;
     if (flag[0] == 'b') binary_key = true;
   }
+  model_meta_flags(flags, out);
   std::string_view routed_key = key;
   if (binary_key) {
     if (!memcached_base64_decode(key, out.decoded_key)) {

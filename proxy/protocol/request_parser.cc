@@ -23,6 +23,20 @@ void Request::clear() {
   invalidate_key = false;
   key_base64 = false;
   raw_key = {};
+  mode = Mode::none;
+  flags = 0;
+  exptime_value = 0;
+  has_exptime = false;
+  cas = 0;
+  has_cas = false;
+  delta = 1;
+  initial = 0;
+  vivify = 0;
+  has_vivify = false;
+  opaque = {};
+  noreply = false;
+  meta_flags.clear();
+  unmodeled_flags = false;
 }
 
 namespace {
@@ -73,6 +87,32 @@ bool find_command(std::string_view word, Command& command) {
   return false;
 }
 
+// Classic commands: the last token "noreply" silences every reply.
+void read_noreply(const LineTokens& t, Request& out) {
+  out.quiet = t.last_is_noreply();
+  out.noreply = out.quiet;
+}
+
+void set_exptime(Request& out, int32_t exptime) {
+  out.exptime_value = exptime;
+  out.has_exptime = true;
+}
+
+Mode storage_mode(Command command) {
+  switch (command) {
+    case Command::add:
+      return Mode::add;
+    case Command::replace:
+      return Mode::replace;
+    case Command::append:
+      return Mode::append;
+    case Command::prepend:
+      return Mode::prepend;
+    default:
+      return Mode::set;  // set, and cas: a set that compares
+  }
+}
+
 // An error of a classic command that honours noreply: memcached suppresses
 // it (out_string() under noreply), but still swallows the data.
 void answer_classic(Request& out, std::string_view text, uint64_t swallow = 0) {
@@ -91,6 +131,7 @@ void parse_retrieval(std::string_view line, const LineTokens& t, Request& out) {
     cursor.next(out.exptime);
     int32_t exptime = 0;
     if (!parse_mc_int32(out.exptime, exptime)) return reply::answer(out, reply::kBadExptime);
+    set_exptime(out, exptime);
   }
   while (cursor.next(token)) {
     if (token.size() > kMaxKeyLength) return reply::answer(out, reply::kBadFormat);
@@ -106,7 +147,7 @@ void parse_retrieval(std::string_view line, const LineTokens& t, Request& out) {
 void parse_storage(const LineTokens& t, const Limits& limits, Request& out) {
   const size_t arity = out.command == Command::cas ? 7 : 6;
   if (t.ntokens() != arity && t.ntokens() != arity + 1) return reply::answer(out, reply::kError);
-  out.quiet = t.last_is_noreply();
+  read_noreply(t, out);
   if (t.token[1].size() > kMaxKeyLength) return answer_classic(out, reply::kBadFormat);
   uint32_t flags = 0;
   int32_t exptime = 0;
@@ -119,6 +160,11 @@ void parse_storage(const LineTokens& t, const Limits& limits, Request& out) {
   if (out.command == Command::cas && !parse_mc_uint64(t.token[5], cas_unique)) {
     return answer_classic(out, reply::kBadFormat);
   }
+  out.mode = storage_mode(out.command);
+  out.flags = flags;
+  set_exptime(out, exptime);
+  out.cas = cas_unique;
+  out.has_cas = out.command == Command::cas;
   // A bad length leaves the data unread: memcached reads it as a command.
   if (value_length < 0 || value_length > std::numeric_limits<int32_t>::max() - 2) {
     return answer_classic(out, reply::kBadFormat);
@@ -148,7 +194,7 @@ void parse_delete(const LineTokens& t, Request& out) {
   if (ntokens < 3 || ntokens > 5) return reply::answer(out, reply::kError);
   if (ntokens > 3) {
     const bool hold_is_zero = t.token[2] == "0";
-    out.quiet = t.last_is_noreply();
+    read_noreply(t, out);
     const bool valid = (ntokens == 4 && (hold_is_zero || out.quiet)) ||
                        (ntokens == 5 && hold_is_zero && out.quiet);
     if (!valid) return answer_classic(out, reply::kDeleteUsage);
@@ -161,14 +207,15 @@ void parse_delete(const LineTokens& t, Request& out) {
 // incr|decr <key> <delta> [noreply], touch <key> <exptime> [noreply].
 void parse_key_and_number(const LineTokens& t, Request& out) {
   if (t.ntokens() != 4 && t.ntokens() != 5) return reply::answer(out, reply::kError);
-  out.quiet = t.last_is_noreply();
+  read_noreply(t, out);
   if (t.token[1].size() > kMaxKeyLength) return answer_classic(out, reply::kBadFormat);
   if (out.command == Command::touch) {
     int32_t exptime = 0;
     if (!parse_mc_int32(t.token[2], exptime)) return answer_classic(out, reply::kBadExptime);
+    set_exptime(out, exptime);
   } else {
-    uint64_t delta = 0;
-    if (!parse_mc_uint64(t.token[2], delta)) return answer_classic(out, reply::kBadDelta);
+    if (!parse_mc_uint64(t.token[2], out.delta)) return answer_classic(out, reply::kBadDelta);
+    out.mode = out.command == Command::incr ? Mode::incr : Mode::decr;
   }
   out.action = Action::forward;
   out.keys.push_back(t.token[1]);
@@ -179,10 +226,11 @@ void parse_key_and_number(const LineTokens& t, Request& out) {
 void parse_flush_all(const LineTokens& t, Request& out) {
   const size_t ntokens = t.ntokens();
   if (ntokens < 2 || ntokens > 4) return reply::answer(out, reply::kError);
-  out.quiet = t.last_is_noreply();
+  read_noreply(t, out);
   int32_t delay = 0;
-  if (ntokens != (out.quiet ? 3u : 2u) && !parse_mc_int32(t.token[1], delay)) {
-    return answer_classic(out, reply::kBadExptime);
+  if (ntokens != (out.quiet ? 3u : 2u)) {
+    if (!parse_mc_int32(t.token[1], delay)) return answer_classic(out, reply::kBadExptime);
+    set_exptime(out, delay);
   }
   out.action = Action::broadcast;
 }
@@ -199,7 +247,7 @@ void parse_local(std::string_view line, Request& out) {
 // verbosity <level> [noreply]
 void parse_verbosity(std::string_view line, const LineTokens& t, Request& out) {
   if (t.ntokens() != 3 && t.ntokens() != 4) return reply::answer(out, reply::kError);
-  out.quiet = t.last_is_noreply();
+  read_noreply(t, out);
   uint32_t level = 0;
   if (!parse_mc_uint32(t.token[1], level)) return answer_classic(out, reply::kBadFormat);
   parse_local(line, out);

@@ -1,6 +1,7 @@
+#include "proxy/protocol/base64.h"
+
 #include <gtest/gtest.h>
 
-#include "proxy/protocol/base64.h"
 #include "proxy/protocol/request_parser.h"
 
 namespace memshard::proto {
@@ -52,6 +53,41 @@ TEST(MemcachedBase64, RejectsWhatTheServerRejects) {
   std::string out;
   for (std::string_view s : {"A===", "====", "QUF", "!!!!", "QQ=", "QUFBQQ", "Zm9"}) {
     EXPECT_FALSE(memcached_base64_decode(s, out)) << s;
+  }
+}
+
+TEST(Base64Encode, Rfc4648Vectors) {
+  const std::pair<std::string_view, std::string_view> vectors[] = {
+      {"", ""},
+      {"f", "Zg=="},
+      {"fo", "Zm8="},
+      {"foo", "Zm9v"},
+      {"foob", "Zm9vYg=="},
+      {"fooba", "Zm9vYmE="},
+      {"foobar", "Zm9vYmFy"},
+  };
+  for (auto [decoded, encoded] : vectors) {
+    std::string out = "x";  // appends
+    base64_encode(decoded, out);
+    EXPECT_EQ(out, "x" + std::string(encoded));
+    EXPECT_EQ(base64_encoded_length(decoded.size()), encoded.size());
+  }
+}
+
+// Both decoders read back every byte value at every length mod 3.
+TEST(Base64Encode, RoundTrips) {
+  std::string bytes;
+  for (int i = 0; i < 256; ++i) bytes.push_back(static_cast<char>(i));
+  for (size_t n : {size_t{1}, size_t{2}, size_t{3}, size_t{187}, size_t{256}}) {
+    const std::string_view in = std::string_view(bytes).substr(256 - n);
+    std::string encoded;
+    base64_encode(in, encoded);
+    std::string strict;
+    std::string lenient;
+    ASSERT_TRUE(base64_decode(encoded, strict)) << n;
+    ASSERT_TRUE(memcached_base64_decode(encoded, lenient)) << n;
+    EXPECT_EQ(strict, in);
+    EXPECT_EQ(lenient, in);
   }
 }
 

@@ -1,6 +1,6 @@
 #include "proxy/runtime/main_loop.h"
 
-#include <ctime>
+#include "proxy/support/clock.h"
 
 namespace memshard::proxy {
 
@@ -14,12 +14,7 @@ void MainLoop::run() {
 }
 
 uint64_t MainLoop::now_usec() {
-  if (now_usec_ == 0) {
-    timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    now_usec_ =
-        static_cast<uint64_t>(ts.tv_sec) * 1'000'000 + static_cast<uint64_t>(ts.tv_nsec) / 1000;
-  }
+  if (now_usec_ == 0) now_usec_ = monotonic_usec();
   return now_usec_;
 }
 

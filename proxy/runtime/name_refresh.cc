@@ -1,7 +1,8 @@
 #include "proxy/runtime/name_refresh.h"
 
-#include <ctime>
 #include <stdexcept>
+
+#include "proxy/support/clock.h"
 
 namespace memshard::proxy {
 
@@ -10,12 +11,6 @@ namespace {
 // A server that keeps refusing connections asks for a lookup on every
 // failed attempt; once a second is enough to follow a move.
 constexpr uint64_t kMinFailureLookupMs = 1000;
-
-uint64_t monotonic_ms() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000 + static_cast<uint64_t>(ts.tv_nsec) / 1'000'000;
-}
 
 }  // namespace
 

@@ -13,18 +13,13 @@
 #include <ctime>
 #include <stdexcept>
 
+#include "proxy/support/clock.h"
 #include "proxy/support/log.h"
 #include "proxy/runtime/ring_warnings.h"
 
 namespace memshard::proxy {
 
 namespace {
-uint64_t now_ms() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000 + static_cast<uint64_t>(ts.tv_nsec) / 1'000'000;
-}
-
 // The CPUs this process may run on, ascending: a cpuset or taskset limits
 // them below the machine's.
 std::vector<int> allowed_cpus() {
@@ -327,7 +322,7 @@ void Proxy::begin_drain() {
   for (auto& l : listeners_) close_listener(*l);
   watch_.reset();
   for (auto& w : workers_) w->drain();
-  drain_deadline_ms_ = now_ms() + static_cast<uint64_t>(options_.drain_timeout_ms);
+  drain_deadline_ms_ = monotonic_ms() + static_cast<uint64_t>(options_.drain_timeout_ms);
   drain_timer_ = event_new(base_, -1, EV_PERSIST, &Proxy::on_drain_tick, this);
   timeval tick{0, 20'000};
   event_add(drain_timer_, &tick);
@@ -340,7 +335,7 @@ void Proxy::on_drain_tick(evutil_socket_t, short, void* arg) {
   if (open == 0) {
     log_notice("all clients answered; exiting");
     event_base_loopexit(self->base_, nullptr);
-  } else if (now_ms() >= self->drain_deadline_ms_) {
+  } else if (monotonic_ms() >= self->drain_deadline_ms_) {
     log_warn("drain timeout: closing %llu connection(s) with requests in flight",
              static_cast<unsigned long long>(open));
     event_base_loopexit(self->base_, nullptr);

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "proxy/admin/local_commands.h"
+#include "proxy/support/clock.h"
 #include "proxy/clients/client_conn.h"
 
 namespace memshard::proxy {
@@ -353,12 +354,7 @@ const PoolRoute* Worker::route(const std::string& pool_name) const {
 // every request handled in one iteration arrived in the same epoll_wait
 // return, so they share one timestamp.
 uint64_t Worker::now_usec() {
-  if (now_usec_ == 0) {
-    timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    now_usec_ =
-        static_cast<uint64_t>(ts.tv_sec) * 1'000'000 + static_cast<uint64_t>(ts.tv_nsec) / 1000;
-  }
+  if (now_usec_ == 0) now_usec_ = monotonic_usec();
   return now_usec_;
 }
 

@@ -9,36 +9,13 @@
 #include <string>
 #include <vector>
 
+#include "cli_util.h"
 #include "harness.h"
 
 namespace memshard::testing {
 namespace {
 
 using namespace std::chrono_literals;
-
-CommandResult memshard(std::vector<std::string> args, std::string_view input = {}) {
-  args.insert(args.begin(), memshard_binary());
-  return run_command(args, input, 30s);
-}
-
-std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> out;
-  std::istringstream in(text);
-  std::string line;
-  while (std::getline(in, line)) out.push_back(line);
-  return out;
-}
-
-std::vector<std::string> split_tabs(const std::string& line) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  while (true) {
-    size_t tab = line.find('\t', start);
-    out.push_back(line.substr(start, tab - start));
-    if (tab == std::string::npos) return out;
-    start = tab + 1;
-  }
-}
 
 // "12.3456%" -> 0.123456; NaN when not a percentage.
 double percent(const std::string& text) {

@@ -11,34 +11,13 @@
 #include <thread>
 #include <vector>
 
+#include "cli_util.h"
 #include "harness.h"
 
 namespace memshard::testing {
 namespace {
 
 using namespace std::chrono_literals;
-
-CommandResult memshard(std::vector<std::string> args, std::string_view input = {}) {
-  args.insert(args.begin(), memshard_binary());
-  return run_command(args, input, 30s);
-}
-
-std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> out;
-  std::istringstream in(text);
-  std::string line;
-  while (std::getline(in, line)) out.push_back(line);
-  return out;
-}
-
-std::vector<std::string> split_tabs(const std::string& line) {
-  std::vector<std::string> out;
-  std::istringstream in(line);
-  std::string cell;
-  while (std::getline(in, cell, '\t')) out.push_back(cell);
-  if (!line.empty() && line.back() == '\t') out.push_back("");
-  return out;
-}
 
 std::string read_file(const std::string& path) {
   std::ifstream in(path);

@@ -1,4 +1,4 @@
-#include "proxy/reply_slot.h"
+#include "proxy/backends/reply_slot.h"
 
 namespace memshard::proxy {
 
@@ -25,6 +25,18 @@ Fragment& ReplySlot::add_fragment() {
   Fragment& f = fragments[fragment_count++];
   if (f.values == nullptr) f.values = evbuffer_new();
   return f;
+}
+
+void ReplySlot::fragment_done() {
+  if (--outstanding > 0) return;
+  assemble();
+  complete = true;
+  owner->on_slot_complete();
+}
+
+void ReplySlot::complete_unsent() {
+  assemble();
+  complete = true;
 }
 
 void ReplySlot::assemble() {
@@ -59,7 +71,7 @@ void ReplySlot::assemble() {
 }
 
 void ReplySlot::reset() {
-  client = nullptr;
+  owner = nullptr;
   kind = SlotKind::direct;
   outstanding = 0;
   complete = close_after = drop_reply = false;

@@ -33,6 +33,7 @@
 #include "proxy/backends/backend.h"
 #include "proxy/backends/context.h"
 #include "proxy/backends/reply_slot.h"
+#include "proxy/protocol/replies.h"
 #include "proxy/support/stats.h"
 #include "proxy/transport/socket_address.h"
 #include "proxy/transport/stream.h"
@@ -83,6 +84,11 @@ inline Fd tcp_socket(SocketAddress& address, bool listening) {
             0);
   return fd;
 }
+
+namespace own = proto::reply::own;
+
+// One of the proxy's own reply lines as a client receives it.
+inline std::string line(std::string_view text) { return std::string(text) + "\r\n"; }
 
 inline std::string buffer_text(evbuffer* b) {
   std::string s(evbuffer_get_length(b), '\0');

@@ -4,8 +4,9 @@
 
 #include <ctime>
 
-#include "proxy/admin/stats_view.h"
 #include "proxy/admin/stats_render.h"
+#include "proxy/admin/stats_view.h"
+#include "proxy/protocol/replies.h"
 
 namespace memshard::proxy {
 
@@ -23,7 +24,7 @@ void append_stats_reply(const StatsView& p, const std::vector<std::string_view>&
   }
   if (!args.empty()) {
     // memcached answers a subcommand it does not know with ERROR.
-    out.append("ERROR\r\n");
+    out.append(proto::reply::kError);
     return;
   }
   stat(out, "pid", static_cast<uint64_t>(getpid()));
@@ -42,7 +43,7 @@ void append_stats_reply(const StatsView& p, const std::vector<std::string_view>&
   stat(out, "dns_address_changes", p.dns_address_changes());
   stat(out, "dns_failures", p.dns_failures());
   render_stat_pools(p, out);
-  out.append("END\r\n");
+  out.append(proto::reply::kEnd);
 }
 
 }  // namespace memshard::proxy

@@ -9,7 +9,6 @@
 
 namespace memshard::proxy {
 
-
 // `stats [args]`: the proxy's own counters as memcached-style STAT lines,
 // then END.
 void append_stats_reply(const StatsView& proxy, const std::vector<std::string_view>& args,

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "proxy/admin/stats_view.h"
+#include "proxy/protocol/replies.h"
 #include "proxy/support/stats.h"
 
 namespace memshard::proxy {
@@ -245,8 +246,7 @@ void render_prometheus(const StatsView& p, std::string& out) {
   f.header("memshard_pool_server_ejections_total", "counter",
            "Servers ejected from the ring by auto_eject_hosts.");
   for (const auto& [pool, t] : snap.pools) {
-    f.sample("memshard_pool_server_ejections_total", pool_label(pool),
-             p.pool_ejections(pool));
+    f.sample("memshard_pool_server_ejections_total", pool_label(pool), p.pool_ejections(pool));
   }
   f.header("memshard_request_duration_seconds", "histogram",
            "Time from a request's arrival to its reply being ready, per pool.");
@@ -330,7 +330,7 @@ void render_stat_servers(const StatsView& p, std::string& out) {
       }
     }
   }
-  out.append("END\r\n");
+  out.append(proto::reply::kEnd);
 }
 
 void render_stat_pools(const StatsView& p, std::string& out) {

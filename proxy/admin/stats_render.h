@@ -9,7 +9,6 @@
 
 namespace memshard::proxy {
 
-
 void render_twemproxy_json(const StatsView& proxy, std::string& out);
 void render_prometheus(const StatsView& proxy, std::string& out);
 // `stats servers`: one group of STAT lines per backend, with its state.

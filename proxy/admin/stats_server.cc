@@ -88,7 +88,8 @@ struct StatsServer::Session {
     evbuffer_ptr end = evbuffer_search(in, "\r\n\r\n", 4, nullptr);
     if (end.pos < 0) end = evbuffer_search(in, "\n\n", 2, nullptr);
     if (end.pos < 0) {
-      if (len > kMaxRequestHead) respond_http("431 Request Header Fields Too Large", "text/plain", "");
+      if (len > kMaxRequestHead)
+        respond_http("431 Request Header Fields Too Large", "text/plain", "");
       return;
     }
     size_t eol_len = 0;

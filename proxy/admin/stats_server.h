@@ -14,13 +14,11 @@
 #include <set>
 #include <string>
 
+#include "proxy/admin/stats_view.h"
 #include "proxy/transport/accept_guard.h"
 #include "proxy/transport/stream.h"
 
-#include "proxy/admin/stats_view.h"
-
 namespace memshard::proxy {
-
 
 class StatsServer {
  public:

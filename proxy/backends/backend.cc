@@ -143,7 +143,8 @@ void BackendServer::update_settings(ServerSettings s, std::shared_ptr<PoolStats>
 
 void BackendServer::update_addresses(const AddressList& addresses) {
   if (addresses == addresses_) return;
-  const SocketAddress* preferred = preferred_ < addresses_.size() ? &addresses_[preferred_] : nullptr;
+  const SocketAddress* preferred =
+      preferred_ < addresses_.size() ? &addresses_[preferred_] : nullptr;
   auto it = preferred ? std::find(addresses.begin(), addresses.end(), *preferred) : addresses.end();
   preferred_ = it == addresses.end() ? 0 : static_cast<size_t>(it - addresses.begin());
   // A connection's peer is a copy held by its stream: it stays valid

@@ -1,10 +1,12 @@
 #include "proxy/backends/reply_slot.h"
 
+#include "proxy/protocol/replies.h"
+
 namespace memshard::proxy {
 
 namespace {
-constexpr std::string_view kEnd = "END\r\n";
-constexpr std::string_view kOk = "OK\r\n";
+using proto::reply::kEnd;
+using proto::reply::kOk;
 
 void append(evbuffer* buf, std::string_view s) {
   evbuffer_add(buf, s.data(), s.size());

@@ -18,10 +18,10 @@
 #include <vector>
 
 #include "conf/config.h"
-#include "proxy/support/log.h"
-#include "proxy/runtime/proxy.h"
 #include "proxy/cli/ring_tools.h"
+#include "proxy/runtime/proxy.h"
 #include "proxy/runtime/ring_warnings.h"
+#include "proxy/support/log.h"
 
 namespace {
 

@@ -252,9 +252,8 @@ void ClientConn::dispatch(evbuffer* in) {
 }
 
 RouteRequest ClientConn::route_request(evbuffer* in) {
-  return RouteRequest{work_.request, in,  header_bytes_,         work_.line,
-                      id_,           context_.now_usec(), work_, context_,
-                      context_.stats(), pool_stats_};
+  return RouteRequest{work_.request,       in,    header_bytes_, work_.line,       id_,
+                      context_.now_usec(), work_, context_,      context_.stats(), pool_stats_};
 }
 
 void ClientConn::answer_locally(evbuffer* in) {
@@ -267,10 +266,10 @@ void ClientConn::answer_locally(evbuffer* in) {
       closing_ = true;
       break;
     case proto::Command::verbosity:
-      reply_now(s, work_.request.quiet ? std::string_view() : std::string_view("OK\r\n"));
+      reply_now(s, work_.request.quiet ? std::string_view() : proto::reply::kOk);
       break;
     case proto::Command::meta_noop:
-      reply_now(s, "MN\r\n");
+      reply_now(s, proto::reply::kMetaNoop);
       break;
     case proto::Command::version:
       reply_now(s, proto::version_reply());
@@ -281,7 +280,7 @@ void ClientConn::answer_locally(evbuffer* in) {
       reply_now(s, work_.text);
       break;
     default:
-      reply_now(s, "ERROR\r\n");
+      reply_now(s, proto::reply::kError);
       break;
   }
 }

@@ -10,17 +10,16 @@
 #include <string_view>
 #include <vector>
 
+#include "proxy/backends/reply_slot.h"
 #include "proxy/clients/client_count.h"
 #include "proxy/clients/context.h"
-#include "proxy/routes/route.h"
-#include "proxy/backends/reply_slot.h"
 #include "proxy/protocol/request_parser.h"
 #include "proxy/routes/request_scratch.h"
+#include "proxy/routes/route.h"
 #include "proxy/support/stats.h"
 #include "proxy/transport/stream.h"
 
 namespace memshard::proxy {
-
 
 // Where a client connection came in: its pool's listener. One is shared by
 // the clients of a listener on a worker, and a parked connection keeps it.
@@ -49,8 +48,8 @@ inline constexpr size_t kMemcachedReadBuffer = 16 * 1024;
 class ClientConn final : public SlotOwner {
  public:
   // `resumed`: a parked connection coming back, already counted as open.
-  ClientConn(ClientContext& context, int fd, std::shared_ptr<const ClientOrigin> origin, uint64_t id,
-             bool resumed);
+  ClientConn(ClientContext& context, int fd, std::shared_ptr<const ClientOrigin> origin,
+             uint64_t id, bool resumed);
   ~ClientConn();
   ClientConn(const ClientConn&) = delete;
   ClientConn& operator=(const ClientConn&) = delete;

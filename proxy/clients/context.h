@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "proxy/backends/reply_slot.h"
-#include "proxy/routes/request_scratch.h"
 #include "proxy/routes/pool_route.h"
+#include "proxy/routes/request_scratch.h"
 #include "proxy/support/stats.h"
 #include "proxy/transport/stream.h"
 

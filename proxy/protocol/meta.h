@@ -8,8 +8,8 @@
 // and kind of every flag.
 #pragma once
 
-#include "proxy/protocol/tokens.h"
 #include "proxy/protocol/request_parser.h"
+#include "proxy/protocol/tokens.h"
 
 namespace memshard::proto {
 

@@ -11,6 +11,8 @@ namespace memshard::proto::reply {
 
 inline constexpr std::string_view kError = "ERROR\r\n";
 inline constexpr std::string_view kEnd = "END\r\n";
+inline constexpr std::string_view kOk = "OK\r\n";
+inline constexpr std::string_view kMetaNoop = "MN\r\n";
 inline constexpr std::string_view kBadFormat = "CLIENT_ERROR bad command line format\r\n";
 inline constexpr std::string_view kBadDelta = "CLIENT_ERROR invalid numeric delta argument\r\n";
 inline constexpr std::string_view kBadExptime = "CLIENT_ERROR invalid exptime argument\r\n";

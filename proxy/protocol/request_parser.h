@@ -165,11 +165,10 @@ struct Request {
   // in numbers. They live in Request rather than in a separate Operation
   // because routes already carry a Request and the parser fills it in
   // place, reused without allocating: a second struct would be one more
-  // copy per request, or two things to keep in step. Filled for every command where they apply (zero or false
-  // elsewhere) and meaningful when action is forward, multi_get or
-  // broadcast. Numbers are what memcached's own parser makes of the token
-  // (numbers.h: an exptime of 4294967297 is 1). A meta flag whose argument
-  // memcached would refuse leaves its field unset and sets
+  // copy per request, or two things to keep in step. Filled for every command where they apply
+  // (zero or false elsewhere) and meaningful when action is forward, multi_get or broadcast.
+  // Numbers are what memcached's own parser makes of the token (numbers.h: an exptime of 4294967297
+  // is 1). A meta flag whose argument memcached would refuse leaves its field unset and sets
   // `unmodeled_flags`: the server answers that error, so the model must not
   // claim a value.
   Mode mode = Mode::none;

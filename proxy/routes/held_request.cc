@@ -34,17 +34,21 @@ HeldRequest::HeldRequest(RouteRequest& req)
   proto::parse_request_line(line_, any, request_);
 }
 
-HeldRequest::~HeldRequest() { evbuffer_free(in_); }
+HeldRequest::~HeldRequest() {
+  evbuffer_free(in_);
+}
 
 void HeldRequest::send_copy(Route& route, ReplySlot& slot) {
   evbuffer_drain(in_, evbuffer_get_length(in_));
   evbuffer_add(in_, bytes_.data(), bytes_.size());
-  RouteRequest req{request_, in_,     header_bytes_, line_,        affinity_,
-                   now_usec_, scratch_, slots_,      worker_stats_, pool_stats_};
+  RouteRequest req{request_,  in_,      header_bytes_, line_,         affinity_,
+                   now_usec_, scratch_, slots_,        worker_stats_, pool_stats_};
   route.send(req, slot);
 }
 
-bool is_server_error(const ReplySlot& slot) { return starts_with(slot, "SERVER_ERROR"); }
+bool is_server_error(const ReplySlot& slot) {
+  return starts_with(slot, "SERVER_ERROR");
+}
 
 bool failed_silently(const ReplySlot& slot) {
   return slot.kind == SlotKind::direct && slot.fragment_count > 0 && slot.fragments[0].failed;
@@ -55,6 +59,8 @@ bool is_miss(const ReplySlot& slot) {
   return (n == 5 && starts_with(slot, "END\r\n")) || starts_with(slot, "EN\r\n");
 }
 
-void take_reply(ReplySlot& to, ReplySlot& from) { evbuffer_add_buffer(to.reply, from.reply); }
+void take_reply(ReplySlot& to, ReplySlot& from) {
+  evbuffer_add_buffer(to.reply, from.reply);
+}
 
 }  // namespace memshard::proxy

@@ -10,7 +10,8 @@ void SplitRoute::send(RouteRequest& req, ReplySlot& slot) {
   RequestScratch& work = req.scratch;
   slot.kind = SlotKind::retrieval;
   size_t nservers = placement_.size();
-  if (work.fragment_of_server.size() < nservers + 1) work.fragment_of_server.assign(nservers + 1, -1);
+  if (work.fragment_of_server.size() < nservers + 1)
+    work.fragment_of_server.assign(nservers + 1, -1);
   work.server_of_fragment.clear();
   const auto& keys = req.request.keys;
   for (uint32_t pos = 0; pos < keys.size(); ++pos) {
@@ -53,7 +54,8 @@ void SplitRoute::send(RouteRequest& req, ReplySlot& slot) {
       std::span<const std::string_view> fragment_keys = keys;
       if (slot.fragment_count > 1) {
         work.key_views.clear();
-        for (uint32_t pos : slot.fragments[f].key_positions) work.key_views.push_back(slot.key(pos));
+        for (uint32_t pos : slot.fragments[f].key_positions)
+          work.key_views.push_back(slot.key(pos));
         fragment_keys = work.key_views;
       }
       ++slot.outstanding;

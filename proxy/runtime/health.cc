@@ -70,7 +70,9 @@ struct ServerHealth::Probe final : public SlotOwner {
 ServerHealth::ServerHealth(MainLoop& loop, std::function<void()> on_change)
     : base_(loop.base()), loop_(loop), on_change_(std::move(on_change)), mailbox_(base_) {}
 
-ServerHealth::~ServerHealth() { probes_.clear(); }
+ServerHealth::~ServerHealth() {
+  probes_.clear();
+}
 
 void ServerHealth::report_failing(const std::string& pool, const std::string& identity) {
   mailbox_.post([this, key = Key(pool, identity)] { on_report(key); });

@@ -23,9 +23,9 @@
 #include <utility>
 #include <vector>
 
+#include "proxy/routes/topology.h"
 #include "proxy/runtime/main_loop.h"
 #include "proxy/support/mailbox.h"
-#include "proxy/routes/topology.h"
 
 namespace memshard::proxy {
 

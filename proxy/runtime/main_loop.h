@@ -21,7 +21,8 @@ class MainLoop final : public BackendContext {
   // One writev per socket: the main loop writes a probe or a stats reply
   // now and then, and batching them would gain nothing (and take an
   // io_uring ring of its own).
-  explicit MainLoop(event_base* base) : base_(base), streams_(base, StreamLoop::Writes::one_by_one) {}
+  explicit MainLoop(event_base* base)
+      : base_(base), streams_(base, StreamLoop::Writes::one_by_one) {}
 
   // Runs until event_base_loopexit: one iteration, then the writes that it
   // produced, as a worker runs.

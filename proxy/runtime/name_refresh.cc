@@ -80,8 +80,7 @@ void NameRefresh::connect_failed(const std::string& pool, const std::string& ide
     auto it = names_.find({pool, identity});
     if (it == names_.end()) return;  // an address, not a name
     uint64_t now = monotonic_ms();
-    if (it->second.requested_ms != 0 && now - it->second.requested_ms < kMinFailureLookupMs)
-      return;
+    if (it->second.requested_ms != 0 && now - it->second.requested_ms < kMinFailureLookupMs) return;
     it->second.requested_ms = now;
     queue_locked(it->second);
   }

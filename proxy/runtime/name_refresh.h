@@ -22,8 +22,8 @@
 #include <utility>
 #include <vector>
 
-#include "proxy/support/mailbox.h"
 #include "proxy/routes/topology.h"
+#include "proxy/support/mailbox.h"
 
 namespace memshard::proxy {
 

@@ -13,9 +13,9 @@
 #include <ctime>
 #include <stdexcept>
 
+#include "proxy/runtime/ring_warnings.h"
 #include "proxy/support/clock.h"
 #include "proxy/support/log.h"
-#include "proxy/runtime/ring_warnings.h"
 
 namespace memshard::proxy {
 
@@ -127,8 +127,9 @@ void Proxy::start() {
 
   if (options_.stats_port != 0) {
     try {
-      stats_server_ = std::make_unique<StatsServer>(main_loop_->streams(), *this, descriptor_reserve_,
-                                                    options_.stats_address, options_.stats_port);
+      stats_server_ =
+          std::make_unique<StatsServer>(main_loop_->streams(), *this, descriptor_reserve_,
+                                        options_.stats_address, options_.stats_port);
       log_notice("stats on %s:%u (JSON; HTTP GET /metrics for Prometheus)",
                  options_.stats_address.c_str(), options_.stats_port);
     } catch (const std::exception& e) {

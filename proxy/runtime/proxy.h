@@ -19,18 +19,18 @@
 #include <vector>
 
 #include "conf/config.h"
-#include "proxy/transport/accept_guard.h"
+#include "proxy/admin/stats_server.h"
 #include "proxy/clients/client_count.h"
+#include "proxy/routes/topology.h"
 #include "proxy/runtime/config_watch.h"
 #include "proxy/runtime/descriptor_budget.h"
 #include "proxy/runtime/health.h"
 #include "proxy/runtime/main_loop.h"
 #include "proxy/runtime/name_refresh.h"
-#include "proxy/admin/stats_server.h"
-#include "proxy/routes/topology.h"
-#include "proxy/support/warning_throttle.h"
 #include "proxy/runtime/worker.h"
 #include "proxy/runtime/worker_picker.h"
+#include "proxy/support/warning_throttle.h"
+#include "proxy/transport/accept_guard.h"
 
 namespace memshard::proxy {
 
@@ -69,7 +69,9 @@ class Proxy final : public StatsView, public WorkerHost {
   std::vector<std::pair<std::string_view, uint64_t>> counter_totals() const override;
   uint64_t generation() const override { return generation_.load(std::memory_order_relaxed); }
   uint64_t reloads() const override { return reloads_.load(std::memory_order_relaxed); }
-  uint64_t reload_failures() const override { return reload_failures_.load(std::memory_order_relaxed); }
+  uint64_t reload_failures() const override {
+    return reload_failures_.load(std::memory_order_relaxed);
+  }
   uint64_t rejected_connections() const override {
     return rejected_connections_.load(std::memory_order_relaxed);
   }
@@ -96,7 +98,9 @@ class Proxy final : public StatsView, public WorkerHost {
   const StatsView& stats_view() const override { return *this; }
   // Lookups of a server's name that found other addresses than before, and
   // lookups that failed (the server keeps its last addresses).
-  uint64_t dns_address_changes() const override { return dns_changes_.load(std::memory_order_relaxed); }
+  uint64_t dns_address_changes() const override {
+    return dns_changes_.load(std::memory_order_relaxed);
+  }
   uint64_t dns_failures() const override { return dns_failures_.load(std::memory_order_relaxed); }
 
   // Re-reads the config file and switches every worker to it; a config that

@@ -11,9 +11,9 @@
 #include <stdexcept>
 
 #include "ketama/analysis.h"
-#include "proxy/support/log.h"
 #include "proxy/runtime/proxy.h"
 #include "proxy/runtime/ring_warnings.h"
+#include "proxy/support/log.h"
 
 namespace memshard::proxy {
 

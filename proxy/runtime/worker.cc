@@ -8,8 +8,8 @@
 #include <utility>
 
 #include "proxy/admin/local_commands.h"
-#include "proxy/support/clock.h"
 #include "proxy/clients/client_conn.h"
+#include "proxy/support/clock.h"
 
 namespace memshard::proxy {
 
@@ -104,18 +104,19 @@ void Worker::adopt_client(int fd, std::string pool_name,
   // Counted before the task is posted: the mailbox's lock orders this before
   // the task's decrement, so the count never dips below what is in flight.
   handed_over_.fetch_add(1, std::memory_order_relaxed);
-  mailbox_->post([this, fd, pool = std::move(pool_name), clients = std::move(pool_clients)]() mutable {
-    if (stopping_.load(std::memory_order_relaxed)) {
-      close(fd);
-      clients->remove();
-      handed_over_.fetch_sub(1, std::memory_order_relaxed);
-      return;
-    }
-    add_client(fd, origin_for(pool, std::move(clients)), false);
-    // Counted as a connection now (the ClientConn counts itself), so no
-    // longer as handed over; release pairs with client_load().
-    handed_over_.fetch_sub(1, std::memory_order_release);
-  });
+  mailbox_->post(
+      [this, fd, pool = std::move(pool_name), clients = std::move(pool_clients)]() mutable {
+        if (stopping_.load(std::memory_order_relaxed)) {
+          close(fd);
+          clients->remove();
+          handed_over_.fetch_sub(1, std::memory_order_relaxed);
+          return;
+        }
+        add_client(fd, origin_for(pool, std::move(clients)), false);
+        // Counted as a connection now (the ClientConn counts itself), so no
+        // longer as handed over; release pairs with client_load().
+        handed_over_.fetch_sub(1, std::memory_order_release);
+      });
 }
 
 uint64_t Worker::client_load() const {
@@ -291,8 +292,8 @@ void Worker::apply_topology(std::shared_ptr<const Topology> topology) {
       } else {
         auto stats = std::make_shared<ServerStats>();
         server_stats_[ServerKey{pool.config.name, server.stats_name, server.identity}] = stats;
-        backend = std::make_unique<BackendServer>(*this, server.identity, server.addresses, settings,
-                                                  std::move(stats), route.stats);
+        backend = std::make_unique<BackendServer>(*this, server.identity, server.addresses,
+                                                  settings, std::move(stats), route.stats);
       }
       route.backends.push_back(backend.get());
       backends.emplace(key, std::move(backend));

@@ -18,17 +18,17 @@
 #include "proxy/admin/stats_view.h"
 #include "proxy/backends/backend.h"
 #include "proxy/backends/context.h"
-#include "proxy/clients/context.h"
-#include "proxy/routes/pool_route.h"
-#include "proxy/clients/client_count.h"
-#include "proxy/clients/parked_clients.h"
 #include "proxy/backends/reply_slot.h"
+#include "proxy/clients/client_count.h"
+#include "proxy/clients/context.h"
+#include "proxy/clients/parked_clients.h"
+#include "proxy/routes/pool_route.h"
 #include "proxy/routes/request_scratch.h"
+#include "proxy/routes/topology.h"
 #include "proxy/support/mailbox.h"
 #include "proxy/support/slab_pool.h"
 #include "proxy/support/stats.h"
 #include "proxy/transport/stream.h"
-#include "proxy/routes/topology.h"
 
 namespace memshard::proxy {
 

@@ -13,6 +13,8 @@ inline uint64_t monotonic_usec() {
   return static_cast<uint64_t>(ts.tv_sec) * 1'000'000 + static_cast<uint64_t>(ts.tv_nsec) / 1000;
 }
 
-inline uint64_t monotonic_ms() { return monotonic_usec() / 1000; }
+inline uint64_t monotonic_ms() {
+  return monotonic_usec() / 1000;
+}
 
 }  // namespace memshard::proxy

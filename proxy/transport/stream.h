@@ -235,7 +235,7 @@ class Stream {
   bool failed_ = false;
   bool watch_writes_ = false;
   bool watch_flush_ = false;
-  bool* alive_ = nullptr;  // cleared by the destructor, for callers of report()
+  bool* alive_ = nullptr;               // cleared by the destructor, for callers of report()
   std::vector<SocketAddress> targets_;  // what connect() may still try
   size_t target_ = 0;
   size_t tries_left_ = 0;

@@ -91,8 +91,7 @@ TEST_F(Names, LocalhostOnAStandardDebianHostsFile) {
   ASSERT_FALSE(order.empty());
   ASSERT_EQ(order.front(), "::1") << "the test needs ::1 first, as on Debian";
   Memcached named, literal;
-  start(hosts, {"localhost:" + std::to_string(named.port()) + ":1", literal.address() + ":1"},
-        {});
+  start(hosts, {"localhost:" + std::to_string(named.port()) + ":1", literal.address() + ":1"}, {});
   std::vector<std::string> keys;
   for (int i = 0; i < 200; ++i) keys.push_back("debian:" + std::to_string(i));
   std::vector<std::string> where = ring_lookup(config_, keys);
@@ -168,8 +167,7 @@ TEST_F(Names, ServerFollowsItsNameUnderLoad) {
     bool named_owner = where[i] == moving;
     on_moving += named_owner;
     EXPECT_EQ(get_from("127.0.0.2", after.port(), keys[i]).has_value(), named_owner) << keys[i];
-    EXPECT_EQ(get_from("127.0.0.1", stable.port(), keys[i]).has_value(), !named_owner)
-        << keys[i];
+    EXPECT_EQ(get_from("127.0.0.1", stable.port(), keys[i]).has_value(), !named_owner) << keys[i];
   }
   EXPECT_GT(on_moving, 30u);
 
@@ -178,7 +176,8 @@ TEST_F(Names, ServerFollowsItsNameUnderLoad) {
   if (!have_nutcracker()) GTEST_SKIP() << "nutcracker is not installed";
   uint16_t nut_port = free_port();
   std::string nut_config = dir_.write(
-      "nutcracker.yml", config_yaml({PoolSpec{"pool", "127.0.0.1:" + std::to_string(nut_port),
+      "nutcracker.yml", config_yaml({PoolSpec{"pool",
+                                              "127.0.0.1:" + std::to_string(nut_port),
                                               {{"timeout", "2000"}, {"hash", "md5"}},
                                               {moving + ":1", stable.address() + ":1"}}}));
   std::vector<std::string> argv = hosts.launcher();
@@ -192,8 +191,8 @@ TEST_F(Names, ServerFollowsItsNameUnderLoad) {
   }
   for (size_t i = 0; i < keys.size(); ++i) {
     EXPECT_EQ(c.roundtrip("get " + keys[i] + "\r\n", "END\r\n"),
-              "VALUE " + keys[i] + " 0 " + std::to_string(keys[i].size() + 1) + "\r\nn" +
-                  keys[i] + "\r\nEND\r\n");
+              "VALUE " + keys[i] + " 0 " + std::to_string(keys[i].size() + 1) + "\r\nn" + keys[i] +
+                  "\r\nEND\r\n");
   }
 }
 
@@ -239,14 +238,16 @@ TEST_F(Names, NameThatStopsResolvingKeepsItsLastAddress) {
   EXPECT_EQ(get_from("127.0.0.1", server.port(), "k"), "v");
   EXPECT_EQ(proxy_stat(port_, "dns_address_changes"), 0u);
   hosts.write("127.0.0.1\t" + name + "\n");
-  EXPECT_TRUE(eventually([&] { return log().find(name + ":" + std::to_string(server.port()) +
-                                                 " resolves again") != std::string::npos; },
-                         10s))
+  EXPECT_TRUE(eventually(
+      [&] {
+        return log().find(name + ":" + std::to_string(server.port()) + " resolves again") !=
+               std::string::npos;
+      },
+      10s))
       << log();
   std::string text = log();
-  EXPECT_EQ(count_of(text, "keeping its last address(es) 127.0.0.1:" +
-                               std::to_string(server.port())),
-            1u)
+  EXPECT_EQ(
+      count_of(text, "keeping its last address(es) 127.0.0.1:" + std::to_string(server.port())), 1u)
       << "a failing name is said once a streak\n"
       << text;
 }

@@ -15,7 +15,9 @@ const char* const kDebianHosts =
     "ff02::1 ip6-allnodes\n"
     "ff02::2 ip6-allrouters\n";
 
-PrivateHosts::PrivateHosts(const std::string& text) : path_(dir_.path() + "/hosts") { write(text); }
+PrivateHosts::PrivateHosts(const std::string& text) : path_(dir_.path() + "/hosts") {
+  write(text);
+}
 
 void PrivateHosts::write(const std::string& text) const {
   std::ofstream out(path_, std::ios::trunc);
@@ -25,8 +27,15 @@ void PrivateHosts::write(const std::string& text) const {
 
 std::vector<std::string> PrivateHosts::launcher() const {
   // sh's $0 is the file; "$@" the command to run.
-  return {"unshare", "--mount", "--propagation", "private", "--", "sh", "-c",
-          "mount --bind \"$0\" /etc/hosts && exec \"$@\"", path_};
+  return {"unshare",
+          "--mount",
+          "--propagation",
+          "private",
+          "--",
+          "sh",
+          "-c",
+          "mount --bind \"$0\" /etc/hosts && exec \"$@\"",
+          path_};
 }
 
 std::string PrivateHosts::unavailable() {

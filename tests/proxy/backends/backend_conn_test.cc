@@ -117,8 +117,8 @@ class PartialReplies : public BackendTest {
       memcached.send(std::string_view(reply).substr(from, cut - from));
       from = cut;
       run_iterations(2);
-      ASSERT_EQ(owner.completions, 0) << "complete with only " << cut << " bytes of '" << reply
-                                      << "'";
+      ASSERT_EQ(owner.completions, 0)
+          << "complete with only " << cut << " bytes of '" << reply << "'";
     }
     memcached.send(std::string_view(reply).substr(from));
     ASSERT_TRUE(run_until_complete(owner));
@@ -142,7 +142,7 @@ TEST_F(PartialReplies, ValueBlocksCutAtEveryOffsetAreAssembledExactly) {
   BackendConn* conn = server.connection_for(0);
   const std::string reply =
       "VALUE a 5 10 77\r\n0123456789\r\nVALUE bb 0 3\r\n\r\n\n\r\nEND\r\n";  // the data of bb
-                                                                           // looks like line ends
+                                                                             // looks like line ends
   for (size_t cut = 1; cut < reply.size(); ++cut) {
     SCOPED_TRACE("cut at " + std::to_string(cut));
     FakeOwner owner;

@@ -28,7 +28,9 @@ struct Garbage {
 };
 
 // gtest prints the case by name, not as bytes.
-void PrintTo(const Garbage& g, std::ostream* os) { *os << g.name; }
+void PrintTo(const Garbage& g, std::ostream* os) {
+  *os << g.name;
+}
 
 class GarbageFromServer : public BackendTest, public testing::WithParamInterface<Garbage> {};
 
@@ -94,8 +96,9 @@ INSTANTIATE_TEST_SUITE_P(
     testing::Values(
         Garbage{"UnknownLine", ReplyMode::single, "HELLO\r\n"},
         Garbage{"ValueToASingleOp", ReplyMode::single, "VALUE n 0 1\r\n1\r\nEND\r\n"},
-        Garbage{"BareNewline", ReplyMode::single, "STORED\n"
-                                                  "STORED\r\n"},
+        Garbage{"BareNewline", ReplyMode::single,
+                "STORED\n"
+                "STORED\r\n"},
         Garbage{"LineTooLong", ReplyMode::single, std::string(9000, 'x')},
         Garbage{"DataNotEndedByCrLfWhole", ReplyMode::retrieval, "VALUE a 0 2\r\nabXYEND\r\n"},
         Garbage{"DataNotEndedByCrLfCut", ReplyMode::retrieval, "VALUE a 0 2\r\nabXYEND\r\n", 14},

@@ -88,7 +88,9 @@ inline Fd tcp_socket(SocketAddress& address, bool listening) {
 namespace own = proto::reply::own;
 
 // One of the proxy's own reply lines as a client receives it.
-inline std::string line(std::string_view text) { return std::string(text) + "\r\n"; }
+inline std::string line(std::string_view text) {
+  return std::string(text) + "\r\n";
+}
 
 inline std::string buffer_text(evbuffer* b) {
   std::string s(evbuffer_get_length(b), '\0');
@@ -260,10 +262,9 @@ class BackendTest : public testing::Test {
   BackendServer& add_server(AddressList addresses, ServerSettings settings = {}) {
     settings.pool = "pool";
     std::string identity = "server" + std::to_string(servers_.size());
-    servers_.push_back(std::make_unique<BackendServer>(ctx_, identity, std::move(addresses),
-                                                       std::move(settings),
-                                                       std::make_shared<ServerStats>(),
-                                                       pool_stats_));
+    servers_.push_back(
+        std::make_unique<BackendServer>(ctx_, identity, std::move(addresses), std::move(settings),
+                                        std::make_shared<ServerStats>(), pool_stats_));
     return *servers_.back();
   }
 
@@ -295,7 +296,8 @@ class BackendTest : public testing::Test {
     EXPECT_TRUE(run_until([&] {
       server.poll();
       return server.received.size() >= want.size();
-    })) << "the server got only '" << server.received << "'";
+    })) << "the server got only '"
+        << server.received << "'";
     EXPECT_EQ(server.received, want);
     server.received.clear();
     server.reads.clear();

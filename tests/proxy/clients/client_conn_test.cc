@@ -49,9 +49,7 @@ class FakeContext final : public ClientContext {
     route_.multi_get = std::make_unique<SplitRoute>(placement);
     route_.all = std::make_unique<BroadcastRoute>(placement);
   }
-  ~FakeContext() {
-    EXPECT_EQ(slots_out, 0) << "a client's slot was not given back";
-  }
+  ~FakeContext() { EXPECT_EQ(slots_out, 0) << "a client's slot was not given back"; }
 
   StreamLoop& streams() override { return streams_; }
   RequestScratch& scratch() override { return scratch_; }

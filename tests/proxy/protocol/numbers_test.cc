@@ -1,9 +1,9 @@
 // memcached's numeric arguments (safe_strtol/strtoul/strtoull of util.c).
 // The expectations marked "1.6.18" were observed on memcached 1.6.18 with
 // the set command ("set k <flags> 0 <bytes>") and incr.
-#include <gtest/gtest.h>
-
 #include "proxy/protocol/numbers.h"
+
+#include <gtest/gtest.h>
 
 namespace memshard::proto {
 namespace {

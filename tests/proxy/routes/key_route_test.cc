@@ -12,9 +12,7 @@ namespace {
 
 class KeyRouteTest : public RouteTest {
  protected:
-  KeyRouteTest() {
-    placement_.where = {{"a", 0}, {"k", 1}, {"z", 2}};
-  }
+  KeyRouteTest() { placement_.where = {{"a", 0}, {"k", 1}, {"z", 2}}; }
   KeyRoute route_{placement_};
 };
 

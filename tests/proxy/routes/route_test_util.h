@@ -43,8 +43,8 @@ class RouteTest : public testing::Test {
   }
 
   RouteRequest route_request() {
-    return RouteRequest{request_,   in_,       header_bytes_, line_,        kAffinity,
-                        kNowUsec,   scratch_, slots_,        worker_stats_, pool_stats_};
+    return RouteRequest{request_, in_,      header_bytes_, line_,         kAffinity,
+                        kNowUsec, scratch_, slots_,        worker_stats_, pool_stats_};
   }
 
   // A slot owed to the client, as ClientConn::new_slot makes it.

@@ -73,8 +73,9 @@ TEST_F(SplitRouteTest, InterleavedKeysOfOneServerComeBackInClientOrder) {
   answer_retrieval(servers_[1].box.ops[0], {{"b", "2"}});
   answer_retrieval(servers_[2].box.ops[0], {{"d", "4"}});
   answer_retrieval(servers_[0].box.ops[0], {{"a", "1"}, {"c", "3"}});
-  EXPECT_EQ(copy_all(slot.reply),
-            "VALUE a 0 1\r\n1\r\nVALUE b 0 1\r\n2\r\nVALUE c 0 1\r\n3\r\nVALUE d 0 1\r\n4\r\nEND\r\n");
+  EXPECT_EQ(
+      copy_all(slot.reply),
+      "VALUE a 0 1\r\n1\r\nVALUE b 0 1\r\n2\r\nVALUE c 0 1\r\n3\r\nVALUE d 0 1\r\n4\r\nEND\r\n");
 }
 
 TEST_F(SplitRouteTest, GetsKeepsItsVerb) {

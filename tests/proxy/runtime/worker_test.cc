@@ -24,8 +24,8 @@
 #include <memory>
 #include <mutex>
 #include <sstream>
-#include <string>
 #include <stdexcept>
+#include <string>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -56,9 +56,7 @@ struct FakeStatsView final : StatsView {
   int thread_count() const override { return 1; }
   std::vector<uint64_t> worker_connections() const override { return {}; }
   StatsSnapshot snapshot() const override { return {}; }
-  std::vector<std::pair<std::string_view, uint64_t>> counter_totals() const override {
-    return {};
-  }
+  std::vector<std::pair<std::string_view, uint64_t>> counter_totals() const override { return {}; }
   uint64_t generation() const override { return 0; }
   uint64_t reloads() const override { return 0; }
   uint64_t reload_failures() const override { return 0; }
@@ -315,8 +313,7 @@ class TestClient {
   bool eof_ = false;
 };
 
-std::shared_ptr<const Topology> topology_for(const std::string& server_address,
-                                             uint64_t generation,
+std::shared_ptr<const Topology> topology_for(const std::string& server_address, uint64_t generation,
                                              const std::string& extra = "") {
   std::string text =
       "alpha:\n"
@@ -345,8 +342,7 @@ class WorkerTest : public testing::Test {
     return std::make_unique<TestClient>(fds[1]);
   }
 
-  std::shared_ptr<std::atomic<uint32_t>> proxy_total_ =
-      std::make_shared<std::atomic<uint32_t>>(0);
+  std::shared_ptr<std::atomic<uint32_t>> proxy_total_ = std::make_shared<std::atomic<uint32_t>>(0);
   std::shared_ptr<ClientCount> pool_clients_ = std::make_shared<ClientCount>(proxy_total_);
   FakeHost host_;
 };

@@ -36,8 +36,7 @@ namespace memshard::proxy {
 // gtest names the reports in failure messages (found by ADL, so it lives in
 // the namespace of Stream itself).
 inline void PrintTo(Stream::Happened what, std::ostream* os) {
-  static const char* const kNames[] = {"input",   "eof",     "error",
-                                       "connected", "written", "flushing"};
+  static const char* const kNames[] = {"input", "eof", "error", "connected", "written", "flushing"};
   *os << kNames[static_cast<int>(what)];
 }
 

@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "proxy/admin/stats_render.h"
+#include "proxy/transport/lines.h"
 #include "proxy/transport/socket_address.h"
 
 namespace memshard::proxy {
@@ -80,7 +81,7 @@ struct StatsServer::Session {
       http = http || h == method;
     }
     if (!http) {
-      if (len >= 4 || evbuffer_search_eol(in, nullptr, nullptr, EVBUFFER_EOL_LF).pos >= 0) {
+      if (len >= 4 || find_line(in, LineEnd::lf).whole()) {
         respond_json();  // `echo stats | nc host 22222` and the like
       }
       return;
@@ -92,10 +93,9 @@ struct StatsServer::Session {
         respond_http("431 Request Header Fields Too Large", "text/plain", "");
       return;
     }
-    size_t eol_len = 0;
-    evbuffer_ptr eol = evbuffer_search_eol(in, nullptr, &eol_len, EVBUFFER_EOL_CRLF);
-    std::string request_line(static_cast<size_t>(std::max<ev_ssize_t>(eol.pos, 0)), '\0');
+    std::string request_line(find_line(in, LineEnd::lf).length, '\0');
     evbuffer_copyout(in, request_line.data(), request_line.size());
+    if (!request_line.empty() && request_line.back() == '\r') request_line.pop_back();
     std::string_view rl = request_line;
     size_t sp1 = rl.find(' ');
     size_t sp2 = rl.find(' ', sp1 + 1);

@@ -8,6 +8,7 @@
 #include "proxy/protocol/replies.h"
 #include "proxy/protocol/reply_parser.h"
 #include "proxy/support/log.h"
+#include "proxy/transport/lines.h"
 
 namespace memshard::proxy {
 
@@ -459,19 +460,18 @@ void BackendConn::read_replies() {
     }
     if (total == 0) {
       chain = {};
-      size_t eol_len = 0;
-      evbuffer_ptr eol = evbuffer_search_eol(in, nullptr, &eol_len, EVBUFFER_EOL_CRLF_STRICT);
-      if (eol.pos < 0) {
+      Line eol = find_line(in, LineEnd::crlf);
+      if (!eol.whole()) {
         if (available > proto::kMaxReplyLineLength) {
           server_.stats().server_err.add();
           fail(kBackendGarbled);
         }
         return;
       }
-      line_.resize(static_cast<size_t>(eol.pos));
+      line_.resize(eol.length);
       evbuffer_copyout(in, line_.data(), line_.size());
       line = line_;
-      total = line_.size() + eol_len;
+      total = eol.total();
     }
     if (!take_line(in, line, total, chain)) {
       server_.stats().server_err.add();

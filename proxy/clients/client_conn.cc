@@ -8,6 +8,7 @@
 #include "proxy/backends/reply_slot.h"
 #include "proxy/protocol/replies.h"
 #include "proxy/protocol/version.h"
+#include "proxy/transport/lines.h"
 
 namespace memshard::proxy {
 
@@ -140,9 +141,8 @@ bool ClientConn::next_request() {
     parse_line(in, line_bytes_);
     awaiting_bytes_ = 0;
   } else {
-    size_t eol_len = 0;
-    evbuffer_ptr eol = evbuffer_search_eol(in, nullptr, &eol_len, EVBUFFER_EOL_LF);
-    if (eol.pos < 0) {
+    Line eol = find_line(in, LineEnd::lf);
+    if (!eol.whole()) {
       size_t len = evbuffer_get_length(in);
       if (len <= proto::kMaxLineLength) return false;
       // memcached applies its line-length rule to what one read brought
@@ -167,7 +167,7 @@ bool ClientConn::next_request() {
       }
       return false;
     }
-    auto line_len = static_cast<size_t>(eol.pos);
+    size_t line_len = eol.length;
     if (line_len > proto::kMaxRetrievalLineLength) {
       // Our bound holds however the line arrived: in pieces (above), or
       // whole within one read, when reads grow with the input buffer.
@@ -175,7 +175,7 @@ bool ClientConn::next_request() {
       stream_.set_reading(false);
       return false;
     }
-    header_bytes_ = line_len + eol_len;
+    header_bytes_ = eol.total();
     parse_line(in, line_len);
     if (work_.request.action == proto::Action::forward &&
         evbuffer_get_length(in) < header_bytes_ + work_.request.data_bytes) {

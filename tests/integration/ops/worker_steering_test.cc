@@ -1,4 +1,4 @@
-// Which worker an accepted connection goes to (proxy/worker_picker.h), as
+// Which worker an accepted connection goes to (proxy/runtime/worker_picker.h), as
 // seen from outside: connections opened from a thread on one CPU land on
 // that CPU's worker, and a flood from one CPU still spreads over every
 // worker. The per-worker counts come from /metrics.

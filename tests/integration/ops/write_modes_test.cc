@@ -1,4 +1,4 @@
-// Both ways a worker writes its sockets (proxy/stream.h, StreamLoop::Writes):
+// Both ways a worker writes its sockets (proxy/transport/stream.h, StreamLoop::Writes):
 // batched in one io_uring submission per loop iteration (the default), and
 // one writev per socket (--no-io-uring). Many clients send at once, so that
 // each iteration has many sockets to write, with values large enough that

@@ -158,7 +158,7 @@ int settled_fds(pid_t pid, std::chrono::milliseconds quiet = 500ms,
 // Established TCP connections that process `pid` holds to 127.0.0.1:`port`.
 int connections_to(pid_t pid, uint16_t port);
 // Opens enough connections at once for each of `threads` workers to get
-// some, whatever CPUs they come from (proxy/worker_picker.h), sends each a
+// some, whatever CPUs they come from (proxy/runtime/worker_picker.h), sends each a
 // multi-get over 200 keys (which span the servers), closes them. Succeeds
 // once memshard (`pid`) holds at least `threads` connections to each of
 // `servers`, so every worker is connected to every server: a worker still

@@ -37,6 +37,7 @@
 #include "proxy/support/stats.h"
 #include "proxy/transport/socket_address.h"
 #include "proxy/transport/stream.h"
+#include "tests/proxy/transport/test_sockets.h"
 
 namespace memshard::proxy::testing_backends {
 
@@ -47,43 +48,8 @@ inline constexpr long kTickUsec = 10'000;
 // ---------------------------------------------------------------------------
 // Sockets
 
-class Fd {
- public:
-  explicit Fd(int fd = -1) : fd_(fd) {}
-  ~Fd() { reset(); }
-  Fd(Fd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
-  Fd& operator=(Fd&& other) noexcept {
-    reset(std::exchange(other.fd_, -1));
-    return *this;
-  }
-  int get() const { return fd_; }
-  void reset(int fd = -1) {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = fd;
-  }
-
- private:
-  int fd_;
-};
-
-// A TCP socket bound to 127.0.0.1 on a port the kernel picks. One that
-// does not listen refuses connections, and holds its port so that nobody
-// else starts listening there meanwhile.
-inline Fd tcp_socket(SocketAddress& address, bool listening) {
-  Fd fd(socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
-  EXPECT_GE(fd.get(), 0) << strerror(errno);
-  sockaddr_in sin{};
-  sin.sin_family = AF_INET;
-  sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  EXPECT_EQ(bind(fd.get(), reinterpret_cast<sockaddr*>(&sin), sizeof(sin)), 0) << strerror(errno);
-  if (listening) {
-    EXPECT_EQ(listen(fd.get(), 16), 0) << strerror(errno);
-  }
-  address.length = sizeof(address.storage);
-  EXPECT_EQ(getsockname(fd.get(), reinterpret_cast<sockaddr*>(&address.storage), &address.length),
-            0);
-  return fd;
-}
+using test_sockets::Fd;
+using test_sockets::tcp_socket;
 
 namespace own = proto::reply::own;
 

@@ -31,6 +31,8 @@
 #include <utility>
 #include <vector>
 
+#include "tests/proxy/transport/test_sockets.h"
+
 namespace memshard::proxy {
 
 // gtest names the reports in failure messages (found by ADL, so it lives in
@@ -52,25 +54,8 @@ constexpr long kTickUsec = 10'000;
 // ---------------------------------------------------------------------------
 // Sockets
 
-// A file descriptor closed when it goes out of scope.
-class Fd {
- public:
-  explicit Fd(int fd = -1) : fd_(fd) {}
-  ~Fd() { reset(); }
-  Fd(Fd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
-  Fd& operator=(Fd&& other) noexcept {
-    reset(std::exchange(other.fd_, -1));
-    return *this;
-  }
-  int get() const { return fd_; }
-  void reset(int fd = -1) {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = fd;
-  }
-
- private:
-  int fd_;
-};
+using test_sockets::Fd;
+using test_sockets::tcp_socket;
 
 // Connected non-blocking Unix sockets: `ours` is handed to a Stream (which
 // owns it from then on), `peer` is the test's end.
@@ -83,25 +68,6 @@ SocketPair socket_pair(int type = SOCK_STREAM) {
   int fds[2] = {-1, -1};
   EXPECT_EQ(socketpair(AF_UNIX, type | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, fds), 0) << strerror(errno);
   return {fds[0], Fd(fds[1])};
-}
-
-// A TCP socket bound to 127.0.0.1 on a port the kernel picks, listening or
-// not (a bound socket that does not listen refuses connections, and keeps
-// its port from being reused by anyone else meanwhile).
-Fd tcp_socket(SocketAddress& address, bool listening) {
-  Fd fd(socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
-  EXPECT_GE(fd.get(), 0) << strerror(errno);
-  sockaddr_in sin{};
-  sin.sin_family = AF_INET;
-  sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  EXPECT_EQ(bind(fd.get(), reinterpret_cast<sockaddr*>(&sin), sizeof(sin)), 0) << strerror(errno);
-  if (listening) {
-    EXPECT_EQ(listen(fd.get(), 16), 0) << strerror(errno);
-  }
-  address.length = sizeof(address.storage);
-  EXPECT_EQ(getsockname(fd.get(), reinterpret_cast<sockaddr*>(&address.storage), &address.length),
-            0);
-  return fd;
 }
 
 // Sends what the socket takes now of data[offset...], advancing offset.

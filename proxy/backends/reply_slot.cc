@@ -30,10 +30,13 @@ Fragment& ReplySlot::add_fragment() {
 }
 
 void ReplySlot::fragment_done() {
-  if (--outstanding > 0) return;
-  assemble();
-  complete = true;
-  owner->on_slot_complete();
+  if (fragment_done_unreported()) owner->on_slot_complete();
+}
+
+bool ReplySlot::fragment_done_unreported() {
+  if (--outstanding > 0) return false;
+  complete_unsent();
+  return true;
 }
 
 void ReplySlot::complete_unsent() {

@@ -91,6 +91,10 @@ struct ReplySlot {
   // One of the `outstanding` backend operations finished (answered or
   // failed); the last one completes the slot and tells the owner.
   void fragment_done();
+  // The same, for an operation that finished before the route that sent it
+  // returned: the owner is not told (it writes complete slots when its
+  // dispatch returns). True when the slot is now complete.
+  bool fragment_done_unreported();
   // Completes a slot none of whose fragments went out (every server
   // unavailable): its reply is built at once. The owner is not told: it
   // is the one completing it, and writes complete slots when it returns.

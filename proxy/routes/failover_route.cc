@@ -54,13 +54,13 @@ class FailoverRoute::Attempt final : public SlotOwner {
     ReplySlot& client = client_;
     bool synchronous_now = synchronous;
     delete this;
-    if (!synchronous_now) {
+    // Known before send() returned, the reply is not reported: the client
+    // writes complete slots when its dispatch returns.
+    if (synchronous_now) {
+      client.fragment_done_unreported();
+    } else {
       client.fragment_done();
-      return;
     }
-    // Known before send() returned: the client writes complete slots
-    // when its dispatch returns, so it is not told.
-    if (--client.outstanding == 0) client.complete = true;
   }
 
   const FailoverRoute& route_;

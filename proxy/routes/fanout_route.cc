@@ -43,10 +43,12 @@ class FanoutRoute::Copies final : public SlotOwner {
     ReplySlot& client = client_;
     bool synchronous_now = synchronous;
     delete this;
-    if (!synchronous_now) {
+    // Known before send() returned, the reply is not reported (as in
+    // FailoverRoute).
+    if (synchronous_now) {
+      client.fragment_done_unreported();
+    } else {
       client.fragment_done();
-    } else if (--client.outstanding == 0) {
-      client.complete = true;
     }
     return true;
   }

@@ -405,10 +405,8 @@ void Worker::on_reap(evutil_socket_t, short, void* self) {
   dead.swap(w->retired_);
   w->forget_clients(dead);
   for (ClientConn* c : dead) w->destroy_client(c);
-  // Backends of departed servers go once they owe no replies, and so do
-  // connections to addresses a server's name no longer resolves to.
+  // Backends of departed servers go once they owe no replies.
   std::erase_if(w->draining_, [](const auto& b) { return b->idle(); });
-  for (auto& [key, backend] : w->backends_) backend->close_retired();
   std::lock_guard<std::mutex> lock(w->stats_mu_);
   std::erase_if(w->pool_stats_, [](const auto& e) { return e.second.expired(); });
   std::erase_if(w->server_stats_, [](const auto& e) { return e.second.expired(); });
@@ -417,6 +415,9 @@ void Worker::on_reap(evutil_socket_t, short, void* self) {
 void Worker::on_housekeeping(evutil_socket_t fd, short what, void* self) {
   auto* w = static_cast<Worker*>(self);
   on_reap(fd, what, self);
+  // Connections to addresses a server's name no longer resolves to, once
+  // they owe nothing: once a second, not at every client's close.
+  for (auto& [key, backend] : w->backends_) backend->close_retired();
   // Closing first: a client past its timeout is not parked only to close.
   w->close_idle_clients();
   w->park_idle_clients();

@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "failure_util.h"
 #include "harness.h"
 #include "private_hosts.h"
 
@@ -19,17 +20,7 @@ namespace {
 
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
-
-// Polls `pred` every 20 ms until it holds or `limit` passed.
-template <class Pred>
-bool eventually(Pred pred, std::chrono::milliseconds limit) {
-  auto end = Clock::now() + limit;
-  while (Clock::now() < end) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(20ms);
-  }
-  return pred();
-}
+using failures::eventually;
 
 std::optional<std::string> get_from(const std::string& host, uint16_t port,
                                     const std::string& key) {

@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "proxy/backends/reply_slot.h"
+#include "proxy/protocol/binary_reply.h"
 #include "proxy/protocol/replies.h"
 #include "proxy/protocol/version.h"
 #include "proxy/transport/lines.h"
@@ -44,7 +45,12 @@ ClientConn::ClientConn(ClientContext& context, int fd, std::shared_ptr<const Cli
       id_(id),
       last_input_usec_(context.now_usec()) {
   use_route(context_.route(origin_->pool_name));
-  if (resumed) return;
+  // Only text connections are parked (parkable()), so one that resumes
+  // keeps speaking text.
+  if (resumed) {
+    protocol_ = Protocol::text;
+    return;
+  }
   pool_stats_.client_connections.add();
   context_.stats().curr_connections.add();
   context_.stats().total_connections.add();
@@ -54,6 +60,9 @@ ClientConn::~ClientConn() {
   // Only at shutdown can replies still be owed here (the drain timed out).
   while (!slots_.empty()) context_.release_slot(slots_.pop_front());
 }
+
+ClientConn::Binary::Binary() : request(evbuffer_new()) {}
+ClientConn::Binary::~Binary() { evbuffer_free(request); }
 
 // Takes the pool's settings that apply per connection, at connect and
 // again after every reload.
@@ -134,6 +143,16 @@ bool ClientConn::next_request() {
     swallow_left_ -= n;
     if (swallow_left_ > 0) return false;
   }
+  if (protocol_ == Protocol::undecided) {
+    unsigned char first = 0;
+    if (evbuffer_copyout(in, &first, 1) != 1) return false;
+    protocol_ = first == proto::binary::kRequestMagic ? Protocol::binary : Protocol::text;
+    if (protocol_ == Protocol::binary) {
+      binary_ = std::make_unique<Binary>();
+      context_.stats().binary_connections.add();
+    }
+  }
+  if (protocol_ == Protocol::binary) return next_binary_request();
   if (awaiting_bytes_ > 0) {
     // A request whose value was still arriving. The shared scratch space
     // has served other clients since, so its line is parsed again.
@@ -189,6 +208,75 @@ bool ClientConn::next_request() {
   return true;
 }
 
+bool ClientConn::next_binary_request() {
+  namespace bin = proto::binary;
+  evbuffer* in = stream_.input();
+  Binary& b = *binary_;
+  const size_t available = evbuffer_get_length(in);
+  if (available < bin::kHeaderSize) return false;
+  unsigned char raw[bin::kHeaderSize];
+  evbuffer_copyout(in, raw, sizeof raw);
+  const bin::Header h = bin::decode_header(raw);
+  if (h.magic != bin::kRequestMagic) {
+    // memcached closes without a word. The replies owed are still written.
+    closing_ = true;
+    stream_.set_reading(false);
+    return false;
+  }
+  // memcached waits for the extras and the key before it judges a frame;
+  // both are bounded by their length fields (at most 255 + 65535 bytes).
+  const size_t head = bin::kHeaderSize + h.extras_length + h.key_length;
+  if (available < head) return false;
+  b.frame.resize(head);
+  evbuffer_copyout(in, b.frame.data(), head);
+  const std::string_view frame(b.frame);
+  bin::Translation& t = b.translation;
+  // Translated again if the value is still arriving: it is cheap, and
+  // keeps no half-handled request across calls.
+  bin::translate(h, frame.substr(bin::kHeaderSize, h.extras_length),
+                 frame.substr(bin::kHeaderSize + h.extras_length), limits_, t);
+  context_.stats().binary_requests.add();
+  switch (t.kind) {
+    case bin::Translation::Kind::close:  // not reached: the magic was checked
+      closing_ = true;
+      stream_.set_reading(false);
+      return false;
+    case bin::Translation::Kind::answer: {
+      evbuffer_drain(in, head);
+      swallow_left_ = t.swallow;
+      context_.stats().client_errors.add();
+      b.owed.push_back(Binary::Owed{std::move(t.context), true});
+      work_.request.keys.clear();  // new_slot() weighs the slot by its keys
+      ReplySlot* s = new_slot();
+      reply_now(s, t.reply);
+      if (t.close_after) {
+        s->close_after = true;
+        closing_ = true;
+      }
+      return true;
+    }
+    case bin::Translation::Kind::text:
+      break;
+  }
+  if (available < head + t.value_length) return false;
+  evbuffer_drain(in, head);
+  evbuffer_add(b.request, t.line.data(), t.line.size());
+  if (t.value_length > 0 || t.line.starts_with("ms ")) {
+    evbuffer_remove_buffer(in, b.request, t.value_length);
+    evbuffer_add(b.request, "\r\n", 2);
+  }
+  header_bytes_ = t.line.size();
+  work_.line.assign(t.line, 0, t.line.size() - 2);
+  proto::parse_request_line(work_.line, limits_, work_.request);
+  b.owed.push_back(Binary::Owed{std::move(t.context), false});
+  dispatch(b.request);
+  // The request was made here, so nothing of it may stay behind, and what
+  // the text path would swallow of the input is the frame's to say.
+  evbuffer_drain(b.request, evbuffer_get_length(b.request));
+  swallow_left_ = t.swallow;
+  return true;
+}
+
 void ClientConn::parse_line(evbuffer* in, size_t line_len) {
   work_.line.resize(line_len);
   evbuffer_copyout(in, work_.line.data(), line_len);
@@ -236,7 +324,10 @@ void ClientConn::dispatch(evbuffer* in) {
   RouteRequest req = route_request(in);
   switch (work_.request.action) {
     case proto::Action::forward:
-      (is_storage(work_.request.command) ? st.cmd_set : st.cmd_other).add();
+      (is_storage(work_.request.command)                  ? st.cmd_set
+       : work_.request.command == proto::Command::meta_get ? st.cmd_get
+                                                           : st.cmd_other)
+          .add();
       route->key->send(req, *new_slot());
       break;
     case proto::Action::multi_get:
@@ -319,6 +410,22 @@ void ClientConn::flush_ready() {
     keys_in_flight_ -= s->keys_weight;
     pool_stats_.requests.add();
     pool_stats_.record_latency(now - s->started_usec);
+    if (binary_) {
+      Binary::Owed owed = binary_->owed.pop_front();
+      if (!closed_) {
+        if (!owed.raw) {
+          // The text reply the request's path made, as binary frames.
+          const size_t n = evbuffer_get_length(s->reply);
+          const auto* text = reinterpret_cast<const char*>(evbuffer_pullup(s->reply, -1));
+          binary_->reply.clear();
+          proto::binary::encode_reply(owed.context, std::string_view(text == nullptr ? "" : text, text == nullptr ? 0 : n),
+                                      binary_->reply);
+          evbuffer_drain(s->reply, n);
+          evbuffer_add(s->reply, binary_->reply.data(), binary_->reply.size());
+          if (binary_->reply.capacity() > 64 * 1024) binary_->reply = std::string();
+        }
+      }
+    }
     if (!closed_ && !s->drop_reply && evbuffer_get_length(s->reply) > 0) {
       evbuffer_add_buffer(stream_.output(), s->reply);
       wrote = true;
@@ -367,7 +474,9 @@ bool ClientConn::close_if_idle(uint64_t now_usec) {
 }
 
 bool ClientConn::parkable(uint64_t idle_since_usec) const {
-  return last_input_usec_ <= idle_since_usec && slots_.empty() && !closing_ && !closed_ &&
+  // A parked socket resumes as a text connection: binary ones stay.
+  return protocol_ != Protocol::binary && last_input_usec_ <= idle_since_usec && slots_.empty() &&
+         !closing_ && !closed_ &&
          !paused_ && !in_process_ && awaiting_bytes_ == 0 && swallow_left_ == 0 && stream_.quiet();
 }
 
@@ -376,6 +485,7 @@ void ClientConn::shut() {
   closed_ = true;
   stream_.close();
   context_.stats().curr_connections.sub();
+  if (protocol_ == Protocol::binary) context_.stats().binary_connections.sub();
   pool_stats_.client_connections.sub();
   origin_->pool_clients->remove();
   if (slots_.empty()) context_.retire(this);

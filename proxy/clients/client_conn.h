@@ -13,9 +13,11 @@
 #include "proxy/backends/reply_slot.h"
 #include "proxy/clients/client_count.h"
 #include "proxy/clients/context.h"
+#include "proxy/protocol/binary_request.h"
 #include "proxy/protocol/request_parser.h"
 #include "proxy/routes/request_scratch.h"
 #include "proxy/routes/route.h"
+#include "proxy/support/fifo.h"
 #include "proxy/support/stats.h"
 #include "proxy/transport/stream.h"
 
@@ -84,6 +86,7 @@ class ClientConn final : public SlotOwner {
   void process_input();
   // Returns false when input must wait for more bytes.
   bool next_request();
+  bool next_binary_request();
   // Parses the request line at the front of `in` into the scratch space.
   void parse_line(evbuffer* in, size_t line_len);
   void dispatch(evbuffer* in);
@@ -96,7 +99,31 @@ class ClientConn final : public SlotOwner {
   // Replies with one of the proxy's own lines (replies.h), "\r\n" added.
   void reply_line(ReplySlot* slot, std::string_view line);
   void flush_ready();
+  // Writes a complete slot's reply to the client, in the client's protocol.
+  void write_reply(ReplySlot* slot);
   void shut();
+
+  // What a connection speaking the binary protocol needs besides the
+  // text path: most clients never do, so it exists only once one has.
+  struct Binary {
+    Binary();
+    ~Binary();
+    Binary(const Binary&) = delete;
+    Binary& operator=(const Binary&) = delete;
+    proto::binary::Translation translation;
+    // The translated request, which routes take from as from a text
+    // client's input.
+    evbuffer* request;
+    std::string frame;  // the header, extras and key of the frame at hand
+    std::string reply;  // a reply being encoded
+    // One per slot owed, in the same order: how to answer it. A slot whose
+    // reply the proxy made in binary itself is `raw`.
+    struct Owed {
+      proto::binary::ReplyContext context;
+      bool raw = false;
+    };
+    Fifo<Owed> owed;
+  };
 
   ClientContext& context_;
   RequestScratch& work_;  // the context's, shared by its clients
@@ -118,6 +145,10 @@ class ClientConn final : public SlotOwner {
   size_t line_bytes_ = 0;
   uint64_t swallow_left_ = 0;
   size_t keys_in_flight_ = 0;  // keys of the slots not yet written out
+  // Decided by the first byte, as memcached decides: 0x80 is binary.
+  enum class Protocol : uint8_t { undecided, text, binary };
+  Protocol protocol_ = Protocol::undecided;
+  std::unique_ptr<Binary> binary_;
   bool in_process_ = false;
   bool paused_ = false;
   bool closing_ = false;  // no more input; close once replies are written

@@ -32,13 +32,15 @@ class Counter {
   X(curr_connections)                                                                 \
   X(parked_connections) /* gauge: of those, idle ones held as a bare socket */        \
   X(total_connections)                                                                \
+  X(binary_connections) /* gauge: of curr_connections, those speaking binary */       \
   X(cmd_get)         /* keys requested by get-family commands */                      \
   X(cmd_set)         /* storage commands */                                           \
   X(cmd_other)       /* every other forwarded request */                              \
   X(fragments)       /* backend operations sent */                                    \
   X(forward_error)   /* backend operations failed: unreachable, timeout, bad reply */ \
   X(server_timeouts) /* backend operations that ran out of time */                    \
-  X(client_errors)   /* ERROR / CLIENT_ERROR / SERVER_ERROR given by the proxy */
+  X(client_errors)   /* ERROR / CLIENT_ERROR / SERVER_ERROR given by the proxy */   \
+  X(binary_requests) /* of all requests, binary-protocol frames */
 
 #define MEMSHARD_DECLARE_COUNTER(name) Counter name;
 #define MEMSHARD_VISIT_COUNTER(name) f(#name, name);

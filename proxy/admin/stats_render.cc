@@ -91,6 +91,11 @@ void render_twemproxy_json(const StatsView& p, std::string& out) {
   json_field(out, "total_connections", total("total_connections"), first);
   json_field(out, "curr_connections", total("curr_connections"), first);
   json_field(out, "parked_connections", total("parked_connections"), first);
+  json_field(out, "binary_connections", total("binary_connections"), first);
+  json_field(out, "binary_requests", total("binary_requests"), first);
+  json_field(out, "cmd_get", total("cmd_get"), first);
+  json_field(out, "cmd_set", total("cmd_set"), first);
+  json_field(out, "cmd_other", total("cmd_other"), first);
   json_field(out, "config_generation", p.generation(), first);
   json_field(out, "config_reloads", p.reloads(), first);
   json_field(out, "config_reload_failures", p.reload_failures(), first);
@@ -206,6 +211,21 @@ void render_prometheus(const StatsView& p, std::string& out) {
   f.header("memshard_parked_connections", "gauge",
            "Of the client connections open, idle ones held as a bare socket.");
   f.sample("memshard_parked_connections", "", total("parked_connections"));
+  f.header("memshard_protocol_connections", "gauge",
+           "Client connections open, by the protocol they speak (binary: their first byte was "
+           "0x80).");
+  const uint64_t binary_connections = total("binary_connections");
+  f.sample("memshard_protocol_connections", "protocol=\"text\"",
+           total("curr_connections") - binary_connections);
+  f.sample("memshard_protocol_connections", "protocol=\"binary\"", binary_connections);
+  f.header("memshard_commands_total", "counter",
+           "Requests forwarded, by kind: get (keys of get-family and mg requests), set (storage "
+           "commands), other. Binary-protocol requests count as the text ones they become.");
+  f.sample("memshard_commands_total", "command=\"get\"", total("cmd_get"));
+  f.sample("memshard_commands_total", "command=\"set\"", total("cmd_set"));
+  f.sample("memshard_commands_total", "command=\"other\"", total("cmd_other"));
+  f.header("memshard_binary_requests_total", "counter", "Binary-protocol request frames received.");
+  f.sample("memshard_binary_requests_total", "", total("binary_requests"));
   f.header("memshard_worker_connections", "gauge",
            "Client connections open, per worker thread (parked ones included).");
   std::vector<uint64_t> per_worker = p.worker_connections();

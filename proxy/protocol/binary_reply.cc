@@ -25,7 +25,27 @@ struct MetaLine {
   uint64_t cas = 0;
 };
 
+// A classic "VALUE <key> <flags> <bytes> <cas>" line, the reply to the
+// gets a binary get becomes, read as the meta VA it means.
+MetaLine parse_value(std::string_view line) {
+  MetaLine m;
+  m.code = "VA";
+  std::string_view fields[5];
+  size_t n = 0;
+  for (size_t i = 0; i < line.size() && n < 5;) {
+    size_t end = line.find(' ', i);
+    if (end == std::string_view::npos) end = line.size();
+    if (end > i) fields[n++] = line.substr(i, end - i);
+    i = end + 1;
+  }
+  m.flags = parse_number<uint32_t>(fields[2]);
+  m.value_length = parse_number<uint64_t>(fields[3]);
+  m.cas = parse_number<uint64_t>(fields[4]);
+  return m;
+}
+
 MetaLine parse_meta(std::string_view line) {
+  if (starts_with(line, "VALUE ")) return parse_value(line);
   MetaLine m;
   size_t i = 0;
   bool first = true;
@@ -188,7 +208,7 @@ void encode_reply(const ReplyContext& c, std::string_view text, std::string& out
     if (!quiet) ok(c, 0, out);
     return;
   }
-  if (m.code == "EN") {
+  if (m.code == "EN" || m.code == "END") {  // END: a gets that missed
     miss(c, command, out);
     return;
   }

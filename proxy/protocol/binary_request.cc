@@ -69,6 +69,16 @@ void text(std::string_view line, Translation& out) {
 
 void translate_get(const Header& h, std::string_view extras, std::string_view key,
                    uint8_t command, Translation& out) {
+  if (command == op::getk) out.context.key.assign(key);
+  if ((command == op::get || command == op::getk) && meta_key_is_plain(key)) {
+    // A classic gets: the outbox joins the gets queued for one server into
+    // one multi-get line, as it does a text client's, which costs memcached
+    // a fraction of as many single requests. Its reply has the flags and
+    // the cas a binary reply needs.
+    out.kind = Translation::Kind::text;
+    out.line.append("gets ").append(key).append("\r\n");
+    return;
+  }
   bool base64 = false;
   if (!start_line("mg", key, out, base64)) {
     out.line.clear();
@@ -82,7 +92,7 @@ void translate_get(const Header& h, std::string_view extras, std::string_view ke
     append_flag(out.line, 'T', exptime(read_u32(reinterpret_cast<const unsigned char*>(extras.data()))));
   }
   out.line.append("\r\n");
-  if (command == op::getk || command == op::gatk) out.context.key.assign(key);
+  if (command == op::gatk) out.context.key.assign(key);
 }
 
 void translate_store(const Header& h, std::string_view extras, std::string_view key,

@@ -9,7 +9,10 @@
 // What each opcode becomes (memcached 1.6.18's proto_bin.c for what the
 // server does; `b`: the key travels base64 when it holds a byte a text
 // line cannot, binary keys being any bytes):
-//   get getq getk getkq        mg <key> v f c
+//   get getq getk getkq        gets <key>, joined with the other gets queued
+//                              for its server into one multi-get line as a
+//                              text client's are; mg <key> b v f c when the
+//                              key needs base64
 //   gat gatq gatk gatkq        mg <key> v f c T<exptime>
 //   touch                      mg <key> f c T<exptime>     (no value back)
 //   set add replace (+q)       ms <key> <len> F<flags> T<exptime> [C<cas>] [ME|MR] c

@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "proxy/protocol/binary.h"
 #include "proxy/protocol/version.h"
 #include "proxy/routes/broadcast_route.h"
 #include "proxy/routes/key_route.h"
@@ -300,6 +301,167 @@ TEST_F(ClientConnTest, PoolGoneBetweenRequests) {
   ASSERT_TRUE(pump_until([&] { return received_.size() > 5; }));
   EXPECT_EQ(received_, "END\r\nSERVER_ERROR pool not configured\r\n");
   EXPECT_EQ(ops(0).size(), 1u);
+}
+
+
+// --- Binary-protocol clients ----------------------------------------------
+
+std::string frame(uint8_t opcode, std::string_view key, std::string_view extras = {},
+                  std::string_view value = {}, uint32_t opaque = 0) {
+  std::string f;
+  const auto body = static_cast<uint32_t>(extras.size() + key.size() + value.size());
+  f.push_back(static_cast<char>(proto::binary::kRequestMagic));
+  f.push_back(static_cast<char>(opcode));
+  f.push_back(static_cast<char>(key.size() >> 8));
+  f.push_back(static_cast<char>(key.size()));
+  f.push_back(static_cast<char>(extras.size()));
+  f.append(3, '\0');  // data type, vbucket
+  for (int shift = 24; shift >= 0; shift -= 8) f.push_back(static_cast<char>(body >> shift));
+  for (int shift = 24; shift >= 0; shift -= 8) f.push_back(static_cast<char>(opaque >> shift));
+  f.append(8, '\0');  // cas
+  f.append(extras).append(key).append(value);
+  return f;
+}
+
+struct Response {
+  uint8_t opcode;
+  uint16_t status;
+  uint32_t opaque;
+  uint64_t cas;
+  std::string extras, key, value;
+};
+
+// The response frames in `bytes`; stops at a partial one.
+std::vector<Response> responses(std::string_view bytes) {
+  std::vector<Response> out;
+  const auto* b = reinterpret_cast<const unsigned char*>(bytes.data());
+  size_t at = 0;
+  while (bytes.size() - at >= proto::binary::kHeaderSize) {
+    const proto::binary::Header h = proto::binary::decode_header(b + at);
+    if (bytes.size() - at < proto::binary::kHeaderSize + h.body_length) break;
+    EXPECT_EQ(h.magic, proto::binary::kResponseMagic);
+    std::string_view body = bytes.substr(at + proto::binary::kHeaderSize, h.body_length);
+    out.push_back(Response{h.opcode, h.vbucket_or_status, h.opaque, h.cas,
+                           std::string(body.substr(0, h.extras_length)),
+                           std::string(body.substr(h.extras_length, h.key_length)),
+                           std::string(body.substr(h.extras_length + h.key_length))});
+    at += proto::binary::kHeaderSize + h.body_length;
+  }
+  return out;
+}
+
+TEST_F(ClientConnTest, BinarySetIsSentAsMetaAndItsReplyComesBackAsAFrame) {
+  connect();
+  const std::string extras("\0\0\0\x03\0\0\0\x0a", 8);  // flags 3, exptime 10
+  send_client(frame(proto::binary::op::set, "a", extras, "xyz", 0xdeadbeef));
+  ASSERT_TRUE(pump_until([&] { return has_ops(0, 1); }));
+  EXPECT_EQ(ops(0)[0].bytes, "ms a 3 F3 T10 c\r\nxyz\r\n");
+  answer(ops(0)[0], "HD c77\r\n");
+  ASSERT_TRUE(pump_until([&] { return responses(received_).size() == 1; }));
+  const Response r = responses(received_)[0];
+  EXPECT_EQ(r.opcode, proto::binary::op::set);
+  EXPECT_EQ(r.status, 0);
+  EXPECT_EQ(r.opaque, 0xdeadbeef) << "the opaque must come back untouched";
+  EXPECT_EQ(r.cas, 77u) << "the cas is the server's";
+  EXPECT_EQ(ctx_.stats().binary_connections.get(), 1u);
+  EXPECT_EQ(ctx_.stats().binary_requests.get(), 1u);
+  EXPECT_FALSE(client_->parkable(~uint64_t{0})) << "a parked socket would resume as text";
+}
+
+TEST_F(ClientConnTest, BinaryQuietGetsAcrossServersAnswerInOrderWithMissesSilent) {
+  connect();
+  send_client(frame(proto::binary::op::getkq, "a", {}, {}, 1) +
+              frame(proto::binary::op::getkq, "b", {}, {}, 2) +
+              frame(proto::binary::op::getkq, "c", {}, {}, 3) +
+              frame(proto::binary::op::noop, {}, {}, {}, 4));
+  ASSERT_TRUE(pump_until([&] { return has_ops(0, 2) && has_ops(1, 1); }));
+  EXPECT_EQ(ops(0)[0].bytes, "gets a\r\n");
+  EXPECT_EQ(ops(1)[0].bytes, "gets b\r\n");
+  EXPECT_EQ(ops(0)[1].bytes, "gets c\r\n");
+  // The second server answers first; its hit must wait for the first key.
+  answer_retrieval(ops(1)[0], {{"b", "B"}});
+  pump_some();
+  EXPECT_EQ(received_, "");
+  answer_retrieval(ops(0)[0], {});  // a: a miss, which getkq keeps quiet
+  answer_retrieval(ops(0)[1], {{"c", "C"}});
+  ASSERT_TRUE(pump_until([&] { return responses(received_).size() == 3; }));
+  const std::vector<Response> r = responses(received_);
+  EXPECT_EQ(r[0].opaque, 2u);
+  EXPECT_EQ(r[0].key, "b");
+  EXPECT_EQ(r[0].value, "B");
+  EXPECT_EQ(r[0].extras, std::string(4, '\0'));
+  EXPECT_EQ(r[1].opaque, 3u);
+  EXPECT_EQ(r[1].value, "C");
+  EXPECT_EQ(r[2].opcode, proto::binary::op::noop);
+  EXPECT_EQ(r[2].opaque, 4u);
+}
+
+TEST_F(ClientConnTest, BinaryFrameCutInTwoIsHandledOnceWhole) {
+  connect();
+  const std::string f = frame(proto::binary::op::append, "a", {}, "0123456789", 9);
+  send_client(f.substr(0, 20));
+  pump_some();
+  send_client(f.substr(20, 8));
+  pump_some();
+  EXPECT_TRUE(ops(0).empty()) << "sent before the value had arrived";
+  send_client(f.substr(28));
+  ASSERT_TRUE(pump_until([&] { return has_ops(0, 1); }));
+  EXPECT_EQ(ops(0)[0].bytes, "ms a 10 MA c\r\n0123456789\r\n");
+  answer(ops(0)[0], "NS\r\n");
+  ASSERT_TRUE(pump_until([&] { return responses(received_).size() == 1; }));
+  EXPECT_EQ(responses(received_)[0].status, 5) << "append to a missing key: not stored";
+}
+
+TEST_F(ClientConnTest, BadMagicAfterTheFirstFrameClosesAfterTheRepliesOwed) {
+  connect();
+  std::string bad = frame(proto::binary::op::get, "b");
+  bad[0] = 'g';
+  send_client(frame(proto::binary::op::get, "a", {}, {}, 5) + bad);
+  ASSERT_TRUE(pump_until([&] { return has_ops(0, 1); }));
+  pump_some();
+  EXPECT_FALSE(eof_) << "closed with a reply owed";
+  answer_retrieval(ops(0)[0], {});
+  ASSERT_TRUE(pump_until([&] { return eof_; }));
+  const std::vector<Response> r = responses(received_);
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].status, 1);
+  EXPECT_EQ(r[0].value, "Not found");
+  EXPECT_TRUE(ops(1).empty()) << "the frame with a bad magic was sent on";
+  EXPECT_EQ(ctx_.stats().binary_connections.get(), 0u) << "a closed binary client still counted";
+}
+
+TEST_F(ClientConnTest, TextConnectionKeepsSpeakingTextWhenA0x80ByteComesLater) {
+  connect();
+  // A get frame holds no "\n" byte: with the "\r\n" after it, it is one
+  // line, which memcached answers ERROR.
+  send_client("version\r\n" + frame(proto::binary::op::get, "k") + "\r\n");
+  ASSERT_TRUE(pump_until([&] { return received_.find("ERROR\r\n") != std::string::npos; }));
+  EXPECT_EQ(received_, std::string(proto::version_reply()) + "ERROR\r\n");
+  EXPECT_EQ(ctx_.stats().binary_connections.get(), 0u);
+}
+
+TEST_F(ClientConnTest, OversizedBinarySetIsRefusedUnreadAndDeletesTheOldValue) {
+  connect();
+  const std::string extras(8, '\0');
+  const std::string value(1024 * 1024 + 1, 'v');
+  std::string_view pending;
+  const std::string bytes = frame(proto::binary::op::set, "a", extras, value, 1) +
+                            frame(proto::binary::op::noop, {}, {}, {}, 2);
+  pending = bytes;
+  // More than the socket holds: written as the client reads it.
+  for (int i = 0; i < 2000 && !pending.empty(); ++i) {
+    const ssize_t n = ::send(peer_, pending.data(), pending.size(), MSG_NOSIGNAL);
+    if (n > 0) pending.remove_prefix(static_cast<size_t>(n));
+    pump();
+  }
+  ASSERT_TRUE(pending.empty());
+  ASSERT_TRUE(pump_until([&] { return has_ops(0, 1); }));
+  EXPECT_EQ(ops(0)[0].bytes, "md a\r\n") << "the old value must not outlive the failed set";
+  answer(ops(0)[0], "NF\r\n");
+  ASSERT_TRUE(pump_until([&] { return responses(received_).size() == 2; }));
+  const std::vector<Response> r = responses(received_);
+  EXPECT_EQ(r[0].status, 3);
+  EXPECT_EQ(r[1].opcode, proto::binary::op::noop) << "the value was not skipped";
 }
 
 }  // namespace

@@ -163,6 +163,42 @@ TEST_F(Metrics, CountersMatchTheTrafficAndPromtoolIsSatisfied) {
   EXPECT_EQ(alpha->get("fragments")->u64(), traffic.fragments);
 }
 
+// Binary clients are counted as the protocol they speak, and their
+// requests by kind like a text client's: a binary get is a get.
+TEST_F(Metrics, BinaryClientsAndTheirRequestsAreCountedByProtocolAndKind) {
+  // A get frame (opcode 0x00) for "k", and a set frame (0x01) of "v" with
+  // 8 bytes of extras (flags, exptime).
+  const std::string get("\x80\x00\x00\x01\x00\x00\x00\x00\x00\x00\x00\x01"
+                        "\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00k",
+                        25);
+  const std::string set("\x80\x01\x00\x01\x08\x00\x00\x00\x00\x00\x00\x0a"
+                        "\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00"
+                        "\x00\x00\x00\x00\x00\x00\x00\x00kv",
+                        34);
+  RawClient binary(port_);
+  binary.send(set + get + get);
+  // Three 24-byte headers, the get hits carrying 4 bytes of flags and "v".
+  ASSERT_EQ(binary.read_exact(24 + 2 * (24 + 5)).size(), 24u + 2 * (24 + 5));
+  RawClient text(port_);
+  ASSERT_EQ(text.roundtrip("get k\r\n", "END\r\n"), "VALUE k 0 1\r\nv\r\nEND\r\n");
+
+  std::string body;
+  std::vector<Sample> m = metrics(&body);
+  expect_promtool_clean(body);
+  EXPECT_EQ(metric(m, "memshard_protocol_connections", {{"protocol", "binary"}}), 1.0);
+  EXPECT_EQ(metric(m, "memshard_protocol_connections", {{"protocol", "text"}}), 1.0);
+  EXPECT_EQ(metric(m, "memshard_binary_requests_total"), 3.0);
+  EXPECT_EQ(metric(m, "memshard_commands_total", {{"command", "get"}}), 3.0);
+  EXPECT_EQ(metric(m, "memshard_commands_total", {{"command", "set"}}), 1.0);
+
+  std::string error;
+  std::optional<Json> j = fetch_stats_json(proxy_->stats_port, &error);
+  ASSERT_TRUE(j.has_value()) << error;
+  EXPECT_EQ(j->get("binary_connections")->u64(), 1u);
+  EXPECT_EQ(j->get("binary_requests")->u64(), 3u);
+  EXPECT_EQ(j->get("cmd_get")->u64(), 3u);
+}
+
 // Several pools, a named server and a unix-socket server: every family is
 // still one block with one TYPE line, label values are escaped, and
 // promtool has nothing to say.

@@ -159,6 +159,18 @@ void parse_documents(const std::string& text, Config& config, ErrorList& errors)
 
 }  // namespace
 
+std::string_view write_policy_name(WritePolicy p) {
+  switch (p) {
+    case WritePolicy::first:
+      return "first";
+    case WritePolicy::majority:
+      return "majority";
+    case WritePolicy::all:
+      return "all";
+  }
+  return "first";
+}
+
 const PoolConfig* Config::find_pool(const std::string& name) const {
   for (const PoolConfig& p : pools) {
     if (p.name == name) return &p;

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ketama/ring.h"
@@ -31,6 +32,12 @@ struct ServerConfig {
 
   bool operator==(const ServerConfig& o) const { return text == o.text; }
 };
+
+// Which reply a replicated write gives its client: the first live copy's
+// (the others are still written), a majority's, or success only when every
+// live copy succeeded.
+enum class WritePolicy : uint8_t { first, majority, all };
+std::string_view write_policy_name(WritePolicy p);
 
 // Defaults are nutcracker 0.5's. A loaded config guarantees: listen set
 // (port 1..65535, or a unix path of at most 107 bytes, perm <= 0777); at
@@ -65,6 +72,18 @@ struct PoolConfig {
   // memshard extension: look the servers' DNS names up again this often
   // (ms; 0 = only when a connection to one fails, at start and on reload).
   int dns_refresh_ms = 30000;
+  // memshard extension: keep each key on the first `replicas` distinct
+  // servers clockwise from its point (1: today's single copy). At most the
+  // number of servers.
+  uint32_t replicas = 1;
+  int replicas_line = 0;
+  // With replicas > 1: which copy's reply a write's client sees.
+  WritePolicy write_policy = WritePolicy::first;
+  // With replicas > 1: a read that misses tries the next copy as well (a
+  // copy that restarted empty), and with read_repair the hit is written
+  // back to the copies that missed.
+  bool read_failover_on_miss = false;
+  bool read_repair = false;
   std::vector<ServerConfig> servers;
 };
 

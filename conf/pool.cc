@@ -55,7 +55,7 @@ std::string mode_names() {
 }
 
 // Every directive nutcracker 0.5 accepts, then memshard's extensions.
-constexpr std::array<std::string_view, 21> kDirectives = {
+constexpr std::array<std::string_view, 25> kDirectives = {
     "listen",
     "hash",
     "hash_tag",
@@ -77,6 +77,10 @@ constexpr std::array<std::string_view, 21> kDirectives = {
     "item_size_max",
     "client_idle_timeout",
     "dns_refresh",
+    "replicas",
+    "write_policy",
+    "read_failover_on_miss",
+    "read_repair",
 };
 
 // Reads one pool's directives into a PoolConfig, reporting into `errors`.
@@ -148,6 +152,7 @@ class PoolReader {
   bool listen_given_ = false;  // even if its value was refused
   bool hash_given_ = false;
   bool servers_reported_ = false;  // entries or their container already reported
+  int read_repair_line_ = 0;
 };
 
 void PoolReader::scalar_directive(const std::string& text) {
@@ -211,6 +216,19 @@ void PoolReader::scalar_directive(const std::string& text) {
     set_number(p.client_idle_timeout_ms, text);
   } else if (key == "dns_refresh") {
     set_number(p.dns_refresh_ms, text);
+  } else if (key == "replicas") {
+    set_number(p.replicas, text, 1);
+    p.replicas_line = line_;
+  } else if (key == "write_policy") {
+    if (text == "first") return void(p.write_policy = WritePolicy::first);
+    if (text == "majority") return void(p.write_policy = WritePolicy::majority);
+    if (text == "all") return void(p.write_policy = WritePolicy::all);
+    error("expected first, majority or all" + found(text));
+  } else if (key == "read_failover_on_miss") {
+    set_bool(p.read_failover_on_miss, text);
+  } else if (key == "read_repair") {
+    set_bool(p.read_repair, text);
+    read_repair_line_ = line_;
   }
 }
 
@@ -303,6 +321,17 @@ ParsedPool PoolReader::finish(int servers_line) {
                     "' has no servers; expected a list of \"host:port:weight [name]\" entries");
   }
   check_servers();
+  if (!p.servers.empty() && p.replicas > p.servers.size()) {
+    errors_.add(p.replicas_line, "replicas",
+                "pool '" + p.name + "' keeps " + std::to_string(p.replicas) +
+                    " copies of each key but has " + std::to_string(p.servers.size()) +
+                    " server(s); expected at most one copy per server");
+  }
+  if (p.read_repair && !p.read_failover_on_miss) {
+    errors_.add(read_repair_line_, "read_repair",
+                "read_repair writes back what a read found on another copy after a miss, "
+                "which only read_failover_on_miss: true looks for; expected both");
+  }
   if (p.redis_auth && !redis_) {
     errors_.add(redis_auth_line_, "redis_auth",
                 "expected no redis_auth in a memcached pool (nutcracker accepts it only with "

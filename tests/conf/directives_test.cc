@@ -106,6 +106,20 @@ TEST(ConfDirectives, DnsRefreshExtension) {
   EXPECT_EQ(only_pool(pool("  dns_refresh: 0\n")).dns_refresh_ms, 0);
 }
 
+TEST(ConfDirectives, ReplicationExtensions) {
+  const PoolConfig d = only_pool(pool(""));
+  EXPECT_EQ(d.replicas, 1u);
+  EXPECT_EQ(d.write_policy, WritePolicy::first);
+  EXPECT_FALSE(d.read_failover_on_miss);
+  EXPECT_FALSE(d.read_repair);
+  const PoolConfig m = only_pool(
+      pool("  write_policy: majority\n  read_failover_on_miss: true\n  read_repair: true\n"));
+  EXPECT_EQ(m.write_policy, WritePolicy::majority);
+  EXPECT_TRUE(m.read_failover_on_miss);
+  EXPECT_TRUE(m.read_repair);
+  EXPECT_EQ(only_pool(pool("  write_policy: all\n")).write_policy, WritePolicy::all);
+}
+
 TEST(ConfDirectives, BooleansBothWays) {
   const PoolConfig on = only_pool(pool("  preconnect: true\n  auto_eject_hosts: true\n"));
   EXPECT_TRUE(on.preconnect);

@@ -76,7 +76,25 @@ TEST(ConfErrors, UnknownDirective) {
                "timeout, backlog, preconnect, redis, redis_auth, redis_db, server_connections, "
                "auto_eject_hosts, server_retry_timeout, server_failure_limit, "
                "client_connections, tcpkeepalive, servers, ketama_compat, item_size_max, "
-               "client_idle_timeout, dns_refresh");
+               "client_idle_timeout, dns_refresh, replicas, write_policy, "
+               "read_failover_on_miss, read_repair");
+}
+
+TEST(ConfErrors, MoreReplicasThanServers) {
+  // pool() lists one server.
+  expect_error(only_error(pool("  replicas: 2\n")), 3, "replicas",
+               "pool 'alpha' keeps 2 copies of each key but has 1 server(s); expected at most "
+               "one copy per server");
+  expect_error(only_error(pool("  replicas: 0\n")), 3, "replicas",
+               "expected a whole number from 1 to 2147483647, found \"0\"");
+}
+
+TEST(ConfErrors, WritePolicyAndReadRepair) {
+  expect_error(only_error(pool("  write_policy: quorum\n")), 3, "write_policy",
+               "expected first, majority or all, found \"quorum\"");
+  expect_error(only_error(pool("  read_repair: true\n")), 3, "read_repair",
+               "read_repair writes back what a read found on another copy after a miss, which "
+               "only read_failover_on_miss: true looks for; expected both");
 }
 
 TEST(ConfErrors, DuplicateDirective) {

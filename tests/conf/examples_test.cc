@@ -70,6 +70,10 @@ TEST(ConfExamples, ReferenceParsesWithNonDefaultValues) {
   EXPECT_EQ(p.servers[2].entry.host, "cache-c.example.internal");
   EXPECT_EQ(p.servers[2].entry.weight, 2u);
   EXPECT_EQ(p.servers[2].entry.name, "shard-c");
+  EXPECT_EQ(p.replicas, 2u);
+  EXPECT_EQ(p.write_policy, WritePolicy::majority);
+  EXPECT_TRUE(p.read_failover_on_miss);
+  EXPECT_TRUE(p.read_repair);
 
   const PoolConfig& u = c.pools[1];
   EXPECT_TRUE(u.listen.is_unix);

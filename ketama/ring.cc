@@ -215,25 +215,29 @@ size_t Ring::lookup(std::string_view key) const {
 }
 
 std::vector<size_t> Ring::preference_list(std::string_view key, size_t n) const {
+  std::vector<size_t> result(std::min(n, s_->live_count));
+  result.resize(preference_list(key, std::span<size_t>(result)));
+  return result;
+}
+
+size_t Ring::preference_list(std::string_view key, std::span<size_t> out) const {
   const State& s = *s_;
-  std::vector<size_t> result;
   size_t owner = lookup(key);
-  if (owner == npos || n == 0) {
-    return result;
-  }
-  n = std::min(n, s.live_count);
-  std::vector<bool> taken(s.servers.size(), false);
+  if (owner == npos || out.empty()) return 0;
+  const size_t n = std::min(out.size(), s.live_count);
+  size_t filled = 0;
+  // n is a handful of copies: a scan of what was taken beats a bitmap.
   auto take = [&](size_t server) {
-    if (!taken[server]) {
-      taken[server] = true;
-      result.push_back(server);
+    for (size_t i = 0; i < filled; ++i) {
+      if (out[i] == server) return;
     }
+    out[filled++] = server;
   };
   take(owner);
   if (s.options.distribution == Distribution::ketama && !s.single_server) {
     // Walk clockwise from the key's point.
     size_t start = s.index.lower_bound(hash_key(key));
-    for (size_t step = 0; step < s.points.size() && result.size() < n; ++step) {
+    for (size_t step = 0; step < s.points.size() && filled < n; ++step) {
       take(s.points[(start + step) % s.points.size()].server);
     }
   } else if (!s.slots.empty()) {
@@ -241,11 +245,11 @@ std::vector<size_t> Ring::preference_list(std::string_view key, size_t n) const 
     if (s.options.distribution == Distribution::modula) {
       start = hash_key(key) % s.slots.size();
     }
-    for (size_t step = 0; step < s.slots.size() && result.size() < n; ++step) {
+    for (size_t step = 0; step < s.slots.size() && filled < n; ++step) {
       take(s.slots[(start + step) % s.slots.size()]);
     }
   }
-  return result;
+  return filled;
 }
 
 const std::vector<ServerEntry>& Ring::servers() const {

@@ -11,6 +11,7 @@
 #include <limits>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -102,6 +103,9 @@ class Ring {
   // (fewer when fewer are live). Ketama distribution only; for modula and
   // random, the owner followed by the next servers in ring order.
   std::vector<size_t> preference_list(std::string_view key, size_t n) const;
+  // The same into `out` (n = out.size()), allocating nothing: the request
+  // path's form. Returns how many entries it filled.
+  size_t preference_list(std::string_view key, std::span<size_t> out) const;
 
   const std::vector<ServerEntry>& servers() const;
   const RingOptions& options() const;

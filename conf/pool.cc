@@ -217,7 +217,7 @@ void PoolReader::scalar_directive(const std::string& text) {
   } else if (key == "dns_refresh") {
     set_number(p.dns_refresh_ms, text);
   } else if (key == "replicas") {
-    set_number(p.replicas, text, 1);
+    set_number(p.replicas, text, 1, 8);  // proxy/routes/replica_placement.h: kMaxReplicas
     p.replicas_line = line_;
   } else if (key == "write_policy") {
     if (text == "first") return void(p.write_policy = WritePolicy::first);

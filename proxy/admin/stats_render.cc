@@ -256,6 +256,15 @@ void render_prometheus(const StatsView& p, std::string& out) {
       {"fragments", "memshard_pool_fragments_total", "counter", "Backend operations sent."},
       {"forward_error", "memshard_pool_forward_errors_total", "counter",
        "Backend operations failed (unreachable, timeout, invalid reply)."},
+      {"replica_writes", "memshard_pool_replica_writes_total", "counter",
+       "Replicated pools: writes sent to the copies after a key's first."},
+      {"replica_write_failures", "memshard_pool_replica_write_failures_total", "counter",
+       "Replicated pools: writes to the copies after the first that failed."},
+      {"read_failovers", "memshard_pool_read_failovers_total", "counter",
+       "Replicated pools: reads tried again on a key's next copy (an error, or a miss with "
+       "read_failover_on_miss)."},
+      {"read_repairs", "memshard_pool_read_repairs_total", "counter",
+       "Replicated pools: values written back to a copy that missed them (read_repair)."},
   };
   for (const PoolMetric& m : kPool) {
     f.header(m.name, m.type, m.help);

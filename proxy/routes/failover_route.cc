@@ -9,7 +9,7 @@ namespace memshard::proxy {
 class FailoverRoute::Attempt final : public SlotOwner {
  public:
   Attempt(const FailoverRoute& route, RouteRequest& req, ReplySlot& client)
-      : route_(route), held_(req), client_(client) {}
+      : count_(route.life_), route_(route), held_(req), client_(client) {}
 
   // Makes tries until one waits for a server; true when the client's slot
   // got its reply meanwhile (this is then gone).
@@ -24,14 +24,14 @@ class FailoverRoute::Attempt final : public SlotOwner {
         finish();
         return true;
       }
-      held_.slots().release_slot(slot_);
+      keep_answer();
     }
   }
 
   void on_slot_complete() override {
     if (sending_) return;  // completed inside send(): run() sees it
     if (again()) {
-      held_.slots().release_slot(slot_);
+      keep_answer();
       run();
       return;
     }
@@ -48,9 +48,25 @@ class FailoverRoute::Attempt final : public SlotOwner {
            (route_.on_miss_ && is_miss(*slot_));
   }
 
+  // The try that just ended goes on to the next: a real answer (a miss) is
+  // kept, in case the tries after it can only fail.
+  void keep_answer() {
+    if (is_server_error(*slot_) || failed_silently(*slot_)) {
+      held_.slots().release_slot(slot_);
+      return;
+    }
+    if (answered_ != nullptr) held_.slots().release_slot(answered_);
+    answered_ = slot_;
+  }
+
   void finish() {
-    take_reply(client_, *slot_);
+    ReplySlot* reply = slot_;
+    if (answered_ != nullptr && (is_server_error(*slot_) || failed_silently(*slot_))) {
+      reply = answered_;
+    }
+    take_reply(client_, *reply);
     held_.slots().release_slot(slot_);
+    if (answered_ != nullptr) held_.slots().release_slot(answered_);
     ReplySlot& client = client_;
     bool synchronous_now = synchronous;
     delete this;
@@ -63,10 +79,12 @@ class FailoverRoute::Attempt final : public SlotOwner {
     }
   }
 
+  HeldCount count_;
   const FailoverRoute& route_;
   HeldRequest held_;
   ReplySlot& client_;
   ReplySlot* slot_ = nullptr;
+  ReplySlot* answered_ = nullptr;  // the last try that answered, if a later one runs
   size_t next_ = 0;
   bool sending_ = false;
 };

@@ -3,8 +3,10 @@
 // or a noreply request failed the same way (the client hears nothing of
 // it, but the write must still reach a server), and, with `on_miss`, when
 // it is a miss (a copy that restarted empty).
-// The client sees the reply of the last try made; every try shares the
-// first one's timeout budget (its operations count from the first send).
+// The client sees the reply of the last try made, unless that is a
+// SERVER_ERROR after an earlier try answered (a miss, then a copy that is
+// down: the miss is the answer); every try shares the first one's timeout
+// budget (its operations count from the first send).
 #pragma once
 
 #include <vector>
@@ -16,14 +18,16 @@ namespace memshard::proxy {
 class FailoverRoute final : public Route {
  public:
   // The routes must outlive this one (they are built with it).
-  FailoverRoute(std::vector<Route*> tries, bool on_miss)
-      : tries_(std::move(tries)), on_miss_(on_miss) {}
+  // `life`: what a held request keeps alive (may be null in tests).
+  FailoverRoute(std::vector<Route*> tries, bool on_miss, RouteLife* life = nullptr)
+      : tries_(std::move(tries)), on_miss_(on_miss), life_(life) {}
   void send(RouteRequest& req, ReplySlot& slot) override;
 
  private:
   class Attempt;
   std::vector<Route*> tries_;
   bool on_miss_;
+  RouteLife* life_;
 };
 
 }  // namespace memshard::proxy

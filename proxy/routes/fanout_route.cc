@@ -9,7 +9,7 @@ namespace memshard::proxy {
 class FanoutRoute::Copies final : public SlotOwner {
  public:
   Copies(const FanoutRoute& route, RouteRequest& req, ReplySlot& client)
-      : route_(route), held_(req), client_(client) {}
+      : count_(route.life_), route_(route), held_(req), client_(client) {}
 
   // Sends every copy; true when all were answered meanwhile (this is then
   // gone, the client's slot complete).
@@ -36,6 +36,10 @@ class FanoutRoute::Copies final : public SlotOwner {
     if (slots_.size() < route_.targets_.size()) return false;
     for (ReplySlot* s : slots_) {
       if (!s->complete) return false;
+    }
+    // The copies after the first, which a replicated pool counts.
+    for (size_t i = 1; i < slots_.size(); ++i) {
+      if (is_server_error(*slots_[i])) held_.pool_stats().replica_write_failures.add();
     }
     ReplySlot* chosen = choose();
     take_reply(client_, *chosen);
@@ -76,6 +80,7 @@ class FanoutRoute::Copies final : public SlotOwner {
     return slots_.front();
   }
 
+  HeldCount count_;
   const FanoutRoute& route_;
   HeldRequest held_;
   ReplySlot& client_;

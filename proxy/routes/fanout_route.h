@@ -20,14 +20,16 @@ enum class ReplyPolicy : uint8_t { first, majority, all };
 class FanoutRoute final : public Route {
  public:
   // The routes must outlive this one (they are built with it).
-  FanoutRoute(std::vector<Route*> targets, ReplyPolicy policy)
-      : targets_(std::move(targets)), policy_(policy) {}
+  // `life`: what a held request keeps alive (may be null in tests).
+  FanoutRoute(std::vector<Route*> targets, ReplyPolicy policy, RouteLife* life = nullptr)
+      : targets_(std::move(targets)), policy_(policy), life_(life) {}
   void send(RouteRequest& req, ReplySlot& slot) override;
 
  private:
   class Copies;
   std::vector<Route*> targets_;
   ReplyPolicy policy_;
+  RouteLife* life_;
 };
 
 }  // namespace memshard::proxy

@@ -20,6 +20,13 @@ class HeldRequest {
  public:
   // Takes req's bytes out of req.in.
   explicit HeldRequest(RouteRequest& req);
+  // Holds `bytes` (a request line and its terminator, `header_bytes` long,
+  // then its data), a request made by the proxy (the client's written
+  // another way, meta_codec.h; one key of a multi-get), sent on `context`'s
+  // behalf. context.in is not touched.
+  HeldRequest(const RouteRequest& context, std::string bytes, size_t header_bytes);
+  // The same, on the behalf `like` acts on.
+  HeldRequest(const HeldRequest& like, std::string bytes, size_t header_bytes);
   ~HeldRequest();
   HeldRequest(const HeldRequest&) = delete;
   HeldRequest& operator=(const HeldRequest&) = delete;
@@ -27,8 +34,17 @@ class HeldRequest {
   // Sends a copy to `route`, filling `slot`.
   void send_copy(Route& route, ReplySlot& slot);
   SlotSource& slots() const { return slots_; }
+  // Holds another request instead (for the sends after this one).
+  void replace(std::string bytes, size_t header_bytes);
+  const proto::Request& request() const { return request_; }
+  // The data block without its "\r\n" (storage requests), else empty.
+  std::string_view value() const;
+  WorkerStats& worker_stats() const { return worker_stats_; }
+  PoolStats& pool_stats() const { return pool_stats_; }
 
  private:
+  void parse();
+
   std::string line_;
   std::string bytes_;  // line, terminator and data, as the client sent them
   size_t header_bytes_;

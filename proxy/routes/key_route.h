@@ -14,14 +14,11 @@ namespace memshard::proxy {
 // for noreply).
 void send_to(Server& server, RouteRequest& req, ReplySlot& slot);
 
-class KeyRoute final : public Route {
+class KeyRoute final : public SingleKeyRoute {
  public:
   explicit KeyRoute(const Placement& placement) : placement_(placement) {}
   void send(RouteRequest& req, ReplySlot& slot) override;
-  // A set refused as too large also deletes the key's current value, as
-  // memcached does: the slot already holds the refusal, which is all the
-  // client sees, after the delete. The request's bytes are not touched.
-  void invalidate(RouteRequest& req, ReplySlot& slot);
+  void invalidate(RouteRequest& req, ReplySlot& slot) override;
 
  private:
   const Placement& placement_;

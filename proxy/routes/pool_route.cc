@@ -1,13 +1,52 @@
 #include "proxy/routes/pool_route.h"
 
+#include "proxy/routes/replicated_get_route.h"
+#include "proxy/routes/replicated_key_route.h"
+
 namespace memshard::proxy {
+
+namespace {
+
+ReplyPolicy policy_of(conf::WritePolicy p) {
+  switch (p) {
+    case conf::WritePolicy::majority:
+      return ReplyPolicy::majority;
+    case conf::WritePolicy::all:
+      return ReplyPolicy::all;
+    case conf::WritePolicy::first:
+      break;
+  }
+  return ReplyPolicy::first;
+}
+
+}  // namespace
 
 void PoolRoute::build_routes() {
   std::vector<Server*> servers(backends.begin(), backends.end());
-  placement = std::make_unique<RingPlacement>(pool->ring, std::move(servers));
-  key = std::make_unique<KeyRoute>(*placement);
-  multi_get = std::make_unique<SplitRoute>(*placement);
+  placement = std::make_unique<RingPlacement>(pool->ring, servers);
   all = std::make_unique<BroadcastRoute>(*placement);
+  const conf::PoolConfig& pc = pool->config;
+  if (pc.replicas <= 1) {
+    key = std::make_unique<KeyRoute>(*placement);
+    multi_get = std::make_unique<SplitRoute>(*placement);
+    return;
+  }
+  replicas = std::make_unique<ReplicaPlacement>(pool->ring, pool->live, pc.replicas, servers);
+  std::vector<KeyRoute*> keys;
+  std::vector<Route*> keys_as_routes, reads;
+  for (size_t i = 0; i < replicas->replicas(); ++i) {
+    copy_placements.push_back(std::make_unique<CopyPlacement>(*replicas, i));
+    copy_keys.push_back(std::make_unique<KeyRoute>(*copy_placements.back()));
+    copy_reads.push_back(std::make_unique<SplitRoute>(*copy_placements.back()));
+    keys.push_back(copy_keys.back().get());
+    keys_as_routes.push_back(copy_keys.back().get());
+    reads.push_back(copy_reads.back().get());
+  }
+  key = std::make_unique<ReplicatedKeyRoute>(std::move(keys), policy_of(pc.write_policy),
+                                             pc.read_failover_on_miss, life.get());
+  multi_get = std::make_unique<ReplicatedGetRoute>(std::move(reads), std::move(keys_as_routes),
+                                                   pc.read_failover_on_miss, pc.read_repair,
+                                                   life.get());
 }
 
 }  // namespace memshard::proxy

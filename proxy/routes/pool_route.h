@@ -12,6 +12,7 @@
 #include "proxy/routes/broadcast_route.h"
 #include "proxy/routes/key_route.h"
 #include "proxy/routes/placement.h"
+#include "proxy/routes/replica_placement.h"
 #include "proxy/routes/split_route.h"
 #include "proxy/routes/topology.h"
 #include "proxy/support/stats.h"
@@ -25,9 +26,16 @@ struct PoolRoute {
 
   // The pool's route for each kind of request; set by build_routes().
   std::unique_ptr<RingPlacement> placement;
-  std::unique_ptr<KeyRoute> key;          // single-key requests
-  std::unique_ptr<SplitRoute> multi_get;  // retrievals, cut per server
-  std::unique_ptr<BroadcastRoute> all;    // flush_all
+  std::unique_ptr<SingleKeyRoute> key;  // single-key requests
+  std::unique_ptr<Route> multi_get;     // retrievals
+  std::unique_ptr<BroadcastRoute> all;  // flush_all
+  // Replicated pools: the copies of each key, and per copy its routes.
+  std::unique_ptr<ReplicaPlacement> replicas;
+  std::vector<std::unique_ptr<CopyPlacement>> copy_placements;
+  std::vector<std::unique_ptr<KeyRoute>> copy_keys;
+  std::vector<std::unique_ptr<SplitRoute>> copy_reads;
+  // Counts the requests these routes hold (see RouteLife).
+  std::unique_ptr<RouteLife> life = std::make_unique<RouteLife>();
   // Once pool and backends are set.
   void build_routes();
 };

@@ -57,6 +57,43 @@ class Route {
   virtual void send(RouteRequest& req, ReplySlot& slot) = 0;
 };
 
+// A route for single-key requests, which can also delete the key: a set
+// refused as too large must not leave the old value behind (memcached
+// deletes it), on every copy the key has.
+class SingleKeyRoute : public Route {
+ public:
+  // The slot already holds the refusal, which is all the client sees,
+  // after the delete. The request's bytes are not touched.
+  virtual void invalidate(RouteRequest& req, ReplySlot& slot) = 0;
+};
+
+// What keeps a pool's routes alive while requests they hold are in
+// flight. Composite routes (failover, fan-out) hold a request across
+// server round trips and send it on later; their routes, placements and
+// ring must outlive it, though a reload or an ejection may have replaced
+// them meanwhile. Each held request counts itself here, and the worker
+// frees replaced routes (and the servers that left with them) once their
+// count is zero.
+struct RouteLife {
+  uint32_t held_requests = 0;
+};
+
+// Counts a held request for as long as it lives.
+class HeldCount {
+ public:
+  explicit HeldCount(RouteLife* life) : life_(life) {
+    if (life_ != nullptr) ++life_->held_requests;
+  }
+  ~HeldCount() {
+    if (life_ != nullptr) --life_->held_requests;
+  }
+  HeldCount(const HeldCount&) = delete;
+  HeldCount& operator=(const HeldCount&) = delete;
+
+ private:
+  RouteLife* life_;
+};
+
 // Appends `line` and "\r\n" to the slot's reply and completes it; nothing
 // for an empty line. For answers a route gives itself.
 void answer(ReplySlot& slot, std::string_view line);

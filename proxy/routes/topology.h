@@ -35,6 +35,10 @@ struct Pool {
   ketama::Ring ring;
   std::vector<ServerInfo> servers;  // same order as config.servers and ring.servers()
   SocketAddress listen;
+  // Replicated pools (replicas > 1): per server, false while ejected
+  // (empty: all live). Their ring keeps every server (ReplicaPlacement);
+  // an unreplicated pool's ring is rebuilt without the ejected ones instead.
+  std::vector<bool> live;
 };
 
 struct Topology {

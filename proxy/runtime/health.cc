@@ -207,6 +207,10 @@ std::shared_ptr<const Topology> ServerHealth::with_ejections() const {
       }
     }
     if (!any) continue;
+    if (pool.config.replicas > 1) {
+      pool.live = std::move(live);
+      continue;
+    }
     // The ring is rebuilt from the live servers only (W and N change), as
     // twemproxy does, so keys of the ejected server spread over the rest.
     pool.ring = ketama::Ring::build(pool.ring.servers(), pool.config.ring, std::move(live));

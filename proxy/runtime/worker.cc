@@ -57,6 +57,7 @@ Worker::~Worker() {
   parked_.reset();
   backends_.clear();
   draining_.clear();
+  retired_routes_.clear();
   for (ReplySlot* s : free_slots_) delete s;
   event_free(housekeeping_event_);
   event_free(reap_event_);
@@ -306,6 +307,10 @@ void Worker::apply_topology(std::shared_ptr<const Topology> topology) {
     draining_.push_back(std::move(backend));
   }
   backends_ = std::move(backends);
+  const bool holding = std::any_of(routes_.begin(), routes_.end(), [](const auto& r) {
+    return r.second.life->held_requests > 0;
+  });
+  if (holding) retired_routes_.push_back(RetiredRoutes{topology_, std::move(routes_)});
   routes_ = std::move(routes);
   ++routes_epoch_;
   topology_ = std::move(topology);
@@ -405,8 +410,15 @@ void Worker::on_reap(evutil_socket_t, short, void* self) {
   dead.swap(w->retired_);
   w->forget_clients(dead);
   for (ClientConn* c : dead) w->destroy_client(c);
-  // Backends of departed servers go once they owe no replies.
-  std::erase_if(w->draining_, [](const auto& b) { return b->idle(); });
+  // Replaced routes go once no request they hold is in flight; backends of
+  // departed servers once they owe no replies and no such route is left.
+  std::erase_if(w->retired_routes_, [](const RetiredRoutes& r) {
+    return std::all_of(r.routes.begin(), r.routes.end(),
+                       [](const auto& e) { return e.second.life->held_requests == 0; });
+  });
+  if (w->retired_routes_.empty()) {
+    std::erase_if(w->draining_, [](const auto& b) { return b->idle(); });
+  }
   std::lock_guard<std::mutex> lock(w->stats_mu_);
   std::erase_if(w->pool_stats_, [](const auto& e) { return e.second.expired(); });
   std::erase_if(w->server_stats_, [](const auto& e) { return e.second.expired(); });

@@ -152,8 +152,17 @@ class Worker final : public BackendContext, public ClientContext {
   // Keyed by pool name + '\0' + server identity: a reload that keeps a
   // server keeps its connections.
   std::unordered_map<std::string, std::unique_ptr<BackendServer>> backends_;
-  // Backends of servers that left the config, kept until they owe nothing.
+  // Backends of servers that left the config, kept until they owe nothing
+  // and no replaced routes that may still send to them are left.
   std::vector<std::unique_ptr<BackendServer>> draining_;
+  // Routes replaced while requests they hold (failover, fan-out, replicas)
+  // were in flight, with the topology whose rings they read: freed once
+  // those requests are done (RouteLife).
+  struct RetiredRoutes {
+    std::shared_ptr<const Topology> topology;
+    std::unordered_map<std::string, PoolRoute> routes;
+  };
+  std::vector<RetiredRoutes> retired_routes_;
   std::vector<ClientConn*> clients_;
   SlabPool client_memory_;  // the ClientConn objects
   std::unique_ptr<ParkedClients> parked_;

@@ -62,7 +62,11 @@ struct WorkerStats {
   X(client_connections) /* gauge: open client connections */        \
   X(forward_error)      /* backend operations failed */             \
   X(fragments)          /* backend operations sent */               \
-  X(requests)           /* client requests answered */
+  X(requests)           /* client requests answered */                            \
+  X(replica_writes)     /* writes sent to copies after a key's first */           \
+  X(replica_write_failures) /* of those, answered with an error */               \
+  X(read_failovers)     /* reads tried again on a key's next copy */              \
+  X(read_repairs)       /* values written back to a copy that missed them */
 
 // Per pool and server, per worker.
 #define MEMSHARD_SERVER_COUNTERS(X)                                               \

@@ -86,7 +86,7 @@ TEST(ConfErrors, MoreReplicasThanServers) {
                "pool 'alpha' keeps 2 copies of each key but has 1 server(s); expected at most "
                "one copy per server");
   expect_error(only_error(pool("  replicas: 0\n")), 3, "replicas",
-               "expected a whole number from 1 to 2147483647, found \"0\"");
+               "expected a whole number from 1 to 8, found \"0\"");
 }
 
 TEST(ConfErrors, WritePolicyAndReadRepair) {

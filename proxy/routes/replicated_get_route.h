@@ -1,0 +1,52 @@
+// Classic retrievals (get, gets, gat, gats) in a replicated pool: each key
+// is read on its own from its first live copy, and tries the next copy on
+// a SERVER_ERROR (down, timed out, ejected) and, with on_miss, on a miss
+// (a copy that restarted empty). The replies are merged in the client's
+// key order with one END, as a split multi-get's are.
+//
+// The first try is a classic `get`/`gets` of the one key, which the outbox
+// joins with the other gets queued for that server into one multi-get
+// line: a multi-get that all lands on first copies costs what it costs
+// unreplicated. Later tries are `mg <key> v f t [c]`, whose remaining TTL
+// read repair needs: with `repair`, a value found after a miss is written
+// back to each copy that missed (`ms ... F<flags> T<ttl> ME`: add, so a
+// value written there meanwhile wins), without waiting for it.
+//
+// gat and gats also touch: the read's copy is touched by the read, and
+// every other live copy gets a `touch` of its own, unanswered.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "proxy/routes/key_route.h"
+#include "proxy/routes/replica_placement.h"
+#include "proxy/routes/route.h"
+#include "proxy/routes/split_route.h"
+
+namespace memshard::proxy {
+
+class ReplicatedGetRoute final : public Route {
+ public:
+  // `reads[i]` and `keys[i]` send to the key's i-th live copy (a split
+  // route and a key route over CopyPlacement(i)); they must outlive this.
+  ReplicatedGetRoute(std::vector<Route*> reads, std::vector<Route*> keys, bool on_miss,
+                     bool repair, RouteLife* life = nullptr)
+      : reads_(std::move(reads)),
+        keys_(std::move(keys)),
+        on_miss_(on_miss),
+        repair_(repair),
+        life_(life) {}
+  void send(RouteRequest& req, ReplySlot& slot) override;
+
+ private:
+  class KeyRead;
+  friend class KeyRead;
+  std::vector<Route*> reads_;
+  std::vector<Route*> keys_;
+  bool on_miss_;
+  bool repair_;
+  RouteLife* life_;
+};
+
+}  // namespace memshard::proxy

@@ -1,0 +1,51 @@
+#include "proxy/routes/replicated_key_route.h"
+
+namespace memshard::proxy {
+
+namespace {
+
+std::vector<Route*> as_routes(const std::vector<KeyRoute*>& copies) {
+  return std::vector<Route*>(copies.begin(), copies.end());
+}
+
+bool is_read(const proto::Request& r) {
+  if (r.command == proto::Command::meta_debug) return true;
+  return r.command == proto::Command::meta_get && !r.has_exptime && !r.has_vivify;
+}
+
+bool may_be_refused(const proto::Request& r) {
+  switch (r.command) {
+    case proto::Command::add:
+    case proto::Command::cas:
+      return true;
+    case proto::Command::meta_set:
+      return r.mode == proto::Mode::add || r.has_cas;
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
+ReplicatedKeyRoute::ReplicatedKeyRoute(std::vector<KeyRoute*> copies, ReplyPolicy policy,
+                                       bool read_on_miss, RouteLife* life)
+    : copies_(std::move(copies)),
+      read_(as_routes(copies_), read_on_miss, life),
+      write_(as_routes(copies_), policy, life),
+      decided_write_(as_routes(copies_), policy, write_, life) {}
+
+void ReplicatedKeyRoute::send(RouteRequest& req, ReplySlot& slot) {
+  if (is_read(req.request)) return read_.send(req, slot);
+  if (may_be_refused(req.request)) return decided_write_.send(req, slot);
+  req.pool_stats.replica_writes.add(copies_.size() - 1);
+  write_.send(req, slot);
+}
+
+void ReplicatedKeyRoute::invalidate(RouteRequest& req, ReplySlot& slot) {
+  for (KeyRoute* copy : copies_) copy->invalidate(req, slot);
+  // A copy with no server to ask completes the slot at once; the others'
+  // deletes are what it waits for.
+  slot.complete = slot.outstanding == 0;
+}
+
+}  // namespace memshard::proxy

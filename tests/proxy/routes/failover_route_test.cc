@@ -232,5 +232,17 @@ TEST_F(FailoverRouteTest, ManyRequestsLeakNoSlot) {
   EXPECT_EQ(owner_.told, 50);
 }
 
+TEST_F(FailoverRouteTest, MissThenOnlyFailuresLeavesTheMissAsTheAnswer) {
+  servers_[1].down = true;
+  servers_[2].down = true;
+  request("mg k v");
+  ReplySlot& slot = client_slot();
+  send(on_miss_, slot);
+  answer(servers_[0].box.ops[0], "EN\r\n");
+  ASSERT_TRUE(slot.complete);
+  EXPECT_EQ(copy_all(slot.reply), "EN\r\n")
+      << "a copy that is down does not turn a miss into an error";
+}
+
 }  // namespace
 }  // namespace memshard::proxy::testing_fakes

@@ -325,6 +325,14 @@ void render_prometheus(const StatsView& p, std::string& out) {
       {"replies_not_found", "memshard_server_replies_total", "", "", "type=\"not_found\""},
       {"replies_error", "memshard_server_replies_total", "", "", "type=\"error\""},
       {"replies_other", "memshard_server_replies_total", "", "", "type=\"other\""},
+      {"replica_writes", "memshard_server_replica_writes_total", "counter",
+       "Replicated pools: writes the server got as a copy after a key's first.", ""},
+      {"replica_write_failures", "memshard_server_replica_write_failures_total", "counter",
+       "Replicated pools: of those, the ones that failed.", ""},
+      {"read_failovers", "memshard_server_read_failovers_total", "counter",
+       "Replicated pools: reads that went on from the server to a key's next copy.", ""},
+      {"read_repairs", "memshard_server_read_repairs_total", "counter",
+       "Replicated pools: values written back to the server after it missed them.", ""},
   };
   for (const ServerMetric& m : kServer) {
     if (!m.type.empty()) f.header(m.name, m.type, m.help);

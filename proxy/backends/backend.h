@@ -69,6 +69,7 @@ class BackendServer final : public Server {
   // its reconnect back-off: the caller fails the request at once.
   BackendConn* connection_for(uint64_t affinity);
   Outbox* outbox(uint64_t affinity) override;
+  ServerStats* counters() override { return stats_.get(); }
   // Ends a reconnect back-off now: for a caller that spaces its own tries
   // (a health probe, every server_retry_timeout).
   void forget_backoff() { retry_after_usec_ = 0; }

@@ -12,6 +12,8 @@
 
 namespace memshard::proxy {
 
+struct ServerStats;
+
 struct ReplySlot;
 
 // How the reply to one operation is read and where it goes.
@@ -55,6 +57,9 @@ class Server {
   // The outbox of a client with this affinity (a client's requests to one
   // server stay in order in it); null while the server is unavailable.
   virtual Outbox* outbox(uint64_t affinity) = 0;
+  // The server's counters, for routes that count per server what only
+  // they know (a write that went to a key's second copy); null in tests.
+  virtual ServerStats* counters() { return nullptr; }
 
  protected:
   ~Server() = default;

@@ -1,6 +1,7 @@
 #include "proxy/routes/fanout_route.h"
 
 #include "proxy/routes/held_request.h"
+#include "proxy/support/stats.h"
 
 namespace memshard::proxy {
 
@@ -39,7 +40,13 @@ class FanoutRoute::Copies final : public SlotOwner {
     }
     // The copies after the first, which a replicated pool counts.
     for (size_t i = 1; i < slots_.size(); ++i) {
-      if (is_server_error(*slots_[i])) held_.pool_stats().replica_write_failures.add();
+      if (!is_server_error(*slots_[i])) continue;
+      held_.pool_stats().replica_write_failures.add();
+      if (route_.replicas_ != nullptr && !held_.request().keys.empty()) {
+        if (ServerStats* c = route_.replicas_->counters(held_.request().keys[0], i)) {
+          c->replica_write_failures.add();
+        }
+      }
     }
     ReplySlot* chosen = choose();
     take_reply(client_, *chosen);

@@ -11,6 +11,7 @@
 
 #include <vector>
 
+#include "proxy/routes/replica_placement.h"
 #include "proxy/routes/route.h"
 
 namespace memshard::proxy {
@@ -21,8 +22,11 @@ class FanoutRoute final : public Route {
  public:
   // The routes must outlive this one (they are built with it).
   // `life`: what a held request keeps alive (may be null in tests).
-  FanoutRoute(std::vector<Route*> targets, ReplyPolicy policy, RouteLife* life = nullptr)
-      : targets_(std::move(targets)), policy_(policy), life_(life) {}
+  // `replicas`: when target i is a key's copy i, the placement that tells
+  // which server that is, to count each copy's failures on its server.
+  FanoutRoute(std::vector<Route*> targets, ReplyPolicy policy, RouteLife* life = nullptr,
+              const ReplicaPlacement* replicas = nullptr)
+      : targets_(std::move(targets)), policy_(policy), life_(life), replicas_(replicas) {}
   void send(RouteRequest& req, ReplySlot& slot) override;
 
  private:
@@ -30,6 +34,7 @@ class FanoutRoute final : public Route {
   std::vector<Route*> targets_;
   ReplyPolicy policy_;
   RouteLife* life_;
+  const ReplicaPlacement* replicas_;
 };
 
 }  // namespace memshard::proxy

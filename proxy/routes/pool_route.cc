@@ -43,10 +43,10 @@ void PoolRoute::build_routes() {
     reads.push_back(copy_reads.back().get());
   }
   key = std::make_unique<ReplicatedKeyRoute>(std::move(keys), policy_of(pc.write_policy),
-                                             pc.read_failover_on_miss, life.get());
+                                             pc.read_failover_on_miss, life.get(), replicas.get());
   multi_get = std::make_unique<ReplicatedGetRoute>(std::move(reads), std::move(keys_as_routes),
                                                    pc.read_failover_on_miss, pc.read_repair,
-                                                   life.get());
+                                                   life.get(), replicas.get());
 }
 
 }  // namespace memshard::proxy

@@ -4,6 +4,7 @@
 
 #include "proxy/protocol/meta_codec.h"
 #include "proxy/routes/held_request.h"
+#include "proxy/support/stats.h"
 
 namespace memshard::proxy {
 
@@ -115,6 +116,7 @@ class PrimaryFirstRoute::Write final : public SlotOwner {
       if (i == decider_) continue;
       ReplySlot* s = held_.slots().acquire_slot(this);
       copies_.push_back(s);
+      copy_index_.push_back(i);
       sending_ = true;
       held_.send_copy(*route_.copies_[i], *s);
       sending_ = false;
@@ -128,12 +130,18 @@ class PrimaryFirstRoute::Write final : public SlotOwner {
     }
     size_t ok = 1;  // the deciding copy
     ReplySlot* failed = nullptr;
-    for (ReplySlot* s : copies_) {
+    for (size_t k = 0; k < copies_.size(); ++k) {
+      ReplySlot* s = copies_[k];
+      ServerStats* server = route_.replicas_ == nullptr || held_.request().keys.empty()
+                                ? nullptr
+                                : route_.replicas_->counters(held_.request().keys[0], copy_index_[k]);
       held_.pool_stats().replica_writes.add();
+      if (server != nullptr) server->replica_writes.add();
       if (stored(*s)) {
         ++ok;
       } else {
         held_.pool_stats().replica_write_failures.add();
+        if (server != nullptr) server->replica_write_failures.add();
         if (failed == nullptr) failed = s;
       }
     }
@@ -191,6 +199,7 @@ class PrimaryFirstRoute::Write final : public SlotOwner {
   size_t decider_ = 0;
   ReplySlot* primary_ = nullptr;
   std::vector<ReplySlot*> copies_;
+  std::vector<size_t> copy_index_;  // per entry of copies_, its copy
   bool sending_ = false;
 };
 

@@ -32,8 +32,12 @@ class PrimaryFirstRoute final : public Route {
   // `copies`: one route per copy of the key, first copy first. They and
   // `fallback` must outlive this route.
   PrimaryFirstRoute(std::vector<Route*> copies, ReplyPolicy policy, Route& fallback,
-                    RouteLife* life = nullptr)
-      : copies_(std::move(copies)), policy_(policy), fallback_(fallback), life_(life) {}
+                    RouteLife* life = nullptr, const ReplicaPlacement* replicas = nullptr)
+      : copies_(std::move(copies)),
+        policy_(policy),
+        fallback_(fallback),
+        life_(life),
+        replicas_(replicas) {}
   void send(RouteRequest& req, ReplySlot& slot) override;
 
  private:
@@ -42,6 +46,7 @@ class PrimaryFirstRoute final : public Route {
   ReplyPolicy policy_;
   Route& fallback_;
   RouteLife* life_;
+  const ReplicaPlacement* replicas_;  // for per-server counts; may be null
 };
 
 }  // namespace memshard::proxy

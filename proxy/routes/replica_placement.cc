@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <array>
 
+#include "proxy/support/stats.h"
+
 namespace memshard::proxy {
 
 ReplicaPlacement::ReplicaPlacement(const ketama::Ring& ring, std::vector<bool> live,
@@ -20,6 +22,11 @@ size_t ReplicaPlacement::copies(std::string_view key, std::span<size_t, kMaxRepl
     if (live_.empty() || live_[all[i]]) out[live++] = all[i];
   }
   return live;
+}
+
+ServerStats* ReplicaPlacement::counters(std::string_view key, size_t copy) const {
+  std::array<size_t, kMaxReplicas> all;
+  return copy < copies(key, all) ? servers_[all[copy]]->counters() : nullptr;
 }
 
 size_t CopyPlacement::place(std::string_view key) const {

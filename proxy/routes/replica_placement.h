@@ -31,6 +31,9 @@ class ReplicaPlacement {
   // replicas(), fewer when some are ejected).
   size_t copies(std::string_view key, std::span<size_t, kMaxReplicas> out) const;
   size_t replicas() const { return replicas_; }
+  // The counters of the server holding `key`'s copy `copy`; null when the
+  // key has no such live copy (or the server keeps none).
+  ServerStats* counters(std::string_view key, size_t copy) const;
   size_t size() const { return servers_.size(); }
   Server& server(size_t index) const { return *servers_[index]; }
 

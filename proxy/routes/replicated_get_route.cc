@@ -6,6 +6,7 @@
 #include "proxy/protocol/meta_codec.h"
 #include "proxy/protocol/replies.h"
 #include "proxy/routes/held_request.h"
+#include "proxy/support/stats.h"
 
 namespace memshard::proxy {
 
@@ -166,6 +167,7 @@ class ReplicatedGetRoute::KeyRead final : public SlotOwner {
     // an error.
     if (next_ >= route_.reads_.size()) return missed_ ? done() : finish_failed();
     held_.pool_stats().read_failovers.add();
+    if (ServerStats* c = counters(copy)) c->read_failovers.add();
     std::string line = retry_line();
     const size_t header = line.size();
     held_.replace(std::move(line), header);
@@ -234,8 +236,13 @@ class ReplicatedGetRoute::KeyRead final : public SlotOwner {
       if (!proto::append_meta_request(r, data, bytes)) continue;
       const size_t header = bytes.size() - data.size() - 2;
       held_.pool_stats().read_repairs.add();
+      if (ServerStats* c = counters(copy)) c->read_repairs.add();
       Unanswered::send(held_, std::move(bytes), header, *route_.keys_[copy], route_.life_);
     }
+  }
+
+  ServerStats* counters(size_t copy) const {
+    return route_.replicas_ == nullptr ? nullptr : route_.replicas_->counters(key_, copy);
   }
 
   bool finish_failed() {

@@ -30,13 +30,17 @@ class ReplicatedGetRoute final : public Route {
  public:
   // `reads[i]` and `keys[i]` send to the key's i-th live copy (a split
   // route and a key route over CopyPlacement(i)); they must outlive this.
+  // `replicas` tells which server each copy is on, for per-server counts
+  // (may be null).
   ReplicatedGetRoute(std::vector<Route*> reads, std::vector<Route*> keys, bool on_miss,
-                     bool repair, RouteLife* life = nullptr)
+                     bool repair, RouteLife* life = nullptr,
+                     const ReplicaPlacement* replicas = nullptr)
       : reads_(std::move(reads)),
         keys_(std::move(keys)),
         on_miss_(on_miss),
         repair_(repair),
-        life_(life) {}
+        life_(life),
+        replicas_(replicas) {}
   void send(RouteRequest& req, ReplySlot& slot) override;
 
  private:
@@ -47,6 +51,7 @@ class ReplicatedGetRoute final : public Route {
   bool on_miss_;
   bool repair_;
   RouteLife* life_;
+  const ReplicaPlacement* replicas_;
 };
 
 }  // namespace memshard::proxy

@@ -1,5 +1,7 @@
 #include "proxy/routes/replicated_key_route.h"
 
+#include "proxy/support/stats.h"
+
 namespace memshard::proxy {
 
 namespace {
@@ -28,16 +30,23 @@ bool may_be_refused(const proto::Request& r) {
 }  // namespace
 
 ReplicatedKeyRoute::ReplicatedKeyRoute(std::vector<KeyRoute*> copies, ReplyPolicy policy,
-                                       bool read_on_miss, RouteLife* life)
+                                       bool read_on_miss, RouteLife* life,
+                                       const ReplicaPlacement* replicas)
     : copies_(std::move(copies)),
+      replicas_(replicas),
       read_(as_routes(copies_), read_on_miss, life),
-      write_(as_routes(copies_), policy, life),
-      decided_write_(as_routes(copies_), policy, write_, life) {}
+      write_(as_routes(copies_), policy, life, replicas),
+      decided_write_(as_routes(copies_), policy, write_, life, replicas) {}
 
 void ReplicatedKeyRoute::send(RouteRequest& req, ReplySlot& slot) {
   if (is_read(req.request)) return read_.send(req, slot);
   if (may_be_refused(req.request)) return decided_write_.send(req, slot);
   req.pool_stats.replica_writes.add(copies_.size() - 1);
+  if (replicas_ != nullptr) {
+    for (size_t copy = 1; copy < copies_.size(); ++copy) {
+      if (ServerStats* c = replicas_->counters(req.request.keys[0], copy)) c->replica_writes.add();
+    }
+  }
   write_.send(req, slot);
 }
 

@@ -24,13 +24,16 @@ namespace memshard::proxy {
 class ReplicatedKeyRoute final : public SingleKeyRoute {
  public:
   // `copies[i]` sends to the key's i-th live copy; they must outlive this.
+  // `replicas` tells which server each copy is on, for per-server counts
+  // (may be null).
   ReplicatedKeyRoute(std::vector<KeyRoute*> copies, ReplyPolicy policy, bool read_on_miss,
-                     RouteLife* life);
+                     RouteLife* life, const ReplicaPlacement* replicas = nullptr);
   void send(RouteRequest& req, ReplySlot& slot) override;
   void invalidate(RouteRequest& req, ReplySlot& slot) override;
 
  private:
   std::vector<KeyRoute*> copies_;
+  const ReplicaPlacement* replicas_;
   FailoverRoute read_;
   FanoutRoute write_;
   PrimaryFirstRoute decided_write_;

@@ -88,7 +88,11 @@ struct WorkerStats {
   X(replies_exists)     /* EXISTS / EX */                                         \
   X(replies_not_found)  /* NOT_FOUND / NF */                                      \
   X(replies_error)      /* ERROR / CLIENT_ERROR / SERVER_ERROR from the server */ \
-  X(replies_other)      /* everything else: DELETED, TOUCHED, numbers, OK, MN */
+  X(replies_other)      /* everything else: DELETED, TOUCHED, numbers, OK, MN */  \
+  X(replica_writes)     /* writes it got as a copy after a key's first */         \
+  X(replica_write_failures) /* of those, failed */                               \
+  X(read_failovers)     /* reads that went on from it to a key's next copy */     \
+  X(read_repairs)       /* values written back to it after it missed them */
 
 // Request latency buckets (upper bounds, microseconds), for the
 // Prometheus histogram: from a fast loopback hit to a slow timeout.

@@ -221,8 +221,16 @@ std::vector<size_t> Ring::preference_list(std::string_view key, size_t n) const 
 }
 
 size_t Ring::preference_list(std::string_view key, std::span<size_t> out) const {
+  // lookup() hashes no key for these; neither does the list.
+  if (s_->single_server || s_->options.distribution == Distribution::random) {
+    return preference_list_for_hash(0, out);
+  }
+  return preference_list_for_hash(hash_key(key), out);
+}
+
+size_t Ring::preference_list_for_hash(uint32_t hash, std::span<size_t> out) const {
   const State& s = *s_;
-  size_t owner = lookup(key);
+  size_t owner = server_for_hash(hash);
   if (owner == npos || out.empty()) return 0;
   const size_t n = std::min(out.size(), s.live_count);
   size_t filled = 0;
@@ -235,15 +243,15 @@ size_t Ring::preference_list(std::string_view key, std::span<size_t> out) const 
   };
   take(owner);
   if (s.options.distribution == Distribution::ketama && !s.single_server) {
-    // Walk clockwise from the key's point.
-    size_t start = s.index.lower_bound(hash_key(key));
+    // Walk clockwise from the hash's point.
+    size_t start = s.index.lower_bound(hash);
     for (size_t step = 0; step < s.points.size() && filled < n; ++step) {
       take(s.points[(start + step) % s.points.size()].server);
     }
   } else if (!s.slots.empty()) {
     size_t start = std::find(s.slots.begin(), s.slots.end(), owner) - s.slots.begin();
     if (s.options.distribution == Distribution::modula) {
-      start = hash_key(key) % s.slots.size();
+      start = hash % s.slots.size();
     }
     for (size_t step = 0; step < s.slots.size() && filled < n; ++step) {
       take(s.slots[(start + step) % s.slots.size()]);

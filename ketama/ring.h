@@ -106,6 +106,11 @@ class Ring {
   // The same into `out` (n = out.size()), allocating nothing: the request
   // path's form. Returns how many entries it filled.
   size_t preference_list(std::string_view key, std::span<size_t> out) const;
+  // The list of the keys whose hash_key() is `hash`: preference_list(key, out)
+  // is preference_list_for_hash(hash_key(key), out). Constant over each of
+  // arcs() (ketama) and each residue hash % slots().size() (modula). random
+  // ignores the hash, as lookup() does: a random owner, then its successors.
+  size_t preference_list_for_hash(uint32_t hash, std::span<size_t> out) const;
 
   const std::vector<ServerEntry>& servers() const;
   const RingOptions& options() const;

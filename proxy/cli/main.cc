@@ -197,7 +197,12 @@ int main(int argc, char** argv) {
   lookup->add_option("-c,--conf-file", ring_conf, "configuration file")->required();
   lookup->add_option("--pool", ring_pool, "pool name (needed when the file has several)");
   lookup->add_option("keys", keys, "keys; read one per line from stdin when none");
-  CLI::App* show = ring->add_subcommand("show", "per server: ring name, weight, points, share");
+  bool lookup_all = false;
+  lookup->add_flag("--all", lookup_all,
+                   "print each key's whole preference list (the pool's replicas), first copy "
+                   "first");
+  CLI::App* show =
+      ring->add_subcommand("show", "per server: ring name, weight, points, share (and of copies)");
   show->add_option("-c,--conf-file", ring_conf, "configuration file")->required();
   show->add_option("--pool", ring_pool, "pool name (needed when the file has several)");
   std::vector<std::string> load_hashes;
@@ -208,7 +213,8 @@ int main(int argc, char** argv) {
   load->add_option("--hash", load_hashes,
                    "hash to compare with the pool's (repeatable; default md5, jenkins, murmur, "
                    "one_at_a_time)");
-  CLI::App* diff = ring->add_subcommand("diff", "how much of the keyspace moves from OLD to NEW");
+  CLI::App* diff = ring->add_subcommand(
+      "diff", "how much of the keyspace (and of the copies) moves from OLD to NEW");
   diff->add_option("old", diff_old, "configuration in force")->required();
   diff->add_option("new", diff_new, "configuration to compare")->required();
   diff->add_option("--pool", ring_pool, "pool name (needed when the files have several)");
@@ -216,7 +222,8 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
 
   if (*lookup)
-    return memshard::proxy::ring_lookup(ring_conf, ring_pool, keys, std::cin, std::cout, std::cerr);
+    return memshard::proxy::ring_lookup(ring_conf, ring_pool, keys, lookup_all, std::cin, std::cout,
+                                        std::cerr);
   if (*show) return memshard::proxy::ring_show(ring_conf, ring_pool, std::cout, std::cerr);
   if (*load)
     return memshard::proxy::ring_load(ring_conf, ring_pool, load_hashes, std::cin, std::cout,

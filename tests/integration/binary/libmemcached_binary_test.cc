@@ -398,7 +398,9 @@ TEST_P(BinaryLibmemcached, BinaryKeys) {
   std::vector<std::string> keys = {
       "key with spaces", "tab\tkey", std::string("ctl\x01\x02\x1b\x7f", 7),
       "\xff\xfe\x80 high bytes", " leading and trailing ", std::string("nul\0inside", 10),
-      std::string(250, ' '),
+      // The longest such key memshard can pass on: base64 makes its 186
+      // bytes the 248 of a meta key (LongBinaryKeys: longer ones).
+      std::string(185, ' ') + "x",
   };
   // And ones with line breaks (the ring tool reads keys by line, so their
   // owner is only checked as "exactly one server").
@@ -435,26 +437,37 @@ TEST_P(BinaryLibmemcached, BinaryKeys) {
   }
 }
 
-// Binary keys up to memcached's 250 bytes, any bytes in them.
-TEST_P(BinaryLibmemcached, LongBinaryKeys) {
+// Keys up to memcached's 250 bytes.
+TEST_P(BinaryLibmemcached, LongKeys) {
   Client lib(target_->port());
-  std::vector<std::string> keys = {std::string(188, ' '), std::string(250, ' '),
-                                   std::string(249, '\x01') + "z", std::string(250, 'k')};
+  std::string plain(250, 'k');
+  EXPECT_RC(MEMCACHED_SUCCESS, lib.set(plain, "long"));
+  EXPECT_EQ(lib.fetch(plain), "long");
+  expect_only_on_owner(plain);
+  // 251 bytes: refused by the client itself.
+  EXPECT_RC(MEMCACHED_BAD_KEY_PROVIDED, lib.set(std::string(251, 'k'), "x"));
+
+  // Over 186 bytes with a byte a text line cannot hold: memcached takes
+  // them; memshard, whose servers get the key base64-encoded in a meta
+  // command (at most 250 bytes there), refuses them on purpose (README,
+  // "Where memshard differs from memcached"), and the connection goes on.
+  std::vector<std::string> keys = {std::string(187, ' '), std::string(250, ' '),
+                                   std::string(249, '\x01') + "z"};
   for (size_t i = 0; i < keys.size(); ++i) {
     const std::string& k = keys[i];
     SCOPED_TRACE("key of " + std::to_string(k.size()) + " bytes: " + printable(k, 40));
     std::string v = "long-" + std::to_string(i);
-    EXPECT_RC(MEMCACHED_SUCCESS, lib.set(k, v));
-    EXPECT_EQ(lib.fetch(k), v);
-    expect_only_on_owner(k);
+    memcached_return_t rc = lib.set(k, v);
+    if (GetParam() == Kind::memcached) {
+      EXPECT_EQ(rc, MEMCACHED_SUCCESS) << memcached_strerror(nullptr, rc);
+      EXPECT_EQ(lib.fetch(k), v);
+      expect_only_on_owner(k);
+    } else {
+      EXPECT_NE(rc, MEMCACHED_SUCCESS);
+      EXPECT_TRUE(target_->holders(k).empty());
+    }
+    EXPECT_EQ(lib.fetch(plain), "long") << "the connection did not go on";
   }
-  memcached_return_t rc;
-  auto got = lib.mget(keys, &rc);
-  EXPECT_EQ(rc, MEMCACHED_SUCCESS);
-  EXPECT_EQ(got.size(), keys.size());
-  // 251 bytes: refused by the client itself.
-  std::string over(251, ' ');
-  EXPECT_RC(MEMCACHED_BAD_KEY_PROVIDED, lib.set(over, "x"));
 }
 
 INSTANTIATE_TEST_SUITE_P(Against, BinaryLibmemcached,

@@ -181,7 +181,8 @@ std::optional<Held> held(uint16_t server_port, std::string_view key) {
   RawClient c(server_port);
   c.send(request(kGet, key));
   auto f = read_frame(c);
-  if (!f) throw std::runtime_error("no answer from memcached on port " + std::to_string(server_port));
+  if (!f)
+    throw std::runtime_error("no answer from memcached on port " + std::to_string(server_port));
   if (f->status != kOk) return std::nullopt;
   return Held{f->value, f->flags(), f->cas};
 }
@@ -206,8 +207,9 @@ Target::Target(Kind kind, std::vector<std::string> memcached_args)
   pool.servers = fleet_->server_lines();
   config_ = dir_->write("memshard.yml", pool_yaml(pool));
   log_ = dir_->path() + "/memshard.log";
-  memshard_ = std::make_unique<Memshard>(config_, std::vector<std::string>{"--threads", "2"},
-                                         port_, log_);
+  // -s 0: no stats port (the default one would be shared by tests run at once).
+  memshard_ = std::make_unique<Memshard>(
+      config_, std::vector<std::string>{"--threads", "2", "-s", "0"}, port_, log_);
   // memshard handles SIGTERM once it has logged that it started.
   auto deadline = Clock::now() + 10s;
   while (Clock::now() < deadline && read_file(log_).find(" started: ") == std::string::npos) {

@@ -396,8 +396,12 @@ TEST_P(BinaryLibmemcached, BinaryKeys) {
   Client lib(target_->port());
   // Keys a text line cannot carry; binary mode allows any bytes.
   std::vector<std::string> keys = {
-      "key with spaces", "tab\tkey", std::string("ctl\x01\x02\x1b\x7f", 7),
-      "\xff\xfe\x80 high bytes", " leading and trailing ", std::string("nul\0inside", 10),
+      "key with spaces",
+      "tab\tkey",
+      std::string("ctl\x01\x02\x1b\x7f", 7),
+      "\xff\xfe\x80 high bytes",
+      " leading and trailing ",
+      std::string("nul\0inside", 10),
       // The longest such key memshard can pass on: base64 makes its 186
       // bytes the 248 of a meta key (LongBinaryKeys: longer ones).
       std::string(185, ' ') + "x",

@@ -108,8 +108,8 @@ TEST_P(BinaryRaw, OpaqueEchoedUntouched) {
   auto frames = read_frames(*c, opaques.size());
   ASSERT_EQ(frames.size(), opaques.size()) << describe(frames);
   const std::vector<uint8_t> ops = {kSet, kGet, kGet, kDelete, kIncrement, kVersion, kAdd, kNoop};
-  const std::vector<uint16_t> statuses = {kOk,          kOk, kKeyNotFound, kKeyNotFound,
-                                          kOk,          kOk, kKeyExists,   kOk};
+  const std::vector<uint16_t> statuses = {kOk, kOk, kKeyNotFound, kKeyNotFound,
+                                          kOk, kOk, kKeyExists,   kOk};
   for (size_t i = 0; i < frames.size(); ++i) {
     SCOPED_TRACE("frame " + std::to_string(i));
     expect_frame(frames[i], ops[i], statuses[i], opaques[i]);
@@ -179,7 +179,8 @@ TEST_P(BinaryRaw, GetkqPipelineAcrossServersInClientOrder) {
   for (size_t i = 0; i < keys.size(); i += 2) put(keys[i], "val-" + keys[i], uint32_t(i));
   auto c = client();
   std::string pipeline;
-  for (size_t i = 0; i < keys.size(); ++i) pipeline += request(kGetKQ, keys[i], "", "", uint32_t(100 + i));
+  for (size_t i = 0; i < keys.size(); ++i)
+    pipeline += request(kGetKQ, keys[i], "", "", uint32_t(100 + i));
   pipeline += request(kNoop, "", "", "", 999);
   c->send(pipeline);
   auto frames = read_frames_until(*c, kNoop);
@@ -210,7 +211,8 @@ TEST_P(BinaryRaw, GetqPipelineEndedByGet) {
     SCOPED_TRACE(last_hits ? "ended by a hit" : "ended by a miss");
     auto c = client();
     std::string pipeline;
-    for (size_t i = 0; i < keys.size(); ++i) pipeline += request(kGetQ, keys[i], "", "", uint32_t(i));
+    for (size_t i = 0; i < keys.size(); ++i)
+      pipeline += request(kGetQ, keys[i], "", "", uint32_t(i));
     pipeline += request(kGet, last_hits ? "gq_last" : "gq_absent", "", "", 77);
     c->send(pipeline);
     auto frames = read_frames_until(*c, kGet);
@@ -233,15 +235,15 @@ TEST_P(BinaryRaw, GetqPipelineEndedByGet) {
 TEST_P(BinaryRaw, QuietStoresSilentOnSuccessErrorsShown) {
   auto c = client();
   std::string pipeline;
-  pipeline += request(kSetQ, "q_k", store_extras(3, 0), "v", 1);      // silent
-  pipeline += request(kAddQ, "q_k", store_extras(0, 0), "w", 2);      // exists
-  pipeline += request(kReplaceQ, "q_gone", store_extras(0, 0), "w", 3);  // not found
-  pipeline += request(kAppendQ, "q_gone", "", "w", 4);                // not stored
-  pipeline += request(kAppendQ, "q_k", "", "+", 5);                   // silent
-  pipeline += request(kDeleteQ, "q_gone", "", "", 6);                 // not found
+  pipeline += request(kSetQ, "q_k", store_extras(3, 0), "v", 1);                      // silent
+  pipeline += request(kAddQ, "q_k", store_extras(0, 0), "w", 2);                      // exists
+  pipeline += request(kReplaceQ, "q_gone", store_extras(0, 0), "w", 3);               // not found
+  pipeline += request(kAppendQ, "q_gone", "", "w", 4);                                // not stored
+  pipeline += request(kAppendQ, "q_k", "", "+", 5);                                   // silent
+  pipeline += request(kDeleteQ, "q_gone", "", "", 6);                                 // not found
   pipeline += request(kIncrementQ, "q_gone", arith_extras(1, 0, 0xffffffff), "", 7);  // not found
-  pipeline += request(kIncrementQ, "q_k", arith_extras(1, 0, 0), "", 8);  // non-numeric
-  pipeline += request(kAddQ, "q_new", store_extras(0, 0), "n", 9);        // silent
+  pipeline += request(kIncrementQ, "q_k", arith_extras(1, 0, 0), "", 8);              // non-numeric
+  pipeline += request(kAddQ, "q_new", store_extras(0, 0), "n", 9);                    // silent
   pipeline += request(kNoop, "", "", "", 10);
   c->send(pipeline);
   auto frames = read_frames_until(*c, kNoop);

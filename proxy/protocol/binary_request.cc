@@ -81,8 +81,21 @@ void translate_get(const Header& h, std::string_view extras, std::string_view ke
   }
   bool base64 = false;
   if (!start_line("mg", key, out, base64)) {
+    // No server can be asked for this key, and no set through the proxy
+    // can have stored it: a miss (silent for the quiet forms), as a read
+    // of an unreachable server's key is. An error here would fail a whole
+    // multi-get batch in libmemcached, which gives up on the batch.
     out.line.clear();
-    answer(h, Status::invalid_arguments, 0, out);
+    out.kind = Translation::Kind::answer;
+    if (command == op::touch) {
+      append_error(out.reply, h.opcode, h.opaque, Status::key_not_found);
+    } else if (!is_quiet(h.opcode)) {
+      const bool with_key = command == op::getk || command == op::gatk;
+      append_response_header(out.reply, h.opcode, Status::key_not_found, 0,
+                             with_key ? h.key_length : 0,
+                             with_key ? h.key_length : uint32_t{9}, h.opaque, 0);
+      out.reply.append(with_key ? key : std::string_view("Not found"));
+    }
     return;
   }
   out.kind = Translation::Kind::text;

@@ -466,17 +466,19 @@ TEST_P(BinaryRaw, KeyOver250IsInvalidAndCloses) {
 // over 250 bytes).
 TEST_P(BinaryRaw, LongKeyMetaCannotCarry) {
   const std::string key(187, ' ');
-  const uint16_t want = GetParam() == Kind::memcached ? kOk : kInvalidArguments;
+  const bool memcached = GetParam() == Kind::memcached;
   auto c = client();
   c->send(request(kSet, key, store_extras(0, 0), "v", 1) + request(kGetK, key, "", "", 2) +
           request(kGetKQ, key, "", "", 3) + request(kNoop, "", "", "", 4));
   auto frames = read_frames_until(*c, kNoop);
-  ASSERT_EQ(frames.size(), 4u) << describe(frames);
-  expect_frame(frames[0], kSet, want, 1);
-  expect_frame(frames[1], kGetK, want, 2);
-  expect_frame(frames[2], kGetKQ, want, 3);
-  expect_frame(frames[3], kNoop, kOk, 4);
-  EXPECT_EQ(target_->holders(key).size(), want == kOk ? 1u : 0u);
+  // memshard cannot store the key (status 4), and reads it as a miss,
+  // which getkq keeps quiet: a batch with such a key still answers.
+  ASSERT_EQ(frames.size(), memcached ? 4u : 3u) << describe(frames);
+  expect_frame(frames[0], kSet, memcached ? kOk : kInvalidArguments, 1);
+  expect_frame(frames[1], kGetK, memcached ? kOk : kKeyNotFound, 2);
+  if (memcached) expect_frame(frames[2], kGetKQ, kOk, 3);
+  expect_frame(frames.back(), kNoop, kOk, 4);
+  EXPECT_EQ(target_->holders(key).size(), memcached ? 1u : 0u);
   // 186 bytes fit.
   const std::string fits(186, ' ');
   c->send(request(kSet, fits, store_extras(0, 0), "w", 5) + request(kGet, fits, "", "", 6));

@@ -36,9 +36,9 @@ inline std::string u64(uint64_t v) {
 struct FrameSpec {
   uint8_t magic = kRequestMagic;
   uint8_t opcode = 0;
-  std::string extras;
-  std::string key;
-  std::string value;
+  std::string extras = {};
+  std::string key = {};
+  std::string value = {};
   uint32_t opaque = 0;
   uint64_t cas = 0;
   int key_length = -1;     // -1: key.size()

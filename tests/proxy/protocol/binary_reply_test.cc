@@ -96,6 +96,40 @@ TEST(BinaryReply, GetHits) {
   }
 }
 
+// A plain-key get travels as a classic gets (binary_request.h): its VALUE
+// line says what mg's VA would, and END alone is a miss.
+TEST(BinaryReply, ClassicGetsReplies) {
+  for (uint8_t o : {op::get, op::getq}) {
+    SCOPED_TRACE(int{o});
+    const auto frames = encode(context(o), "VALUE k 5 5 123456789012\r\nhello\r\nEND\r\n");
+    ASSERT_EQ(frames.size(), 1u);
+    EXPECT_EQ(frames[0].status, 0);
+    EXPECT_EQ(frames[0].extras, u32(5));
+    EXPECT_EQ(frames[0].key, "");
+    EXPECT_EQ(frames[0].value, "hello");
+    EXPECT_EQ(frames[0].cas, 123456789012u);
+  }
+  for (uint8_t o : {op::getk, op::getkq}) {
+    const auto frames = encode(context(o, 1, "k"), "VALUE k 4294967295 0 7\r\n\r\nEND\r\n");
+    ASSERT_EQ(frames.size(), 1u);
+    EXPECT_EQ(frames[0].extras, u32(0xffffffff));
+    EXPECT_EQ(frames[0].key, "k");
+    EXPECT_EQ(frames[0].value, "");
+    EXPECT_EQ(frames[0].cas, 7u);
+  }
+  // The value may hold anything, "END" and line breaks included.
+  const auto frames = encode(context(op::get), "VALUE k 0 8 3\r\nEND\r\nEND\r\nEND\r\n");
+  ASSERT_EQ(frames.size(), 1u);
+  EXPECT_EQ(frames[0].value, "END\r\nEND");
+  expect_error(context(op::get), "END\r\n", Status::key_not_found);
+  expect_nothing(context(op::getq), "END\r\n");
+  expect_nothing(context(op::getkq, 1, "k"), "END\r\n");
+  const auto miss = encode(context(op::getk, 1, "k"), "END\r\n");
+  ASSERT_EQ(miss.size(), 1u);
+  EXPECT_EQ(miss[0].status, static_cast<uint16_t>(Status::key_not_found));
+  EXPECT_EQ(miss[0].key, "k");
+}
+
 TEST(BinaryReply, GetkHitsCarryTheKey) {
   for (uint8_t o : {op::getk, op::getkq, op::gatk, op::gatkq}) {
     SCOPED_TRACE(int{o});

@@ -168,14 +168,19 @@ TEST(BinaryHeader, QuietOpcodesAndTheirLoudForms) {
 // ------------------------------------------------------------ retrievals
 
 TEST_F(BinaryRequest, GetFamily) {
-  expect_line({.opcode = op::get, .key = "k", .opaque = 9}, "mg k v f c\r\n");
+  // A plain key: a classic gets, which the outbox joins with the other gets
+  // queued for its server (its reply has the flags and the cas).
+  expect_line({.opcode = op::get, .key = "k", .opaque = 9}, "gets k\r\n");
   EXPECT_TRUE(out_.context.key.empty()) << "get replies carry no key";
-  expect_line({.opcode = op::getq, .key = "k"}, "mg k v f c\r\n");
+  expect_line({.opcode = op::getq, .key = "k"}, "gets k\r\n");
   EXPECT_TRUE(out_.context.key.empty());
-  expect_line({.opcode = op::getk, .key = "key1"}, "mg key1 v f c\r\n");
+  expect_line({.opcode = op::getk, .key = "key1"}, "gets key1\r\n");
   EXPECT_EQ(out_.context.key, "key1");
-  expect_line({.opcode = op::getkq, .key = "key2", .opaque = 0xffffffff}, "mg key2 v f c\r\n");
+  expect_line({.opcode = op::getkq, .key = "key2", .opaque = 0xffffffff}, "gets key2\r\n");
   EXPECT_EQ(out_.context.key, "key2");
+  // A key a text line cannot hold: mg with the key in base64.
+  expect_line({.opcode = op::getkq, .key = "k 2"}, "mg ayAy b v f c\r\n");
+  EXPECT_EQ(out_.context.key, "k 2");
 }
 
 TEST_F(BinaryRequest, GatFamilyAndTouch) {
@@ -378,7 +383,8 @@ TEST_F(BinaryRequest, KeysATextLineCannotHoldTravelBase64) {
 TEST_F(BinaryRequest, KeyLengthLimits) {
   // 250 plain bytes travel as they are.
   const std::string k250(250, 'k');
-  expect_line({.opcode = op::get, .key = k250}, "mg " + k250 + " v f c\r\n");
+  expect_line({.opcode = op::get, .key = k250}, "gets " + k250 + "\r\n");
+  expect_line({.opcode = op::gat, .extras = u32(0), .key = k250}, "mg " + k250 + " v f c T0\r\n");
   // 251: invalid arguments, then the connection closes (memcached's check).
   expect_protocol_error({.opcode = op::get, .key = std::string(251, 'k')});
   expect_protocol_error(
@@ -477,7 +483,7 @@ TEST_F(BinaryRequest, BadMagicCloses) {
 TEST_F(BinaryRequest, TranslationIsResetBetweenFrames) {
   translate_frame({.opcode = op::getk, .key = "first", .opaque = 1});
   EXPECT_EQ(out_.context.key, "first");
-  expect_line({.opcode = op::get, .key = "second", .opaque = 2}, "mg second v f c\r\n");
+  expect_line({.opcode = op::get, .key = "second", .opaque = 2}, "gets second\r\n");
   EXPECT_TRUE(out_.context.key.empty());
   translate_frame({.opcode = 0x50});
   expect_line({.opcode = op::noop}, "mn\r\n");

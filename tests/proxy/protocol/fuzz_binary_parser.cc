@@ -122,6 +122,18 @@ void check_line(const Header& h, uint8_t command, std::string_view extras, std::
   const auto* ext = bytes(extras);
   const bool keyed = command != op::noop && command != op::version && command != op::quit &&
                      command != op::flush && command != op::stat;
+  // A get with a plain key travels as a classic gets (binary_request.h).
+  const bool classic_gets =
+      (command == op::get || command == op::getk) && t.line.starts_with("gets ");
+  if (classic_gets) {
+    check(r.command == Command::gets && r.action == Action::multi_get);
+    check(r.keys.size() == 1 && r.keys[0] == key);
+    check(line.size() == 5 + key.size());
+    check((command == op::getk) == !t.context.key.empty());
+    check(command != op::getk || t.context.key == key);
+    check(t.value_length == 0 && t.swallow == 0);
+    return;
+  }
   if (keyed) {
     check(r.action == Action::forward);
     check(!r.unmodeled_flags);

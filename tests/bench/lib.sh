@@ -95,3 +95,10 @@ workload_desc[c]="100-key multi-get, 32 conns";    workload_args[c]="-c 32 -g 1 
 workload_desc[d]="16 KiB values 90/10, 32 conns";  workload_args[d]="-c 32 -g 0.9 -s 16384 -k 2000"
 workload_desc[e]="1000 idle + 8 busy conns 90/10"; workload_args[e]="-c 8 --idle 1000 -g 0.9 -s 100 -k 10000"
 workload_desc[f]="pipelined 8 conns x depth 32";   workload_args[f]="-c 8 -d 32 -g 0.9 -s 100 -k 10000"
+# Binary protocol (memshard-load --protocol binary: GETK and SET frames):
+# the shapes of (a) and (f), compared with them through memshard. nutcracker
+# does not speak binary, so they run against direct and memshard only.
+workload_desc[g]="binary (a): get/set 90/10";      workload_args[g]="-c 32 -g 0.9 -s 100 -k 10000 --protocol binary"
+workload_desc[h]="binary (f): pipelined 8 x 32";   workload_args[h]="-c 8 -d 32 -g 0.9 -s 100 -k 10000 --protocol binary"
+# A binary workload -> the text workload of the same shape.
+declare -A workload_text_twin=([g]=a [h]=f)

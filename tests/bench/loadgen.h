@@ -1,4 +1,4 @@
-// memshard-load: a memcached text-protocol load generator for benchmarking
+// memshard-load: a memcached text- or binary-protocol load generator for benchmarking
 // memshard against nutcracker and memcached itself. Each thread runs its own
 // libevent loop over its share of the connections; every value read back is
 // verified (see loadgen_value.h); every error is counted and makes the exit
@@ -46,6 +46,9 @@ struct Options {
   std::vector<int> cpu_pids;  // processes whose CPU time is measured over the run
   bool json = false;
   int max_error_lines = 10;
+  // memcached's binary protocol instead of text: GETK (or GETKQ... NOOP for
+  // a multi-get) and SET frames.
+  bool binary = false;
 };
 
 struct Stats {

@@ -162,11 +162,20 @@ class Conn {
   void connected();
   void fail(const char* fmt, ...) __attribute__((format(printf, 2, 3)));
   bool process_input(int64_t now);
+  bool process_binary_input(int64_t now);
+  // A get's value for `key` arrived: matched against the keys the get asked
+  // for (those skipped are misses) and checked byte for byte.
+  void got_value(Pending& p, std::string_view key, uint32_t flags, const char* data,
+                 size_t bytes);
+  // A get's reply is over: the keys not seen are misses.
+  void end_get(Pending& p);
   void complete(int64_t now);
   bool flush();
   bool next_request(int64_t now);
   void add_get(uint32_t first, int n, int64_t now, bool measured);
   void add_set(uint32_t key, const ValuePattern& pat, size_t size, int64_t now, bool measured);
+  void add_binary_header(uint8_t opcode, size_t key_length, uint8_t extras_length,
+                         size_t body_length);
   std::string_view key_name(uint32_t idx, char* buf) const;
   void push(const Pending& p);
   Pending& front() { return ring_[head_]; }
@@ -504,8 +513,40 @@ void Conn::push(const Pending& p) {
   ++count_;
 }
 
+// Binary protocol (--protocol binary): memcached's request header, numbers
+// big-endian; opaque and cas zero (replies come back in request order).
+void Conn::add_binary_header(uint8_t opcode, size_t key_length, uint8_t extras_length,
+                             size_t body_length) {
+  char h[24] = {};
+  h[0] = static_cast<char>(0x80);
+  h[1] = static_cast<char>(opcode);
+  h[2] = static_cast<char>(key_length >> 8);
+  h[3] = static_cast<char>(key_length);
+  h[4] = static_cast<char>(extras_length);
+  for (int i = 0; i < 4; ++i) h[8 + i] = static_cast<char>(body_length >> (8 * (3 - i)));
+  out_.append(h, sizeof h);
+}
+
 void Conn::add_get(uint32_t first, int n, int64_t now, bool measured) {
   char kb[300];
+  if (e_.o.binary) {
+    // One key: GETK, whose reply (hit or miss) names the key. More: GETKQ
+    // for each key (only hits answer), then a NOOP that ends the reply, as
+    // libmemcached and Dalli send multi-gets.
+    for (int i = 0; i < n; ++i) {
+      std::string_view key =
+          key_name(static_cast<uint32_t>((first + static_cast<uint64_t>(i)) % e_.o.keys), kb);
+      add_binary_header(n == 1 ? 0x0c : 0x0d, key.size(), 0, key.size());
+      out_ += key;
+    }
+    if (n > 1) add_binary_header(0x0a, 0, 0, 0);
+    push(Pending{now, first, static_cast<uint16_t>(n), 0, Kind::get, measured});
+    if (measured) {
+      ++e_.stats.gets;
+      e_.stats.keys_read += static_cast<uint64_t>(n);
+    }
+    return;
+  }
   out_ += "get";
   for (int i = 0; i < n; ++i) {
     out_ += ' ';
@@ -522,6 +563,21 @@ void Conn::add_get(uint32_t first, int n, int64_t now, bool measured) {
 void Conn::add_set(uint32_t key, const ValuePattern& pat, size_t size, int64_t now, bool measured) {
   char kb[300];
   std::string_view name = key_name(key, kb);
+  if (e_.o.binary) {
+    // SET: extras are the flags and an exptime of 0, then key and value.
+    add_binary_header(0x01, name.size(), 8, 8 + name.size() + size);
+    const uint32_t flags = pat.flags(name);
+    char extras[8] = {static_cast<char>(flags >> 24), static_cast<char>(flags >> 16),
+                      static_cast<char>(flags >> 8), static_cast<char>(flags), 0, 0, 0, 0};
+    out_.append(extras, sizeof extras);
+    out_ += name;
+    size_t at = out_.size();
+    out_.resize(at + size);
+    pat.fill(name, size, out_.data() + at);
+    push(Pending{now, key, 1, 0, Kind::set, measured});
+    if (measured) ++e_.stats.sets;
+    return;
+  }
   char num[64];
   out_ += "set ";
   out_ += name;
@@ -590,7 +646,166 @@ void Conn::complete(int64_t now) {
   }
 }
 
+void Conn::got_value(Pending& p, std::string_view key, uint32_t flags, const char* data,
+                     size_t bytes) {
+  const Options& o = e_.o;
+  Stats& st = e_.stats;
+  char kb[300];
+  while (p.cursor < p.nkeys &&
+         key_name(static_cast<uint32_t>((p.first_key + uint64_t{p.cursor}) % o.keys), kb) != key) {
+    ++p.cursor;
+    ++st.misses;
+    if (!o.allow_misses)
+      report_error(o,
+                   "connection %d: miss on key '%s' (keys are expected to be there; "
+                   "--allow-misses accepts misses)",
+                   index_,
+                   printable(key_name(
+                                 static_cast<uint32_t>((p.first_key + uint64_t{p.cursor} - 1) % o.keys),
+                                 kb))
+                       .c_str());
+  }
+  if (p.cursor >= p.nkeys) {
+    ++st.mismatches;
+    report_error(o,
+                 "connection %d: VALUE for key '%s' that this get did not ask for (or out of order)",
+                 index_, printable(key).c_str());
+    return;
+  }
+  ++p.cursor;
+  const ValuePattern& pat = e_.pattern;
+  if (bytes != o.value_size || flags != pat.flags(key) || !pat.check(key, data, bytes)) {
+    ++st.mismatches;
+    if (bytes != o.value_size) {
+      report_error(o, "connection %d: key '%s': value of %zu bytes, expected %zu", index_,
+                   printable(key).c_str(), bytes, o.value_size);
+    } else if (flags != pat.flags(key)) {
+      report_error(o, "connection %d: key '%s': flags %u, expected %u", index_,
+                   printable(key).c_str(), flags, pat.flags(key));
+    } else {
+      size_t at = pat.first_difference(key, data, bytes);
+      report_error(o, "connection %d: key '%s': value differs from byte %zu on: '%s'", index_,
+                   printable(key).c_str(), at,
+                   printable(std::string_view(data + at, std::min<size_t>(bytes - at, 40))).c_str());
+    }
+  } else {
+    ++st.hits;
+  }
+}
+
+void Conn::end_get(Pending& p) {
+  const Options& o = e_.o;
+  Stats& st = e_.stats;
+  while (p.cursor < p.nkeys) {
+    ++st.misses;
+    if (!o.allow_misses) {
+      char kb[300];
+      report_error(
+          o,
+          "connection %d: miss on key '%s' (keys are expected to be there; --allow-misses "
+          "accepts misses)",
+          index_,
+          printable(key_name(static_cast<uint32_t>((p.first_key + uint64_t{p.cursor}) % o.keys), kb))
+              .c_str());
+    }
+    ++p.cursor;
+  }
+}
+
+// Binary replies, in request order: a SET's status; a GETK's hit (flags,
+// key, value) or miss; for a multi-get, the GETKQ hits up to the NOOP.
+bool Conn::process_binary_input(int64_t now) {
+  const Options& o = e_.o;
+  Stats& st = e_.stats;
+  while (count_ > 0 && wpos_ - rpos_ >= 24) {
+    const char* b = in_.get() + rpos_;
+    const auto* u = reinterpret_cast<const unsigned char*>(b);
+    const size_t avail = wpos_ - rpos_;
+    if (u[0] != 0x81) {
+      ++st.protocol_errors;
+      fail("reply without the binary response magic: '%s'",
+           printable(std::string_view(b, std::min<size_t>(avail, 40))).c_str());
+      return false;
+    }
+    const uint8_t opcode = u[1];
+    const size_t key_length = size_t{u[2]} << 8 | u[3];
+    const size_t extras_length = u[4];
+    const uint16_t status = static_cast<uint16_t>(u[6] << 8 | u[7]);
+    const size_t body = size_t{u[8]} << 24 | size_t{u[9]} << 16 | size_t{u[10]} << 8 | u[11];
+    if (key_length + extras_length > body) {
+      ++st.protocol_errors;
+      fail("reply frame whose key and extras exceed its body (opcode 0x%02x)", opcode);
+      return false;
+    }
+    const size_t need = 24 + body;
+    if (avail < need) {
+      ensure_space(need - avail);  // keeps the frame; the next read completes it
+      break;
+    }
+    Pending& p = front();
+    const std::string_view message(b + 24, body);
+    if (p.kind == Kind::set) {
+      if (opcode != 0x01) {
+        ++st.protocol_errors;
+        fail("unexpected reply to a set: opcode 0x%02x", opcode);
+        return false;
+      }
+      if (status != 0) {
+        ++st.server_errors;
+        report_error(o, "connection %d: set answered status 0x%04x '%s'", index_, status,
+                     printable(message).c_str());
+      }
+      rpos_ += need;
+      complete(now);
+      continue;
+    }
+    // A get: GETK (one key), GETKQ hits and the NOOP (several).
+    const bool single = p.nkeys == 1;
+    if (!single && opcode == 0x0a) {
+      end_get(p);
+      rpos_ += need;
+      complete(now);
+      continue;
+    }
+    if (opcode != (single ? 0x0c : 0x0d)) {
+      ++st.protocol_errors;
+      fail("unexpected reply to a get: opcode 0x%02x status 0x%04x", opcode, status);
+      return false;
+    }
+    if (status == 0) {
+      if (extras_length != 4) {
+        ++st.protocol_errors;
+        fail("get hit with %zu bytes of extras", extras_length);
+        return false;
+      }
+      const uint32_t flags = static_cast<uint32_t>(u[24]) << 24 | uint32_t{u[25]} << 16 |
+                             uint32_t{u[26]} << 8 | u[27];
+      const std::string_view key(b + 24 + 4, key_length);
+      got_value(p, key, flags, b + 24 + 4 + key_length, body - 4 - key_length);
+    } else if (status != 1 || !single) {
+      ++st.server_errors;
+      report_error(o, "connection %d: get answered status 0x%04x '%s'", index_, status,
+                   printable(message).c_str());
+    }
+    rpos_ += need;
+    if (single) {
+      end_get(p);
+      complete(now);
+    }
+  }
+  if (count_ == 0 && rpos_ < wpos_) {
+    ++st.protocol_errors;
+    fail("%zu bytes received with no request in flight: '%s'", wpos_ - rpos_,
+         printable(std::string_view(in_.get() + rpos_, std::min<size_t>(wpos_ - rpos_, 80)))
+             .c_str());
+    return false;
+  }
+  if (rpos_ == wpos_) rpos_ = wpos_ = 0;
+  return true;
+}
+
 bool Conn::process_input(int64_t now) {
+  if (e_.o.binary) return process_binary_input(now);
   const Options& o = e_.o;
   Stats& st = e_.stats;
   while (count_ > 0 && rpos_ < wpos_) {
@@ -652,69 +867,12 @@ bool Conn::process_input(int64_t now) {
         fail("value of '%s' (%zu bytes) not followed by \\r\\n", printable(tok[1]).c_str(), bytes);
         return false;
       }
-      std::string_view key = tok[1];
-      char kb[300];
-      while (p.cursor < p.nkeys &&
-             key_name(static_cast<uint32_t>((p.first_key + uint64_t{p.cursor}) % o.keys), kb) !=
-                 key) {
-        ++p.cursor;
-        ++st.misses;
-        if (!o.allow_misses)
-          report_error(o,
-                       "connection %d: miss on key '%s' (keys are expected to be there; "
-                       "--allow-misses accepts misses)",
-                       index_,
-                       printable(key_name(static_cast<uint32_t>(
-                                              (p.first_key + uint64_t{p.cursor} - 1) % o.keys),
-                                          kb))
-                           .c_str());
-      }
-      if (p.cursor >= p.nkeys) {
-        ++st.mismatches;
-        report_error(
-            o, "connection %d: VALUE for key '%s' that this get did not ask for (or out of order)",
-            index_, printable(key).c_str());
-      } else {
-        ++p.cursor;
-        const ValuePattern& pat = e_.pattern;
-        if (bytes != o.value_size || flags != pat.flags(key) || !pat.check(key, data, bytes)) {
-          ++st.mismatches;
-          if (bytes != o.value_size) {
-            report_error(o, "connection %d: key '%s': value of %zu bytes, expected %zu", index_,
-                         printable(key).c_str(), bytes, o.value_size);
-          } else if (flags != pat.flags(key)) {
-            report_error(o, "connection %d: key '%s': flags %u, expected %u", index_,
-                         printable(key).c_str(), flags, pat.flags(key));
-          } else {
-            size_t at = pat.first_difference(key, data, bytes);
-            report_error(
-                o, "connection %d: key '%s': value differs from byte %zu on: '%s'", index_,
-                printable(key).c_str(), at,
-                printable(std::string_view(data + at, std::min<size_t>(bytes - at, 40))).c_str());
-          }
-        } else {
-          ++st.hits;
-        }
-      }
+      got_value(p, tok[1], flags, data, bytes);
       rpos_ += need;
       continue;
     }
     if (line == "END") {
-      while (p.cursor < p.nkeys) {
-        ++st.misses;
-        if (!o.allow_misses) {
-          char kb[300];
-          report_error(
-              o,
-              "connection %d: miss on key '%s' (keys are expected to be there; --allow-misses "
-              "accepts misses)",
-              index_,
-              printable(
-                  key_name(static_cast<uint32_t>((p.first_key + uint64_t{p.cursor}) % o.keys), kb))
-                  .c_str());
-        }
-        ++p.cursor;
-      }
+      end_get(p);
       rpos_ += consumed;
       complete(now);
       continue;

@@ -68,9 +68,9 @@ void print_text(FILE* f, const Options& o, const std::string& where, const Phase
   uint64_t n = s.latency.total();
   double rps = secs > 0 ? static_cast<double>(n) / secs : 0;
   std::fprintf(f,
-               "memshard-load: %s conns=%d idle=%d%s threads=%d depth=%d keys=%u value=%zu "
+               "memshard-load: %s %s conns=%d idle=%d%s threads=%d depth=%d keys=%u value=%zu "
                "get=%.2f multiget=%d\n",
-               where.c_str(), o.conns, o.idle, o.idle_burst ? " (burst)" : "", o.threads, o.depth,
+               where.c_str(), o.binary ? "binary" : "text", o.conns, o.idle, o.idle_burst ? " (burst)" : "", o.threads, o.depth,
                o.keys, o.value_size, o.get_ratio, o.multiget);
   std::fprintf(f, "  requests %llu (gets %llu, sets %llu) in %.2f s: %.0f req/s, %.0f keys/s\n",
                static_cast<unsigned long long>(n), static_cast<unsigned long long>(s.gets),
@@ -103,7 +103,7 @@ void print_json(const Options& o, const std::string& where, const PhaseResult& r
   uint64_t n = s.latency.total();
   auto ull = [](uint64_t v) { return static_cast<unsigned long long>(v); };
   std::printf(
-      "{\"target\":\"%s\",\"conns\":%d,\"idle\":%d,\"idle_burst\":%s,\"threads\":%d,"
+      "{\"target\":\"%s\",\"protocol\":\"%s\",\"conns\":%d,\"idle\":%d,\"idle_burst\":%s,\"threads\":%d,"
       "\"depth\":%d,\"keys\":%u,"
       "\"value_size\":%zu,\"get_ratio\":%.3f,\"multiget\":%d,\"seconds\":%.4f,\"requests\":%llu,"
       "\"gets\":%llu,\"sets\":%llu,\"keys_read\":%llu,\"rps\":%.1f,\"keys_per_s\":%.1f,"
@@ -113,7 +113,8 @@ void print_json(const Options& o, const std::string& where, const PhaseResult& r
       "\"hits\":%llu,\"misses\":%llu,\"errors\":%llu,"
       "\"mismatches\":%llu,\"server_errors\":%llu,\"protocol_errors\":%llu,\"conn_errors\":%llu,"
       "\"timeouts\":%llu,\"ok\":%s}\n",
-      where.c_str(), o.conns, o.idle, o.idle_burst ? "true" : "false", o.threads, o.depth, o.keys,
+      where.c_str(), o.binary ? "binary" : "text", o.conns, o.idle,
+      o.idle_burst ? "true" : "false", o.threads, o.depth, o.keys,
       o.value_size, o.get_ratio, o.multiget, secs, ull(n), ull(s.gets), ull(s.sets),
       ull(s.keys_read), secs > 0 ? static_cast<double>(n) / secs : 0.0,
       secs > 0 ? static_cast<double>(s.keys_read) / secs : 0.0, us(s.latency.quantile(0.5)),
@@ -133,7 +134,8 @@ int main(int argc, char** argv) {
   std::string unix_path;
   bool no_populate = false;
   CLI::App app{
-      "memshard-load: memcached text-protocol load generator; every value read back is verified.\n"
+      "memshard-load: memcached text- or binary-protocol load generator; every value read back is "
+      "verified.\n"
       "Exit code 0 only when every request got the right answer."};
   app.add_option("-H,--host", o.host, "server address")->capture_default_str();
   app.add_option("-p,--port", o.port, "server port")->capture_default_str();
@@ -205,11 +207,18 @@ int main(int argc, char** argv) {
   app.add_option("--cpu-pid", o.cpu_pids,
                  "report the CPU time (utime+stime) these processes spent during the "
                  "measurement (repeatable)");
+  std::string protocol = "text";
+  app.add_option("--protocol", protocol,
+                 "text, or binary: GETK frames for gets (GETKQ for each key then NOOP for a "
+                 "multi-get) and SET frames for sets")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"text", "binary"}));
   app.add_flag("--json", o.json, "print one JSON line on stdout (the human report goes to stderr)");
   app.add_option("--max-error-lines", o.max_error_lines, "errors printed (all are counted)")
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   o.populate = !no_populate;
+  o.binary = protocol == "binary";
   if (o.multiget > 1 && static_cast<uint32_t>(o.multiget) > o.keys) {
     std::fprintf(stderr, "memshard-load: --multiget cannot exceed --keys\n");
     return 2;

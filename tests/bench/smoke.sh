@@ -2,7 +2,8 @@
 # bench_smoke (ctest): memshard-load through memshard against a real memcached.
 #   smoke.sh MEMSHARD_BINARY MEMSHARD_LOAD_BINARY
 # Positive runs (pipelined multi-gets and sets, large values, idle + busy
-# connections, idle connections whose gets all go at once) must exit 0; runs
+# connections, idle connections whose gets all go at once, binary protocol)
+# must exit 0; runs
 # whose values are wrong, or whose server is gone, must exit non-zero. No
 # timing assertions.
 set -euo pipefail
@@ -65,6 +66,20 @@ step "300 idle connections whose gets are all sent at once, --idle-burst (must p
 
 step "a request-count run (must pass)"
 "$load" -p "$px" -c 4 -d 4 -n 2000 -D 30 -k 2000
+
+step "binary protocol: single-key and pipelined 10-key multi-gets and sets through memshard (must pass)"
+"$load" -p "$px" -t 2 -c 8 -k 2000 -D 0.5 --timeout 10 --protocol binary --key-prefix bin:
+"$load" -p "$px" -t 2 -c 8 -d 16 -m 10 -g 0.8 -k 2000 -D 0.5 --timeout 10 --protocol binary --key-prefix bin:
+
+step "binary protocol: values populated with another seed, and keys never populated (must fail)"
+if "$load" -p "$px" -c 2 -m 4 -g 1 -k 2000 -D 0.5 --protocol binary --populate-seed 99 --max-error-lines 2; then
+  echo "bench_smoke: FAILED: wrong binary values were not detected" >&2
+  exit 1
+fi
+if "$load" -p "$px" -c 2 -g 1 -k 2000 -D 0.5 --protocol binary --no-populate --key-prefix never-bin: --max-error-lines 2; then
+  echo "bench_smoke: FAILED: binary misses were not detected" >&2
+  exit 1
+fi
 
 step "values populated with another seed (must fail)"
 if "$load" -p "$px" -c 2 -m 4 -g 1 -k 2000 -D 0.5 --populate-seed 99 --max-error-lines 2; then

@@ -209,6 +209,49 @@ def main():
           "added p50 < 1: memshard adds less latency than nutcracker; '-' when nutcracker's p50 is not above direct's "
           "by more than the latency histogram's resolution, twice over (6%))")
 
+    # Binary workloads against the text workload of the same shape, through
+    # the same target in the same invocation: per round, then the median.
+    twins = meta.get("text_twins", {})
+    binary_ratios = {}
+    pairs = [(b, twins[b]) for b, _ in workloads if b in twins]
+    if pairs:
+        print()
+        shown = ["direct"] + proxies
+        cols = " ".join(["{:>16}"] * len(shown))
+        head = ("{:<{w}} " + cols).format("binary / text throughput", *shown, w=w_desc)
+        print(head)
+        print("-" * len(head))
+        for b, a in pairs:
+            cells = []
+            for t in shown:
+                per_round = []
+                for rnd in sorted({r["round"] for r in runs if r["workload"] == b}):
+                    rb, ra = run_of(b, t, rnd), run_of(a, t, rnd)
+                    if rb and ra:
+                        per_round.append(ratio(rb["rps"], ra["rps"]))
+                per_round = [x for x in per_round if x is not None]
+                v = statistics.median(per_round) if per_round else None
+                binary_ratios.setdefault(t, {})[f"{b}/{a}"] = v
+                mark = ""
+                if v is not None and t.startswith("memshard"):
+                    mark = " ok" if v >= 0.9 else " LOW"
+                cells.append(fmt(v, "{:.2f}x") + mark)
+            label = f"({b}) / ({a})" + ("" if any(w == a for w, _ in workloads) else " (no (" + a + ") run)")
+            print(("{:<{w}} " + cols).format(label, *cells, w=w_desc))
+        print("(median of the rounds' ratios of req/s; target: memshard's binary throughput within 10% of its "
+              "text throughput, >= 0.90x; printed, never asserted; direct: memcached's own binary/text ratio)")
+
+    memcaslap = load_lines(os.path.join(out, "memcaslap.jsonl"))
+    memcaslap_ratio = None
+    if memcaslap:
+        tps = {p: median([m["tps"] for m in memcaslap if m["protocol"] == p and m.get("tps") is not None])
+               for p in ("text", "binary")}
+        memcaslap_ratio = ratio(tps["binary"], tps["text"])
+        print()
+        print(f"memcaslap through memshard (32 conns, 100-byte values, its 90/10 mix): text "
+              f"{fmt(tps['text'], '{:.0f}')} ops/s, --binary {fmt(tps['binary'], '{:.0f}')} ops/s: "
+              f"binary / text {fmt(memcaslap_ratio, '{:.2f}x')} (target >= 0.90x, not asserted)")
+
     if syscalls:
         print()
         print("syscalls per request made by the target process (perf stat raw_syscalls:sys_enter, separate run)")
@@ -307,6 +350,8 @@ def main():
                    "ratios_memshard_to_nutcracker": ratios,
                    "ratios_of_medians_memshard_to_nutcracker": ratios_of_medians, "memory": memory,
                    "memory_kb_per_conn_ratio_memshard_to_nutcracker": memory_ratios, "syscalls": syscalls,
+                   "binary_to_text_throughput": binary_ratios, "memcaslap": memcaslap,
+                   "memcaslap_binary_to_text": memcaslap_ratio,
                    "failures": len(failures)}, f, indent=1)
 
 

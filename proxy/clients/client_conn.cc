@@ -62,6 +62,17 @@ ClientConn::~ClientConn() {
 }
 
 ClientConn::Binary::Binary() : request(evbuffer_new()) {}
+
+// Records how the slot about to be made is answered, in a queue slot whose
+// key string keeps its room from earlier requests.
+void ClientConn::owe(const proto::binary::ReplyContext& context, bool raw) {
+  Binary::Owed& o = binary_->owed.push_back_slot();
+  o.context.opcode = context.opcode;
+  o.context.opaque = context.opaque;
+  o.context.key.assign(context.key);
+  o.context.fixed = context.fixed;
+  o.raw = raw;
+}
 ClientConn::Binary::~Binary() { evbuffer_free(request); }
 
 // Takes the pool's settings that apply per connection, at connect and
@@ -245,7 +256,7 @@ bool ClientConn::next_binary_request() {
       evbuffer_drain(in, head);
       swallow_left_ = t.swallow;
       context_.stats().client_errors.add();
-      b.owed.push_back(Binary::Owed{std::move(t.context), true});
+      owe(t.context, true);
       work_.request.keys.clear();  // new_slot() weighs the slot by its keys
       ReplySlot* s = new_slot();
       reply_now(s, t.reply);
@@ -268,7 +279,7 @@ bool ClientConn::next_binary_request() {
   header_bytes_ = t.line.size();
   work_.line.assign(t.line, 0, t.line.size() - 2);
   proto::parse_request_line(work_.line, limits_, work_.request);
-  b.owed.push_back(Binary::Owed{std::move(t.context), false});
+  owe(t.context, false);
   dispatch(b.request);
   // The request was made here, so nothing of it may stay behind, and what
   // the text path would swallow of the input is the frame's to say.
@@ -411,20 +422,22 @@ void ClientConn::flush_ready() {
     pool_stats_.requests.add();
     pool_stats_.record_latency(now - s->started_usec);
     if (binary_) {
-      Binary::Owed owed = binary_->owed.pop_front();
-      if (!closed_) {
-        if (!owed.raw) {
-          // The text reply the request's path made, as binary frames.
-          const size_t n = evbuffer_get_length(s->reply);
-          const auto* text = reinterpret_cast<const char*>(evbuffer_pullup(s->reply, -1));
-          binary_->reply.clear();
-          proto::binary::encode_reply(owed.context, std::string_view(text == nullptr ? "" : text, text == nullptr ? 0 : n),
-                                      binary_->reply);
-          evbuffer_drain(s->reply, n);
-          evbuffer_add(s->reply, binary_->reply.data(), binary_->reply.size());
-          if (binary_->reply.capacity() > 64 * 1024) binary_->reply = std::string();
-        }
+      const Binary::Owed& owed = binary_->owed.front();
+      if (!closed_ && !owed.raw) {
+        // The text reply the request's path made, as binary frames, which
+        // go to the client straight from the encoder.
+        Binary& b = *binary_;
+        b.text.resize(evbuffer_get_length(s->reply));
+        evbuffer_remove(s->reply, b.text.data(), b.text.size());
+        b.reply.clear();
+        proto::binary::encode_reply(owed.context, b.text, b.reply);
+        evbuffer_add(stream_.output(), b.reply.data(), b.reply.size());
+        wrote = wrote || !b.reply.empty();
+        // After a large value, the next replies need not keep its room.
+        if (b.reply.capacity() > 64 * 1024) b.reply = std::string();
+        if (b.text.capacity() > 64 * 1024) b.text = std::string();
       }
+      binary_->owed.drop_front();
     }
     if (!closed_ && !s->drop_reply && evbuffer_get_length(s->reply) > 0) {
       evbuffer_add_buffer(stream_.output(), s->reply);

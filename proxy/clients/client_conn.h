@@ -99,8 +99,7 @@ class ClientConn final : public SlotOwner {
   // Replies with one of the proxy's own lines (replies.h), "\r\n" added.
   void reply_line(ReplySlot* slot, std::string_view line);
   void flush_ready();
-  // Writes a complete slot's reply to the client, in the client's protocol.
-  void write_reply(ReplySlot* slot);
+  void owe(const proto::binary::ReplyContext& context, bool raw);
   void shut();
 
   // What a connection speaking the binary protocol needs besides the
@@ -115,7 +114,8 @@ class ClientConn final : public SlotOwner {
     // client's input.
     evbuffer* request;
     std::string frame;  // the header, extras and key of the frame at hand
-    std::string reply;  // a reply being encoded
+    std::string text;   // a text reply being encoded
+    std::string reply;  // its binary form
     // One per slot owed, in the same order: how to answer it. A slot whose
     // reply the proxy made in binary itself is `raw`.
     struct Owed {

@@ -23,6 +23,19 @@ class Fifo {
     items_[(head_ + size_) & (items_.size() - 1)] = std::move(value);
     ++size_;
   }
+  // The slot past the back, as the element that last used it left it
+  // (its strings keep their capacity), now part of the queue: for queues
+  // whose elements are overwritten in place rather than constructed.
+  T& push_back_slot() {
+    if (size_ == items_.size()) grow();
+    ++size_;
+    return back();
+  }
+  // Removes the front, leaving it in its slot for push_back_slot().
+  void drop_front() {
+    head_ = (head_ + 1) & (items_.size() - 1);
+    --size_;
+  }
   T pop_front() {
     T value = std::move(items_[head_]);
     head_ = (head_ + 1) & (items_.size() - 1);

@@ -69,5 +69,40 @@ TEST_F(ReplicaPlacementTest, EjectedServerIsSkippedAndNoOtherCopyMoves) {
   EXPECT_GT(held, 0);
 }
 
+// Unlike rebuilding the ring without a server (which moves other keys
+// where the compat mode's point counts depend on the total weight), an
+// ejection in a replicated pool moves nothing else, whatever the weights
+// and the mode: the ring is the same, the ejected server only skipped.
+TEST_F(ReplicaPlacementTest, EjectionMovesNoOtherCopyInEveryModeWithUnequalWeights) {
+  for (ketama::Mode mode :
+       {ketama::Mode::twemproxy, ketama::Mode::libmemcached_weighted, ketama::Mode::libmemcached,
+        ketama::Mode::libmemcached_spy, ketama::Mode::libketama, ketama::Mode::spymemcached}) {
+    std::vector<ketama::ServerEntry> entries;
+    for (uint32_t i = 0; i < 4; ++i) {
+      ketama::ServerEntry e;
+      e.host = "10.0.1." + std::to_string(i + 1);
+      e.weight = i + 1;
+      entries.push_back(e);
+    }
+    ketama::RingOptions options;
+    options.mode = mode;
+    const ketama::Ring ring = ketama::Ring::build(entries, options);
+    ReplicaPlacement all(ring, {}, 3, servers_);
+    ReplicaPlacement one_out(ring, {true, true, false, true}, 3, servers_);
+    for (int i = 0; i < 300; ++i) {
+      const std::string key = "user:" + std::to_string(i * 7919);
+      std::array<size_t, kMaxReplicas> before, after;
+      const size_t n = all.copies(key, before);
+      const size_t m = one_out.copies(key, after);
+      std::vector<size_t> expected;
+      for (size_t c = 0; c < n; ++c) {
+        if (before[c] != 2) expected.push_back(before[c]);
+      }
+      EXPECT_EQ(std::vector<size_t>(after.begin(), after.begin() + m), expected)
+          << ketama::mode_name(mode) << " " << key;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace memshard::proxy::testing_fakes

@@ -246,13 +246,13 @@ bool ClientConn::next_binary_request() {
   // keeps no half-handled request across calls.
   bin::translate(h, frame.substr(bin::kHeaderSize, h.extras_length),
                  frame.substr(bin::kHeaderSize + h.extras_length), limits_, t);
-  context_.stats().binary_requests.add();
   switch (t.kind) {
     case bin::Translation::Kind::close:  // not reached: the magic was checked
       closing_ = true;
       stream_.set_reading(false);
       return false;
     case bin::Translation::Kind::answer: {
+      context_.stats().binary_requests.add();
       evbuffer_drain(in, head);
       swallow_left_ = t.swallow;
       context_.stats().client_errors.add();
@@ -270,6 +270,7 @@ bool ClientConn::next_binary_request() {
       break;
   }
   if (available < head + t.value_length) return false;
+  context_.stats().binary_requests.add();  // once whole: it may be translated again until then
   evbuffer_drain(in, head);
   evbuffer_add(b.request, t.line.data(), t.line.size());
   if (t.value_length > 0 || t.line.starts_with("ms ")) {

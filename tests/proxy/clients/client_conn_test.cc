@@ -410,6 +410,7 @@ TEST_F(ClientConnTest, BinaryFrameCutInTwoIsHandledOnceWhole) {
   answer(ops(0)[0], "NS\r\n");
   ASSERT_TRUE(pump_until([&] { return responses(received_).size() == 1; }));
   EXPECT_EQ(responses(received_)[0].status, 5) << "append to a missing key: not stored";
+  EXPECT_EQ(ctx_.stats().binary_requests.get(), 1u) << "a frame that came in pieces counts once";
 }
 
 TEST_F(ClientConnTest, BadMagicAfterTheFirstFrameClosesAfterTheRepliesOwed) {

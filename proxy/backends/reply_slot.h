@@ -56,6 +56,9 @@ class SlotSource {
  public:
   virtual ReplySlot* acquire_slot(SlotOwner* owner) = 0;
   virtual void release_slot(ReplySlot* slot) = 0;
+  // The loop's clock (read once per iteration), for the requests a route
+  // sends later, when a reply it waited for has come.
+  virtual uint64_t now_usec() = 0;
 
  protected:
   ~SlotSource() = default;

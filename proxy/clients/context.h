@@ -24,7 +24,6 @@ class ClientContext : public SlotSource {
   virtual StreamLoop& streams() = 0;
   // Parse space shared by the loop's clients (one request at a time).
   virtual RequestScratch& scratch() = 0;
-  virtual uint64_t now_usec() = 0;
   virtual WorkerStats& stats() = 0;
   // The pool's routes, or null when the pool is gone; valid while
   // routes_epoch() stays the same.

@@ -5,8 +5,9 @@
 // it is a miss (a copy that restarted empty).
 // The client sees the reply of the last try made, unless that is a
 // SERVER_ERROR after an earlier try answered (a miss, then a copy that is
-// down: the miss is the answer); every try shares the first one's timeout
-// budget (its operations count from the first send).
+// down: the miss is the answer). Each try has a `timeout` of its own,
+// counted from when it is sent (HeldRequest): a copy that stalls costs one
+// timeout, then the next is asked.
 #pragma once
 
 #include <vector>

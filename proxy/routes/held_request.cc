@@ -81,8 +81,10 @@ HeldRequest::~HeldRequest() {
 void HeldRequest::send_copy(Route& route, ReplySlot& slot) {
   evbuffer_drain(in_, evbuffer_get_length(in_));
   evbuffer_add(in_, bytes_.data(), bytes_.size());
-  RouteRequest req{request_,  in_,      header_bytes_, line_,         affinity_,
-                   now_usec_, scratch_, slots_,        worker_stats_, pool_stats_};
+  const uint64_t now = sent_ ? slots_.now_usec() : now_usec_;
+  sent_ = true;
+  RouteRequest req{request_, in_,      header_bytes_, line_,         affinity_,
+                   now,      scratch_, slots_,        worker_stats_, pool_stats_};
   route.send(req, slot);
 }
 

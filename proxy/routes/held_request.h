@@ -51,8 +51,13 @@ class HeldRequest {
   proto::Request request_;
   evbuffer* in_;
   uint64_t affinity_;
-  // The first send's time: later tries share its timeout budget.
+  // The first send's time. A later send (a failover, the copies after a
+  // first copy's decision) takes the clock's time then: its operation
+  // joins a server's queue behind others sent since, and a deadline
+  // already past would make that server's connection look stalled (a
+  // connection's timer follows its oldest operation).
   uint64_t now_usec_;
+  bool sent_ = false;
   RequestScratch& scratch_;
   SlotSource& slots_;
   WorkerStats& worker_stats_;

@@ -116,6 +116,8 @@ class FakePlacement final : public Placement {
 // release is a use-after-free for the sanitizers, and counts what is out.
 class FakeSlots final : public SlotSource {
  public:
+  uint64_t now_usec() override { return now; }
+  uint64_t now = 1'000'000;
   ReplySlot* acquire_slot(SlotOwner* owner) override {
     auto* s = new ReplySlot();
     s->owner = owner;

@@ -37,6 +37,7 @@ namespace {
     std::vector<uint16_t> want = copies.of(k);
     want.resize(replicas);
     std::sort(want.begin(), want.end());
+    std::sort(held[k].begin(), held[k].end());
     if (held[k] != want && ++wrong <= 5) {
       why += "  " + k + " on " + std::to_string(held[k].size()) + " server(s)\n";
     }

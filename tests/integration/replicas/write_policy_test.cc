@@ -156,11 +156,13 @@ TEST(ReplicaReadFailover, FirstCopyStopped) {
   ASSERT_TRUE(fleet[0].process().suspend());
   resume.stopped = true;
   for (const std::string& k : keys) {
+    auto t0 = Clock::now();
     std::string reply = c.call("get " + k + "\r\n");
+    auto took = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0);
     std::vector<Value> got;
     EXPECT_TRUE(parse_values(reply, got) && got.size() == 1 && got[0].data == value_of(k))
-        << "get " << k << " with its first copy stopped: '" << printable(reply) << "' "
-        << c.error();
+        << "get " << k << " with its first copy stopped: '" << printable(reply) << "' after "
+        << took.count() << " ms " << c.error();
     ASSERT_TRUE(c.ok());
   }
   std::string req = "get";

@@ -163,6 +163,15 @@ TEST_F(ReplicaCommands, CasWithTheUniqueFromGetsAndAStaleOne) {
   EXPECT_NE(again, unique);
   EXPECT_EQ(c_.set(k, "v4", 0, 0, "cas", again), "STORED\r\n");
   EXPECT_TRUE(on_copies(k, "v4"));
+  // noreply: the client hears nothing either way, the copies follow the
+  // first copy's decision.
+  std::string fresh = gets_unique(k);
+  ASSERT_TRUE(c_.send("cas " + k + " 0 0 2 " + fresh + " noreply\r\nv5\r\n"));
+  EXPECT_EQ(c_.call("mn\r\n"), "MN\r\n");
+  EXPECT_TRUE(on_copies(k, "v5"));
+  ASSERT_TRUE(c_.send("cas " + k + " 0 0 2 " + fresh + " noreply\r\nv6\r\n"));
+  EXPECT_EQ(c_.call("mn\r\n"), "MN\r\n");
+  EXPECT_TRUE(on_copies(k, "v5")) << "a stale cas with noreply changed a copy";
   // cas of a key no copy holds: NOT_FOUND, no copy gains it.
   std::string missing = key("cas-missing");
   EXPECT_EQ(c_.set(missing, "x", 0, 0, "cas", "12345"), "NOT_FOUND\r\n");
@@ -249,6 +258,15 @@ TEST_F(ReplicaCommands, MultiGetKeepsTheClientsOrderWithMissesAbsent) {
       EXPECT_EQ(got[i].cas.empty(), std::string(verb) == "get") << verb;
     }
   }
+  // A key asked twice is answered twice, as memcached does.
+  std::string req = "get " + present[0] + " " + keys[1] + " " + present[1] + " " + present[0];
+  std::string reply = c_.call(req + "\r\n");
+  std::vector<Value> got;
+  ASSERT_TRUE(parse_values(reply, got)) << printable(reply);
+  ASSERT_EQ(got.size(), 3u) << printable(reply);
+  EXPECT_EQ(got[0].key, present[0]);
+  EXPECT_EQ(got[1].key, present[1]);
+  EXPECT_EQ(got[2].key, present[0]);
 }
 
 TEST_F(ReplicaCommands, MetaCommandsAcrossCopies) {
@@ -263,6 +281,10 @@ TEST_F(ReplicaCommands, MetaCommandsAcrossCopies) {
   EXPECT_EQ(c_.call("mg " + k + " v f\r\n"), "VA 5 f9\r\nhello\r\n");
   // Add mode on an existing key: refused, no copy changes.
   EXPECT_EQ(c_.call("ms " + k + " 3 ME\r\nbad\r\n"), "NS\r\n");
+  EXPECT_TRUE(on_copies(k, "hello"));
+  // Quiet: the refusal is still told (q hides only HD), no copy changes.
+  EXPECT_EQ(c_.call("ms " + k + " 3 ME q\r\nbad\r\nmn\r\n"), "NS\r\n");
+  EXPECT_EQ(c_.read_reply(), "MN\r\n");
   EXPECT_TRUE(on_copies(k, "hello"));
   // Add mode on a key the first copy lacks but the second holds.
   std::string k2 = key("meta-add");

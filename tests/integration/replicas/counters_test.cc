@@ -20,6 +20,9 @@ const char* const kCounters[] = {"replica_writes", "replica_write_failures", "re
 struct Counts {
   std::map<std::string, uint64_t> json;
   std::map<std::string, double> metrics;
+  // memshard_server_<name>_total summed over the pool's servers: each
+  // event is counted on the one server it happened to.
+  std::map<std::string, double> servers;
 };
 
 Counts counts(uint16_t stats_port) {
@@ -32,6 +35,18 @@ Counts counts(uint16_t stats_port) {
     std::optional<double> m = metric_pool_value(stats_port, metric);
     EXPECT_TRUE(m.has_value()) << "/metrics has no " << metric << "{pool=\"main\"}";
     c.metrics[name] = m.value_or(-1);
+  }
+  std::vector<ops::Sample> samples;
+  EXPECT_TRUE(ops::fetch_metrics(stats_port, samples));
+  for (const char* name : kCounters) {
+    const std::string metric = std::string("memshard_server_") + name + "_total";
+    double sum = 0;
+    for (const ops::Sample& s : samples) {
+      if (s.name == metric && s.labels.count("pool") && s.labels.at("pool") == "main") {
+        sum += s.value;
+      }
+    }
+    c.servers[name] = sum;
   }
   return c;
 }
@@ -47,6 +62,7 @@ Counts counts(uint16_t stats_port) {
         for (const char* name : kCounters) {
           if (last.json[name] != want.at(name)) return false;
           if (last.metrics[name] != static_cast<double>(want.at(name))) return false;
+          if (last.servers[name] != static_cast<double>(want.at(name))) return false;
         }
         return true;
       },
@@ -54,8 +70,8 @@ Counts counts(uint16_t stats_port) {
   if (ok) return ::testing::AssertionSuccess();
   auto f = ::testing::AssertionFailure();
   for (const char* name : kCounters) {
-    f << name << ": json " << last.json[name] << ", metrics " << last.metrics[name] << ", wanted "
-      << want.at(name) << "\n";
+    f << name << ": json " << last.json[name] << ", metrics " << last.metrics[name]
+      << ", per server " << last.servers[name] << ", wanted " << want.at(name) << "\n";
   }
   return f;
 }

@@ -8,15 +8,15 @@ void put_u16(std::string& out, uint16_t v) {
   out.push_back(static_cast<char>(v));
 }
 
-void put_u32(std::string& out, uint32_t v) {
+}  // namespace
+
+void append_u32(std::string& out, uint32_t v) {
   for (int shift = 24; shift >= 0; shift -= 8) out.push_back(static_cast<char>(v >> shift));
 }
 
-void put_u64(std::string& out, uint64_t v) {
+void append_u64(std::string& out, uint64_t v) {
   for (int shift = 56; shift >= 0; shift -= 8) out.push_back(static_cast<char>(v >> shift));
 }
-
-}  // namespace
 
 uint32_t read_u32(const unsigned char* p) {
   return uint32_t{p[0]} << 24 | uint32_t{p[1]} << 16 | uint32_t{p[2]} << 8 | uint32_t{p[3]};
@@ -78,9 +78,9 @@ void append_response_header(std::string& out, uint8_t opcode, Status status, uin
   out.push_back(static_cast<char>(extras_length));
   out.push_back(0);  // data type: raw bytes
   put_u16(out, static_cast<uint16_t>(status));
-  put_u32(out, body_length);
-  put_u32(out, opaque);
-  put_u64(out, cas);
+  append_u32(out, body_length);
+  append_u32(out, opaque);
+  append_u64(out, cas);
 }
 
 void append_error(std::string& out, uint8_t opcode, uint32_t opaque, Status status) {

@@ -93,6 +93,8 @@ Header decode_header(const unsigned char* bytes);
 // Big-endian numbers of the frame body.
 uint32_t read_u32(const unsigned char* p);
 uint64_t read_u64(const unsigned char* p);
+void append_u32(std::string& out, uint32_t v);
+void append_u64(std::string& out, uint64_t v);
 
 // memcached's text for a status in an error frame's body ("Not found"...).
 std::string_view status_text(Status status);

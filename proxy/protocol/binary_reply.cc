@@ -69,14 +69,6 @@ MetaLine parse_meta(std::string_view line) {
   return m;
 }
 
-void put_u32(std::string& out, uint32_t v) {
-  for (int shift = 24; shift >= 0; shift -= 8) out.push_back(static_cast<char>(v >> shift));
-}
-
-void put_u64(std::string& out, uint64_t v) {
-  for (int shift = 56; shift >= 0; shift -= 8) out.push_back(static_cast<char>(v >> shift));
-}
-
 void ok(const ReplyContext& c, uint64_t cas, std::string& out) {
   append_response_header(out, c.opcode, Status::ok, 0, 0, 0, c.opaque, cas);
 }
@@ -95,7 +87,7 @@ void hit(const ReplyContext& c, uint8_t command, const MetaLine& m, std::string_
   if (command == op::touch) value = {};
   append_response_header(out, c.opcode, Status::ok, 4, static_cast<uint16_t>(key.size()),
                          static_cast<uint32_t>(4 + key.size() + value.size()), c.opaque, m.cas);
-  put_u32(out, m.flags);
+  append_u32(out, m.flags);
   out.append(key);
   out.append(value);
 }
@@ -190,7 +182,7 @@ void encode_reply(const ReplyContext& c, std::string_view text, std::string& out
     if (command == op::increment || command == op::decrement) {
       if (quiet) return;
       append_response_header(out, c.opcode, Status::ok, 0, 0, 8, c.opaque, m.cas);
-      put_u64(out, parse_number<uint64_t>(value));
+      append_u64(out, parse_number<uint64_t>(value));
       return;
     }
     hit(c, command, m, value, out);

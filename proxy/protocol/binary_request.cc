@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "proxy/protocol/base64.h"
+#include "proxy/protocol/numbers.h"
 #include "proxy/protocol/meta_codec.h"
 
 namespace memshard::proto::binary {
@@ -25,21 +26,6 @@ void answer(const Header& h, Status status, uint64_t swallow, Translation& out) 
 void protocol_error(const Header& h, Translation& out) {
   answer(h, Status::invalid_arguments, 0, out);
   out.close_after = true;
-}
-
-template <typename Int>
-void append_number(std::string& out, Int value) {
-  char buffer[24];
-  const auto [end, ec] = std::to_chars(buffer, buffer + sizeof buffer, value);
-  (void)ec;  // 24 bytes hold every 64-bit number
-  out.append(buffer, end);
-}
-
-template <typename Int>
-void append_flag(std::string& out, char letter, Int value) {
-  out.push_back(' ');
-  out.push_back(letter);
-  append_number(out, value);
 }
 
 int64_t exptime(uint32_t v) {
@@ -102,7 +88,7 @@ void translate_get(const Header& h, std::string_view extras, std::string_view ke
   if (base64) out.line.append(" b");
   out.line.append(command == op::touch ? " f c" : " v f c");
   if (command == op::touch || command == op::gat || command == op::gatk) {
-    append_flag(out.line, 'T', exptime(read_u32(reinterpret_cast<const unsigned char*>(extras.data()))));
+    append_meta_flag(out.line, 'T', exptime(read_u32(reinterpret_cast<const unsigned char*>(extras.data()))));
   }
   out.line.append("\r\n");
   if (command == op::gatk) out.context.key.assign(key);
@@ -136,14 +122,14 @@ void translate_store(const Header& h, std::string_view extras, std::string_view 
   out.kind = Translation::Kind::text;
   out.value_length = value_length;
   out.line.push_back(' ');
-  append_number(out.line, value_length);
+  append_decimal(out.line, value_length);
   if (base64) out.line.append(" b");
   const bool append_mode = command == op::append || command == op::prepend;
   if (!append_mode) {
-    if (const uint32_t flags = read_u32(ext); flags != 0) append_flag(out.line, 'F', flags);
-    if (const uint32_t t = read_u32(ext + 4); t != 0) append_flag(out.line, 'T', exptime(t));
+    if (const uint32_t flags = read_u32(ext); flags != 0) append_meta_flag(out.line, 'F', flags);
+    if (const uint32_t t = read_u32(ext + 4); t != 0) append_meta_flag(out.line, 'T', exptime(t));
   }
-  if (h.cas != 0) append_flag(out.line, 'C', h.cas);
+  if (h.cas != 0) append_meta_flag(out.line, 'C', h.cas);
   switch (command) {
     case op::add:
       if (h.cas == 0) out.line.append(" ME");
@@ -172,7 +158,7 @@ void translate_delete(const Header& h, std::string_view key, Translation& out) {
   }
   out.kind = Translation::Kind::text;
   if (base64) out.line.append(" b");
-  if (h.cas != 0) append_flag(out.line, 'C', h.cas);
+  if (h.cas != 0) append_meta_flag(out.line, 'C', h.cas);
   out.line.append("\r\n");
 }
 
@@ -188,14 +174,14 @@ void translate_arithmetic(const Header& h, std::string_view extras, std::string_
   out.kind = Translation::Kind::text;
   if (base64) out.line.append(" b");
   out.line.append(" v c");
-  append_flag(out.line, 'D', read_u64(ext));
+  append_meta_flag(out.line, 'D', read_u64(ext));
   // 0xffffffff: "do not create" (proto_bin.c's complete_incr_bin).
   if (const uint32_t t = read_u32(ext + 16); t != 0xffffffff) {
-    append_flag(out.line, 'N', exptime(t));
-    append_flag(out.line, 'J', read_u64(ext + 8));
+    append_meta_flag(out.line, 'N', exptime(t));
+    append_meta_flag(out.line, 'J', read_u64(ext + 8));
   }
   if (command == op::decrement) out.line.append(" MD");
-  if (h.cas != 0) append_flag(out.line, 'C', h.cas);
+  if (h.cas != 0) append_meta_flag(out.line, 'C', h.cas);
   out.line.append("\r\n");
 }
 
@@ -255,7 +241,7 @@ void translate(const Header& h, std::string_view extras, std::string_view key,
         if (const uint32_t t = read_u32(reinterpret_cast<const unsigned char*>(extras.data()));
             t != 0) {
           out.line.push_back(' ');
-          append_number(out.line, exptime(t));
+          append_decimal(out.line, exptime(t));
         }
       }
       out.line.append("\r\n");

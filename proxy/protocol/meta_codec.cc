@@ -5,6 +5,7 @@
 #include <type_traits>
 
 #include "proxy/protocol/base64.h"
+#include "proxy/protocol/numbers.h"
 
 namespace memshard::proto {
 namespace {
@@ -12,22 +13,6 @@ namespace {
 // memcached's limit on the key token as written (KEY_MAX_LENGTH), which it
 // checks before decoding a `b` key.
 constexpr size_t kMaxBase64KeyBytes = kMaxKeyLength / 4 * 3;
-
-template <typename Int>
-void append_number(std::string& out, Int value) {
-  static_assert(std::is_integral_v<Int>);
-  char buffer[24];
-  const auto [end, ec] = std::to_chars(buffer, buffer + sizeof buffer, value);
-  (void)ec;  // 24 bytes hold every 64-bit number
-  out.append(buffer, end);
-}
-
-template <typename Int>
-void append_flag(std::string& out, char letter, Int value) {
-  out.push_back(' ');
-  out.push_back(letter);
-  append_number(out, value);
-}
 
 void append_bare(std::string& out, char letter) {
   out.push_back(' ');
@@ -77,7 +62,7 @@ bool append_classic_get(const Request& r, std::string_view key, std::string& out
     if (r.command == Command::gets || r.command == Command::gats) append_bare(out, 'c');
   }
   if (r.has_exptime && r.command != Command::get && r.command != Command::gets) {
-    append_flag(out, 'T', r.exptime_value);
+    append_meta_flag(out, 'T', r.exptime_value);
   }
   if (r.quiet) append_bare(out, 'q');
   out.append("\r\n");
@@ -89,11 +74,11 @@ bool append_classic_store(const Request& r, std::string_view value, std::string&
   bool base64 = false;
   if (r.keys.empty() || !append_key(r, r.keys[0], out, base64)) return false;
   out.push_back(' ');
-  append_number(out, value.size());
+  append_decimal(out, value.size());
   if (base64) append_bare(out, 'b');
-  if (r.flags != 0) append_flag(out, 'F', r.flags);
-  if (r.exptime_value != 0) append_flag(out, 'T', r.exptime_value);
-  if (r.has_cas) append_flag(out, 'C', r.cas);
+  if (r.flags != 0) append_meta_flag(out, 'F', r.flags);
+  if (r.exptime_value != 0) append_meta_flag(out, 'T', r.exptime_value);
+  if (r.has_cas) append_meta_flag(out, 'C', r.cas);
   if (const char m = mode_letter(r.mode); m != 0) {
     out.append(" M").push_back(m);
   }
@@ -120,7 +105,7 @@ bool append_classic_arithmetic(const Request& r, std::string& out) {
   // The classic reply is the new value; nobody reads it under noreply.
   if (!r.noreply) append_bare(out, 'v');
   if (r.mode == Mode::decr) out.append(" MD");
-  append_flag(out, 'D', r.delta);
+  append_meta_flag(out, 'D', r.delta);
   if (r.quiet) append_bare(out, 'q');
   out.append("\r\n");
   return true;
@@ -149,19 +134,19 @@ bool append_meta(const Request& r, std::string_view value, std::string& out) {
   if (r.keys.empty() || !append_key(r, r.keys[0], out, base64)) return false;
   if (is_set) {
     out.push_back(' ');
-    append_number(out, value.size());
+    append_decimal(out, value.size());
   }
   if (base64) append_bare(out, 'b');
   for (char c : std::string_view("cfhklstuvI")) {
     if (r.meta_flags.has(c)) append_bare(out, c);
   }
   if (!r.opaque.empty() || r.meta_flags.has('O')) out.append(" O").append(r.opaque);
-  if (r.has_exptime) append_flag(out, 'T', r.exptime_value);
-  if (r.has_vivify) append_flag(out, 'N', r.vivify);
-  if (r.flags != 0 || r.meta_flags.has('F')) append_flag(out, 'F', r.flags);
-  if (r.has_cas) append_flag(out, 'C', r.cas);
-  if (r.initial != 0 || r.meta_flags.has('J')) append_flag(out, 'J', r.initial);
-  if (r.delta != 1 || r.meta_flags.has('D')) append_flag(out, 'D', r.delta);
+  if (r.has_exptime) append_meta_flag(out, 'T', r.exptime_value);
+  if (r.has_vivify) append_meta_flag(out, 'N', r.vivify);
+  if (r.flags != 0 || r.meta_flags.has('F')) append_meta_flag(out, 'F', r.flags);
+  if (r.has_cas) append_meta_flag(out, 'C', r.cas);
+  if (r.initial != 0 || r.meta_flags.has('J')) append_meta_flag(out, 'J', r.initial);
+  if (r.delta != 1 || r.meta_flags.has('D')) append_meta_flag(out, 'D', r.delta);
   if (is_set || is_arithmetic) {
     char m = mode_letter(r.mode);
     // An explicit default mode ("MS", "M+") is kept, spelled canonically.

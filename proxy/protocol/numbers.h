@@ -9,8 +9,11 @@
 // To answer like the server, the proxy reproduces these rules.
 #pragma once
 
+#include <charconv>
 #include <cstdint>
+#include <string>
 #include <string_view>
+#include <type_traits>
 
 namespace memshard::proto {
 
@@ -25,5 +28,23 @@ bool parse_mc_int32(std::string_view token, int32_t& out);
 bool parse_mc_uint32(std::string_view token, uint32_t& out);
 // safe_strtoull: strtoull, negatives refused.
 bool parse_mc_uint64(std::string_view token, uint64_t& out);
+
+// Appends `value` in decimal, as request lines write numbers.
+template <typename Int>
+void append_decimal(std::string& out, Int value) {
+  static_assert(std::is_integral_v<Int>);
+  char buffer[24];
+  const auto [end, ec] = std::to_chars(buffer, buffer + sizeof buffer, value);
+  (void)ec;  // 24 bytes hold every 64-bit number
+  out.append(buffer, end);
+}
+
+// Appends " <letter><value>", a meta flag with its argument.
+template <typename Int>
+void append_meta_flag(std::string& out, char letter, Int value) {
+  out.push_back(' ');
+  out.push_back(letter);
+  append_decimal(out, value);
+}
 
 }  // namespace memshard::proto

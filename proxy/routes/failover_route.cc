@@ -67,16 +67,7 @@ class FailoverRoute::Attempt final : public SlotOwner {
     take_reply(client_, *reply);
     held_.slots().release_slot(slot_);
     if (answered_ != nullptr) held_.slots().release_slot(answered_);
-    ReplySlot& client = client_;
-    bool synchronous_now = synchronous;
-    delete this;
-    // Known before send() returned, the reply is not reported: the client
-    // writes complete slots when its dispatch returns.
-    if (synchronous_now) {
-      client.fragment_done_unreported();
-    } else {
-      client.fragment_done();
-    }
+    finish_work(this, client_, synchronous);
   }
 
   HeldCount count_;

@@ -51,16 +51,7 @@ class FanoutRoute::Copies final : public SlotOwner {
     ReplySlot* chosen = choose();
     take_reply(client_, *chosen);
     for (ReplySlot* s : slots_) held_.slots().release_slot(s);
-    ReplySlot& client = client_;
-    bool synchronous_now = synchronous;
-    delete this;
-    // Known before send() returned, the reply is not reported (as in
-    // FailoverRoute).
-    if (synchronous_now) {
-      client.fragment_done_unreported();
-    } else {
-      client.fragment_done();
-    }
+    finish_work(this, client_, synchronous);
     return true;
   }
 

@@ -64,6 +64,21 @@ class HeldRequest {
   PoolStats& pool_stats_;
 };
 
+// Ends a route's in-flight work on a client's slot: `work` (the object
+// holding the request) is deleted, then the slot's fragment is done. The
+// slot's owner is told unless `synchronous`: known before the route's
+// send() returned, the reply is not reported, as the client writes
+// complete slots when its dispatch returns.
+template <typename Work>
+void finish_work(Work* work, ReplySlot& client, bool synchronous) {
+  delete work;
+  if (synchronous) {
+    client.fragment_done_unreported();
+  } else {
+    client.fragment_done();
+  }
+}
+
 // What a reply says, for routes that choose between replies.
 bool is_server_error(const ReplySlot& slot);
 // A quiet request (classic noreply) that failed: the client is told

@@ -176,14 +176,7 @@ class PrimaryFirstRoute::Write final : public SlotOwner {
   bool done() {
     held_.slots().release_slot(primary_);
     for (ReplySlot* s : copies_) held_.slots().release_slot(s);
-    ReplySlot& client = client_;
-    const bool synchronous_now = synchronous;
-    delete this;
-    if (synchronous_now) {
-      client.fragment_done_unreported();
-    } else {
-      client.fragment_done();
-    }
+    finish_work(this, client_, synchronous);
     return true;
   }
 

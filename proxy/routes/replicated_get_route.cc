@@ -256,14 +256,7 @@ class ReplicatedGetRoute::KeyRead final : public SlotOwner {
   }
 
   bool done() {
-    ReplySlot& client = client_;
-    const bool synchronous_now = synchronous;
-    delete this;
-    if (synchronous_now) {
-      client.fragment_done_unreported();
-    } else {
-      client.fragment_done();
-    }
+    finish_work(this, client_, synchronous);
     return true;
   }
 

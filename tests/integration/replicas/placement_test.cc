@@ -89,9 +89,13 @@ TEST_P(ReplicaPlacement, EveryKeyOnExactlyItsPreferenceList) {
   }
   EXPECT_EQ(wrong, 0u) << "keys not on exactly their two servers, of " << keys.size();
   // The keys spread: a test whose keys all land on one server proves little.
+  // The servers' ports are picked at run time and name their points, so
+  // their shares change from run to run: a three-server ring has given one
+  // of them as little as 8% of the keyspace. The bounds only ask that
+  // every server takes part.
   for (uint16_t p : ports) {
-    EXPECT_GT(firsts[p], keys.size() / 10) << "server " << p << " is the first copy of few keys";
-    EXPECT_GT(all[p], keys.size() / 5) << "server " << p << " holds few copies";
+    EXPECT_GT(firsts[p], keys.size() / 50) << "server " << p << " is the first copy of few keys";
+    EXPECT_GT(all[p], keys.size() / 25) << "server " << p << " holds few copies";
   }
 
   // The same keys through an unreplicated pool over the same servers: each

@@ -35,7 +35,9 @@ wait_port "$mc1"
 wait_port "$mc2"
 px=$(free_port)
 write_pool_config "$tmp/smoke.yml" smoke "$px" "$mc1" "$mc2"
-"$memshard" -c "$tmp/smoke.yml" --threads 2 -o "$tmp/memshard.log" &
+# No stats port: the default (22222) is the demo's, which readme_commands
+# holds while it runs, and ctest runs the two side by side.
+"$memshard" -c "$tmp/smoke.yml" --threads 2 -s 0 -o "$tmp/memshard.log" &
 memshard_pid=$!
 pids+=($!)
 wait_port "$px"

@@ -73,7 +73,9 @@ void ClientConn::owe(const proto::binary::ReplyContext& context, bool raw) {
   o.context.fixed = context.fixed;
   o.raw = raw;
 }
-ClientConn::Binary::~Binary() { evbuffer_free(request); }
+ClientConn::Binary::~Binary() {
+  evbuffer_free(request);
+}
 
 // Takes the pool's settings that apply per connection, at connect and
 // again after every reload.
@@ -336,7 +338,7 @@ void ClientConn::dispatch(evbuffer* in) {
   RouteRequest req = route_request(in);
   switch (work_.request.action) {
     case proto::Action::forward:
-      (is_storage(work_.request.command)                  ? st.cmd_set
+      (is_storage(work_.request.command)                   ? st.cmd_set
        : work_.request.command == proto::Command::meta_get ? st.cmd_get
                                                            : st.cmd_other)
           .add();
@@ -490,8 +492,8 @@ bool ClientConn::close_if_idle(uint64_t now_usec) {
 bool ClientConn::parkable(uint64_t idle_since_usec) const {
   // A parked socket resumes as a text connection: binary ones stay.
   return protocol_ != Protocol::binary && last_input_usec_ <= idle_since_usec && slots_.empty() &&
-         !closing_ && !closed_ &&
-         !paused_ && !in_process_ && awaiting_bytes_ == 0 && swallow_left_ == 0 && stream_.quiet();
+         !closing_ && !closed_ && !paused_ && !in_process_ && awaiting_bytes_ == 0 &&
+         swallow_left_ == 0 && stream_.quiet();
 }
 
 void ClientConn::shut() {

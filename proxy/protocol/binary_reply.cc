@@ -74,11 +74,13 @@ void ok(const ReplyContext& c, uint64_t cas, std::string& out) {
 }
 
 bool is_get_family(uint8_t command) {
-  return command == op::get || command == op::getk || command == op::gat ||
-         command == op::gatk || command == op::touch;
+  return command == op::get || command == op::getk || command == op::gat || command == op::gatk ||
+         command == op::touch;
 }
 
-bool returns_key(uint8_t command) { return command == op::getk || command == op::gatk; }
+bool returns_key(uint8_t command) {
+  return command == op::getk || command == op::gatk;
+}
 
 void hit(const ReplyContext& c, uint8_t command, const MetaLine& m, std::string_view value,
          std::string& out) {
@@ -97,8 +99,8 @@ void miss(const ReplyContext& c, uint8_t command, std::string& out) {
   if (returns_key(command)) {
     // proto_bin.c's write_bin_miss_response: the key, no message.
     append_response_header(out, c.opcode, Status::key_not_found, 0,
-                           static_cast<uint16_t>(c.key.size()),
-                           static_cast<uint32_t>(c.key.size()), c.opaque, 0);
+                           static_cast<uint16_t>(c.key.size()), static_cast<uint32_t>(c.key.size()),
+                           c.opaque, 0);
     out.append(c.key);
     return;
   }

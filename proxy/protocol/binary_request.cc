@@ -5,8 +5,8 @@
 #include <limits>
 
 #include "proxy/protocol/base64.h"
-#include "proxy/protocol/numbers.h"
 #include "proxy/protocol/meta_codec.h"
+#include "proxy/protocol/numbers.h"
 
 namespace memshard::proto::binary {
 namespace {
@@ -35,8 +35,7 @@ int64_t exptime(uint32_t v) {
 
 // Starts `out.line` with "<command> <key>", the key base64 with `b` when a
 // text line cannot hold it as it is. False when it cannot travel at all.
-bool start_line(std::string_view command, std::string_view key, Translation& out,
-                bool& base64) {
+bool start_line(std::string_view command, std::string_view key, Translation& out, bool& base64) {
   base64 = !meta_key_is_plain(key);
   if (base64 && key.size() > kMaxBase64KeyBytes) return false;
   out.line.append(command).push_back(' ');
@@ -53,8 +52,8 @@ void text(std::string_view line, Translation& out) {
   out.line.assign(line);
 }
 
-void translate_get(const Header& h, std::string_view extras, std::string_view key,
-                   uint8_t command, Translation& out) {
+void translate_get(const Header& h, std::string_view extras, std::string_view key, uint8_t command,
+                   Translation& out) {
   if (command == op::getk) out.context.key.assign(key);
   if ((command == op::get || command == op::getk) && meta_key_is_plain(key)) {
     // A classic gets: the outbox joins the gets queued for one server into
@@ -78,8 +77,8 @@ void translate_get(const Header& h, std::string_view extras, std::string_view ke
     } else if (!is_quiet(h.opcode)) {
       const bool with_key = command == op::getk || command == op::gatk;
       append_response_header(out.reply, h.opcode, Status::key_not_found, 0,
-                             with_key ? h.key_length : 0,
-                             with_key ? h.key_length : uint32_t{9}, h.opaque, 0);
+                             with_key ? h.key_length : 0, with_key ? h.key_length : uint32_t{9},
+                             h.opaque, 0);
       out.reply.append(with_key ? key : std::string_view("Not found"));
     }
     return;
@@ -88,7 +87,8 @@ void translate_get(const Header& h, std::string_view extras, std::string_view ke
   if (base64) out.line.append(" b");
   out.line.append(command == op::touch ? " f c" : " v f c");
   if (command == op::touch || command == op::gat || command == op::gatk) {
-    append_meta_flag(out.line, 'T', exptime(read_u32(reinterpret_cast<const unsigned char*>(extras.data()))));
+    append_meta_flag(out.line, 'T',
+                     exptime(read_u32(reinterpret_cast<const unsigned char*>(extras.data()))));
   }
   out.line.append("\r\n");
   if (command == op::gatk) out.context.key.assign(key);
@@ -201,8 +201,8 @@ void Translation::clear() {
 }
 
 // The checks and their order are dispatch_bin_command's (memcached 1.6.18).
-void translate(const Header& h, std::string_view extras, std::string_view key,
-               const Limits& limits, Translation& out) {
+void translate(const Header& h, std::string_view extras, std::string_view key, const Limits& limits,
+               Translation& out) {
   out.clear();
   if (h.magic != kRequestMagic) return;  // Kind::close
   out.context.opcode = h.opcode;

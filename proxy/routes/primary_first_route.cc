@@ -22,7 +22,9 @@ std::string head_of(const ReplySlot& slot, size_t n) {
   return s;
 }
 
-bool stored(const ReplySlot& slot) { return head_of(slot, 3) == "HD\r" || head_of(slot, 3) == "HD "; }
+bool stored(const ReplySlot& slot) {
+  return head_of(slot, 3) == "HD\r" || head_of(slot, 3) == "HD ";
+}
 
 // The classic reply a meta storage code stands for.
 std::string_view classic_reply(std::string_view code) {
@@ -132,9 +134,10 @@ class PrimaryFirstRoute::Write final : public SlotOwner {
     ReplySlot* failed = nullptr;
     for (size_t k = 0; k < copies_.size(); ++k) {
       ReplySlot* s = copies_[k];
-      ServerStats* server = route_.replicas_ == nullptr || held_.request().keys.empty()
-                                ? nullptr
-                                : route_.replicas_->counters(held_.request().keys[0], copy_index_[k]);
+      ServerStats* server =
+          route_.replicas_ == nullptr || held_.request().keys.empty()
+              ? nullptr
+              : route_.replicas_->counters(held_.request().keys[0], copy_index_[k]);
       held_.pool_stats().replica_writes.add();
       if (server != nullptr) server->replica_writes.add();
       if (stored(*s)) {

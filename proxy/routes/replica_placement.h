@@ -49,8 +49,7 @@ class ReplicaPlacement {
 // server when the key has fewer live copies.
 class CopyPlacement final : public Placement {
  public:
-  CopyPlacement(const ReplicaPlacement& replicas, size_t copy)
-      : replicas_(replicas), copy_(copy) {}
+  CopyPlacement(const ReplicaPlacement& replicas, size_t copy) : replicas_(replicas), copy_(copy) {}
   size_t place(std::string_view key) const override;
   size_t size() const override { return replicas_.size(); }
   Server& server(size_t index) const override { return replicas_.server(index); }

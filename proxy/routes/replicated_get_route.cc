@@ -66,10 +66,10 @@ class ReplicatedGetRoute::KeyRead final : public SlotOwner {
         client_(client),
         position_(position),
         key_(key) {
-    with_cas_ = req.request.command == proto::Command::gets ||
-                req.request.command == proto::Command::gats;
-    touch_ = req.request.command == proto::Command::gat ||
-             req.request.command == proto::Command::gats;
+    with_cas_ =
+        req.request.command == proto::Command::gets || req.request.command == proto::Command::gats;
+    touch_ =
+        req.request.command == proto::Command::gat || req.request.command == proto::Command::gats;
     exptime_value_ = req.request.exptime_value;
   }
 
@@ -157,7 +157,6 @@ class ReplicatedGetRoute::KeyRead final : public SlotOwner {
     const bool miss = reply == "END\r\n" || reply == "EN\r\n";
     if (!error && !miss) return finish_hit(reply);
     if (miss) {
-      missed_ = true;
       missed_copies_.push_back(copy);
       if (!route_.on_miss_) return done();
     } else if (error_.empty()) {
@@ -165,7 +164,7 @@ class ReplicatedGetRoute::KeyRead final : public SlotOwner {
     }
     // A miss is an answer: copies that fail after it do not turn it into
     // an error.
-    if (next_ >= route_.reads_.size()) return missed_ ? done() : finish_failed();
+    if (next_ >= route_.reads_.size()) return missed_copies_.empty() ? finish_failed() : done();
     held_.pool_stats().read_failovers.add();
     if (ServerStats* c = counters(copy)) c->read_failovers.add();
     std::string line = retry_line();
@@ -249,8 +248,8 @@ class ReplicatedGetRoute::KeyRead final : public SlotOwner {
     Fragment& f = client_.fragments[client_.key_refs[position_].fragment];
     f.failed = true;
     if (client_.error.empty()) {
-      client_.error = error_.empty() ? std::string(proto::reply::own::kBackendUnavailable) + "\r\n"
-                                     : error_;
+      client_.error =
+          error_.empty() ? std::string(proto::reply::own::kBackendUnavailable) + "\r\n" : error_;
     }
     return done();
   }
@@ -271,7 +270,6 @@ class ReplicatedGetRoute::KeyRead final : public SlotOwner {
   bool touch_ = false;
   ReplySlot* slot_ = nullptr;
   size_t next_ = 0;
-  bool missed_ = false;
   std::vector<size_t> missed_copies_;
   std::string error_;
   bool sending_ = false;

@@ -32,9 +32,8 @@ class ReplicatedGetRoute final : public Route {
   // route and a key route over CopyPlacement(i)); they must outlive this.
   // `replicas` tells which server each copy is on, for per-server counts
   // (may be null).
-  ReplicatedGetRoute(std::vector<Route*> reads, std::vector<Route*> keys, bool on_miss,
-                     bool repair, RouteLife* life = nullptr,
-                     const ReplicaPlacement* replicas = nullptr)
+  ReplicatedGetRoute(std::vector<Route*> reads, std::vector<Route*> keys, bool on_miss, bool repair,
+                     RouteLife* life = nullptr, const ReplicaPlacement* replicas = nullptr)
       : reads_(std::move(reads)),
         keys_(std::move(keys)),
         on_miss_(on_miss),

@@ -307,9 +307,8 @@ void Worker::apply_topology(std::shared_ptr<const Topology> topology) {
     draining_.push_back(std::move(backend));
   }
   backends_ = std::move(backends);
-  const bool holding = std::any_of(routes_.begin(), routes_.end(), [](const auto& r) {
-    return r.second.life->held_requests > 0;
-  });
+  const bool holding = std::any_of(routes_.begin(), routes_.end(),
+                                   [](const auto& r) { return r.second.life->held_requests > 0; });
   if (holding) retired_routes_.push_back(RetiredRoutes{topology_, std::move(routes_)});
   routes_ = std::move(routes);
   ++routes_epoch_;

@@ -28,19 +28,19 @@ class Counter {
 
 // Every per-worker counter, named as memcached's own `stats` names it where
 // one exists. One list, so declaring, summing and printing cannot disagree.
-#define MEMSHARD_WORKER_COUNTERS(X)                                                   \
-  X(curr_connections)                                                                 \
-  X(parked_connections) /* gauge: of those, idle ones held as a bare socket */        \
-  X(total_connections)                                                                \
-  X(binary_connections) /* gauge: of curr_connections, those speaking binary */       \
-  X(cmd_get)         /* keys requested by get-family commands */                      \
-  X(cmd_set)         /* storage commands */                                           \
-  X(cmd_other)       /* every other forwarded request */                              \
-  X(fragments)       /* backend operations sent */                                    \
-  X(forward_error)   /* backend operations failed: unreachable, timeout, bad reply */ \
-  X(server_timeouts) /* backend operations that ran out of time */                    \
-  X(client_errors)   /* ERROR / CLIENT_ERROR / SERVER_ERROR given by the proxy */   \
-  X(binary_requests) /* of all requests, binary-protocol frames */
+#define MEMSHARD_WORKER_COUNTERS(X)                                                      \
+  X(curr_connections)                                                                    \
+  X(parked_connections) /* gauge: of those, idle ones held as a bare socket */           \
+  X(total_connections)                                                                   \
+  X(binary_connections) /* gauge: of curr_connections, those speaking binary */          \
+  X(cmd_get)            /* keys requested by get-family commands */                      \
+  X(cmd_set)            /* storage commands */                                           \
+  X(cmd_other)          /* every other forwarded request */                              \
+  X(fragments)          /* backend operations sent */                                    \
+  X(forward_error)      /* backend operations failed: unreachable, timeout, bad reply */ \
+  X(server_timeouts)    /* backend operations that ran out of time */                    \
+  X(client_errors)      /* ERROR / CLIENT_ERROR / SERVER_ERROR given by the proxy */     \
+  X(binary_requests)    /* of all requests, binary-protocol frames */
 
 #define MEMSHARD_DECLARE_COUNTER(name) Counter name;
 #define MEMSHARD_VISIT_COUNTER(name) f(#name, name);
@@ -56,43 +56,43 @@ struct WorkerStats {
 };
 
 // Per pool, per worker. Names are twemproxy's where it has them.
-#define MEMSHARD_POOL_COUNTERS(X)                                   \
-  X(client_eof)         /* clients that closed their connection */  \
-  X(client_err)         /* client connections closed on an error */ \
-  X(client_connections) /* gauge: open client connections */        \
-  X(forward_error)      /* backend operations failed */             \
-  X(fragments)          /* backend operations sent */               \
-  X(requests)           /* client requests answered */                            \
-  X(replica_writes)     /* writes sent to copies after a key's first */           \
-  X(replica_write_failures) /* of those, answered with an error */               \
-  X(read_failovers)     /* reads tried again on a key's next copy */              \
-  X(read_repairs)       /* values written back to a copy that missed them */
+#define MEMSHARD_POOL_COUNTERS(X)                                           \
+  X(client_eof)             /* clients that closed their connection */      \
+  X(client_err)             /* client connections closed on an error */     \
+  X(client_connections)     /* gauge: open client connections */            \
+  X(forward_error)          /* backend operations failed */                 \
+  X(fragments)              /* backend operations sent */                   \
+  X(requests)               /* client requests answered */                  \
+  X(replica_writes)         /* writes sent to copies after a key's first */ \
+  X(replica_write_failures) /* of those, answered with an error */          \
+  X(read_failovers)         /* reads tried again on a key's next copy */    \
+  X(read_repairs)           /* values written back to a copy that missed them */
 
 // Per pool and server, per worker.
-#define MEMSHARD_SERVER_COUNTERS(X)                                               \
-  X(server_eof)         /* the server closed the connection */                    \
-  X(server_err)         /* connect errors, resets, invalid replies */             \
-  X(server_timedout)    /* operations that ran out of `timeout` */                \
-  X(server_connections) /* gauge: open connections */                             \
-  X(requests)           /* operations sent */                                     \
-  X(requests_joined)    /* of those, sent on the line of the one before */        \
-  X(request_bytes)                                                                \
-  X(responses) /* operations answered */                                          \
-  X(response_bytes)                                                               \
-  X(out_queue)          /* gauge: operations sent and not yet answered */         \
-  X(out_queue_bytes)    /* gauge: their request bytes */                          \
-  X(replies_hit)        /* VALUE / VA */                                          \
-  X(replies_miss)       /* a key asked and not returned; EN */                    \
-  X(replies_stored)     /* STORED / HD after a set */                             \
-  X(replies_not_stored) /* NOT_STORED / NS */                                     \
-  X(replies_exists)     /* EXISTS / EX */                                         \
-  X(replies_not_found)  /* NOT_FOUND / NF */                                      \
-  X(replies_error)      /* ERROR / CLIENT_ERROR / SERVER_ERROR from the server */ \
-  X(replies_other)      /* everything else: DELETED, TOUCHED, numbers, OK, MN */  \
-  X(replica_writes)     /* writes it got as a copy after a key's first */         \
-  X(replica_write_failures) /* of those, failed */                               \
-  X(read_failovers)     /* reads that went on from it to a key's next copy */     \
-  X(read_repairs)       /* values written back to it after it missed them */
+#define MEMSHARD_SERVER_COUNTERS(X)                                                   \
+  X(server_eof)         /* the server closed the connection */                        \
+  X(server_err)         /* connect errors, resets, invalid replies */                 \
+  X(server_timedout)    /* operations that ran out of `timeout` */                    \
+  X(server_connections) /* gauge: open connections */                                 \
+  X(requests)           /* operations sent */                                         \
+  X(requests_joined)    /* of those, sent on the line of the one before */            \
+  X(request_bytes)                                                                    \
+  X(responses) /* operations answered */                                              \
+  X(response_bytes)                                                                   \
+  X(out_queue)              /* gauge: operations sent and not yet answered */         \
+  X(out_queue_bytes)        /* gauge: their request bytes */                          \
+  X(replies_hit)            /* VALUE / VA */                                          \
+  X(replies_miss)           /* a key asked and not returned; EN */                    \
+  X(replies_stored)         /* STORED / HD after a set */                             \
+  X(replies_not_stored)     /* NOT_STORED / NS */                                     \
+  X(replies_exists)         /* EXISTS / EX */                                         \
+  X(replies_not_found)      /* NOT_FOUND / NF */                                      \
+  X(replies_error)          /* ERROR / CLIENT_ERROR / SERVER_ERROR from the server */ \
+  X(replies_other)          /* everything else: DELETED, TOUCHED, numbers, OK, MN */  \
+  X(replica_writes)         /* writes it got as a copy after a key's first */         \
+  X(replica_write_failures) /* of those, failed */                                    \
+  X(read_failovers)         /* reads that went on from it to a key's next copy */     \
+  X(read_repairs)           /* values written back to it after it missed them */
 
 // Request latency buckets (upper bounds, microseconds), for the
 // Prometheus histogram: from a fast loopback hit to a slow timeout.

@@ -84,6 +84,15 @@ struct PoolConfig {
   // back to the copies that missed.
   bool read_failover_on_miss = false;
   bool read_repair = false;
+  // memshard extension: for this many ms after a reload that moves keys, a
+  // read that misses a moved key on its new server looks for it on the
+  // server that held it before (and copies a hit over); writes of moved
+  // keys invalidate the old copy meanwhile. 0: off.
+  int reload_warmup_ms = 0;
+  // With reload_warmup: copy the moved keys to their new servers in the
+  // background at no more than this many keys a second (0: off).
+  uint32_t reload_migrate_rate = 0;
+  int reload_migrate_rate_line = 0;
   std::vector<ServerConfig> servers;
 };
 

@@ -55,7 +55,7 @@ std::string mode_names() {
 }
 
 // Every directive nutcracker 0.5 accepts, then memshard's extensions.
-constexpr std::array<std::string_view, 25> kDirectives = {
+constexpr std::array<std::string_view, 27> kDirectives = {
     "listen",
     "hash",
     "hash_tag",
@@ -81,6 +81,8 @@ constexpr std::array<std::string_view, 25> kDirectives = {
     "write_policy",
     "read_failover_on_miss",
     "read_repair",
+    "reload_warmup",
+    "reload_migrate_rate",
 };
 
 // Reads one pool's directives into a PoolConfig, reporting into `errors`.
@@ -229,6 +231,11 @@ void PoolReader::scalar_directive(const std::string& text) {
   } else if (key == "read_repair") {
     set_bool(p.read_repair, text);
     read_repair_line_ = line_;
+  } else if (key == "reload_warmup") {
+    set_number(p.reload_warmup_ms, text, 0, 24 * 3600 * 1000);
+  } else if (key == "reload_migrate_rate") {
+    set_number(p.reload_migrate_rate, text, 0, 10000000);
+    p.reload_migrate_rate_line = line_;
   }
 }
 
@@ -326,6 +333,11 @@ ParsedPool PoolReader::finish(int servers_line) {
                 "pool '" + p.name + "' keeps " + std::to_string(p.replicas) +
                     " copies of each key but has " + std::to_string(p.servers.size()) +
                     " server(s); expected at most one copy per server");
+  }
+  if (p.reload_migrate_rate > 0 && p.reload_warmup_ms == 0) {
+    errors_.add(p.reload_migrate_rate_line, "reload_migrate_rate",
+                "reload_migrate_rate copies moved keys during the reload_warmup window, "
+                "which is off (0); set reload_warmup too");
   }
   if (p.read_repair && !p.read_failover_on_miss) {
     errors_.add(read_repair_line_, "read_repair",

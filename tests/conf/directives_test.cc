@@ -120,6 +120,15 @@ TEST(ConfDirectives, ReplicationExtensions) {
   EXPECT_EQ(only_pool(pool("  write_policy: all\n")).write_policy, WritePolicy::all);
 }
 
+TEST(ConfDirectives, ReloadWarmupExtensions) {
+  const PoolConfig d = only_pool(pool(""));
+  EXPECT_EQ(d.reload_warmup_ms, 0);
+  EXPECT_EQ(d.reload_migrate_rate, 0u);
+  const PoolConfig w = only_pool(pool("  reload_warmup: 600000\n  reload_migrate_rate: 2000\n"));
+  EXPECT_EQ(w.reload_warmup_ms, 600000);
+  EXPECT_EQ(w.reload_migrate_rate, 2000u);
+}
+
 TEST(ConfDirectives, BooleansBothWays) {
   const PoolConfig on = only_pool(pool("  preconnect: true\n  auto_eject_hosts: true\n"));
   EXPECT_TRUE(on.preconnect);

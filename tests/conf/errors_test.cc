@@ -77,7 +77,7 @@ TEST(ConfErrors, UnknownDirective) {
                "auto_eject_hosts, server_retry_timeout, server_failure_limit, "
                "client_connections, tcpkeepalive, servers, ketama_compat, item_size_max, "
                "client_idle_timeout, dns_refresh, replicas, write_policy, "
-               "read_failover_on_miss, read_repair");
+               "read_failover_on_miss, read_repair, reload_warmup, reload_migrate_rate");
 }
 
 TEST(ConfErrors, MoreReplicasThanServers) {
@@ -95,6 +95,14 @@ TEST(ConfErrors, WritePolicyAndReadRepair) {
   expect_error(only_error(pool("  read_repair: true\n")), 3, "read_repair",
                "read_repair writes back what a read found on another copy after a miss, which "
                "only read_failover_on_miss: true looks for; expected both");
+}
+
+TEST(ConfErrors, ReloadWarmupAndMigration) {
+  expect_error(only_error(pool("  reload_migrate_rate: 1000\n")), 3, "reload_migrate_rate",
+               "reload_migrate_rate copies moved keys during the reload_warmup window, which is "
+               "off (0); set reload_warmup too");
+  expect_error(only_error(pool("  reload_warmup: 90000000\n")), 3, "reload_warmup",
+               "expected a whole number from 0 to 86400000, found \"90000000\"");
 }
 
 TEST(ConfErrors, DuplicateDirective) {

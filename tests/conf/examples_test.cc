@@ -74,6 +74,8 @@ TEST(ConfExamples, ReferenceParsesWithNonDefaultValues) {
   EXPECT_EQ(p.write_policy, WritePolicy::majority);
   EXPECT_TRUE(p.read_failover_on_miss);
   EXPECT_TRUE(p.read_repair);
+  EXPECT_EQ(p.reload_warmup_ms, 600000);
+  EXPECT_EQ(p.reload_migrate_rate, 2000u);
 
   const PoolConfig& u = c.pools[1];
   EXPECT_TRUE(u.listen.is_unix);

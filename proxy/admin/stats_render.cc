@@ -265,6 +265,14 @@ void render_prometheus(const StatsView& p, std::string& out) {
        "read_failover_on_miss)."},
       {"read_repairs", "memshard_pool_read_repairs_total", "counter",
        "Replicated pools: values written back to a copy that missed them (read_repair)."},
+      {"warmup_lookups", "memshard_pool_warmup_lookups_total", "counter",
+       "reload_warmup: misses of moved keys looked for on the server that held them before."},
+      {"warmup_hits", "memshard_pool_warmup_hits_total", "counter",
+       "reload_warmup: of those, found there and answered."},
+      {"warmup_copies", "memshard_pool_warmup_copies_total", "counter",
+       "reload_warmup: values copied to their new server (reads and background migration)."},
+      {"warmup_invalidations", "memshard_pool_warmup_invalidations_total", "counter",
+       "reload_warmup: old copies deleted by a write of a moved key."},
   };
   for (const PoolMetric& m : kPool) {
     f.header(m.name, m.type, m.help);

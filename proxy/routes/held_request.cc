@@ -88,6 +88,39 @@ void HeldRequest::send_copy(Route& route, ReplySlot& slot) {
   route.send(req, slot);
 }
 
+namespace {
+
+class Unanswered final : public SlotOwner {
+ public:
+  Unanswered(const HeldRequest& like, std::string bytes, size_t header_bytes, RouteLife* life)
+      : count_(life), held_(like, std::move(bytes), header_bytes) {}
+  void send(Route& route) {
+    slot_ = held_.slots().acquire_slot(this);
+    sending_ = true;
+    held_.send_copy(route, *slot_);
+    sending_ = false;
+    if (slot_->complete) on_slot_complete();
+  }
+  void on_slot_complete() override {
+    if (sending_) return;
+    held_.slots().release_slot(slot_);
+    delete this;
+  }
+
+ private:
+  HeldCount count_;
+  HeldRequest held_;
+  ReplySlot* slot_ = nullptr;
+  bool sending_ = false;
+};
+
+}  // namespace
+
+void send_unanswered(const HeldRequest& like, std::string bytes, size_t header_bytes, Route& route,
+                     RouteLife* life) {
+  (new Unanswered(like, std::move(bytes), header_bytes, life))->send(route);
+}
+
 bool is_server_error(const ReplySlot& slot) {
   return starts_with(slot, "SERVER_ERROR");
 }

@@ -79,6 +79,13 @@ void finish_work(Work* work, ReplySlot& client, bool synchronous) {
   }
 }
 
+// Sends `bytes` (a request line of `header_bytes`, then its data) to
+// `route` on `like`'s behalf without waiting for the answer (read repair,
+// the touches of a gat's other copies, the delete that undoes a copy):
+// what it holds frees itself once the server answered.
+void send_unanswered(const HeldRequest& like, std::string bytes, size_t header_bytes, Route& route,
+                     RouteLife* life);
+
 // What a reply says, for routes that choose between replies.
 bool is_server_error(const ReplySlot& slot);
 // A quiet request (classic noreply) that failed: the client is told

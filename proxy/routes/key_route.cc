@@ -67,14 +67,9 @@ void KeyRoute::send(RouteRequest& req, ReplySlot& slot) {
   send_to(placement_.server(server), req, slot);
 }
 
-void KeyRoute::invalidate(RouteRequest& req, ReplySlot& slot) {
-  size_t server = placement_.place(req.request.keys[0]);
-  Outbox* outbox =
-      server == Placement::npos ? nullptr : placement_.server(server).outbox(req.affinity);
-  if (outbox == nullptr) {
-    slot.complete = true;
-    return;
-  }
+void send_delete(Server& server, RouteRequest& req, ReplySlot& slot) {
+  Outbox* outbox = server.outbox(req.affinity);
+  if (outbox == nullptr) return;
   std::string& text = req.scratch.text;
   text.assign("md ").append(req.request.raw_key);
   if (req.request.key_base64) text.append(" b");
@@ -84,6 +79,12 @@ void KeyRoute::invalidate(RouteRequest& req, ReplySlot& slot) {
   slot.add_fragment();
   req.count_fragment();
   outbox->enqueue(BackendOp{&slot, 0, ReplyMode::quiet_drop, req.now_usec});
+}
+
+void KeyRoute::invalidate(RouteRequest& req, ReplySlot& slot) {
+  size_t server = placement_.place(req.request.keys[0]);
+  if (server != Placement::npos) send_delete(placement_.server(server), req, slot);
+  if (slot.outstanding == 0) slot.complete = true;
 }
 
 }  // namespace memshard::proxy

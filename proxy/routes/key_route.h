@@ -14,6 +14,10 @@ namespace memshard::proxy {
 // for noreply).
 void send_to(Server& server, RouteRequest& req, ReplySlot& slot);
 
+// Deletes req's key on `server` (md ... q, then mn), as one more fragment
+// of `slot`; nothing when the server is unavailable.
+void send_delete(Server& server, RouteRequest& req, ReplySlot& slot);
+
 class KeyRoute final : public SingleKeyRoute {
  public:
   explicit KeyRoute(const Placement& placement) : placement_(placement) {}

@@ -2,6 +2,8 @@
 
 #include "proxy/routes/replicated_get_route.h"
 #include "proxy/routes/replicated_key_route.h"
+#include "proxy/routes/warm_get_route.h"
+#include "proxy/routes/warm_key_route.h"
 
 namespace memshard::proxy {
 
@@ -29,6 +31,7 @@ void PoolRoute::build_routes() {
   if (pc.replicas <= 1) {
     key = std::make_unique<KeyRoute>(*placement);
     multi_get = std::make_unique<SplitRoute>(*placement);
+    build_warmup();
     return;
   }
   replicas = std::make_unique<ReplicaPlacement>(pool->ring, pool->live, pc.replicas, servers);
@@ -47,6 +50,17 @@ void PoolRoute::build_routes() {
   multi_get = std::make_unique<ReplicatedGetRoute>(std::move(reads), std::move(keys_as_routes),
                                                    pc.read_failover_on_miss, pc.read_repair,
                                                    life.get(), replicas.get());
+  build_warmup();
+}
+
+void PoolRoute::build_warmup() {
+  if (pool->past.empty() || !pool->guard) return;
+  past = std::make_unique<PastPlacement>(pool->past, past_servers,
+                                         replicas ? nullptr : placement.get(), replicas.get());
+  own_key = std::move(key);
+  own_multi_get = std::move(multi_get);
+  key = std::make_unique<WarmKeyRoute>(*own_key, *past, *pool->guard, life.get());
+  multi_get = std::make_unique<WarmGetRoute>(*own_multi_get, *past, *pool->guard, life.get());
 }
 
 }  // namespace memshard::proxy

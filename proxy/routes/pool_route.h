@@ -11,6 +11,7 @@
 #include "proxy/backends/backend.h"
 #include "proxy/routes/broadcast_route.h"
 #include "proxy/routes/key_route.h"
+#include "proxy/routes/past_placement.h"
 #include "proxy/routes/placement.h"
 #include "proxy/routes/replica_placement.h"
 #include "proxy/routes/split_route.h"
@@ -34,10 +35,20 @@ struct PoolRoute {
   std::vector<std::unique_ptr<CopyPlacement>> copy_placements;
   std::vector<std::unique_ptr<KeyRoute>> copy_keys;
   std::vector<std::unique_ptr<SplitRoute>> copy_reads;
+  // reload_warmup, while a past config's window is open: per past ring
+  // (Pool::past), the worker's server for each of its servers, and the
+  // pool's own routes, which `key` and `multi_get` then wrap.
+  std::vector<std::vector<Server*>> past_servers;
+  std::unique_ptr<PastPlacement> past;
+  std::unique_ptr<SingleKeyRoute> own_key;
+  std::unique_ptr<Route> own_multi_get;
   // Counts the requests these routes hold (see RouteLife).
   std::unique_ptr<RouteLife> life = std::make_unique<RouteLife>();
-  // Once pool and backends are set.
+  // Once pool, backends and past_servers are set.
   void build_routes();
+
+ private:
+  void build_warmup();
 };
 
 }  // namespace memshard::proxy

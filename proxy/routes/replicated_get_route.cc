@@ -1,11 +1,12 @@
 #include "proxy/routes/replicated_get_route.h"
 
-#include <charconv>
 #include <string>
 
 #include "proxy/protocol/meta_codec.h"
 #include "proxy/protocol/replies.h"
+#include "proxy/protocol/retrieval_reply.h"
 #include "proxy/routes/held_request.h"
+#include "proxy/routes/warm_copy.h"
 #include "proxy/support/stats.h"
 
 namespace memshard::proxy {
@@ -17,41 +18,6 @@ std::string contents(evbuffer* b) {
   evbuffer_copyout(b, s.data(), s.size());
   return s;
 }
-
-template <typename Int>
-Int number(std::string_view s) {
-  Int v = 0;
-  std::from_chars(s.data(), s.data() + s.size(), v);
-  return v;
-}
-
-// A request the proxy sends without waiting for its answer (read repair,
-// the touches of a gat's other copies): it frees itself once answered.
-class Unanswered final : public SlotOwner {
- public:
-  static void send(const HeldRequest& like, std::string bytes, size_t header_bytes, Route& route,
-                   RouteLife* life) {
-    auto* u = new Unanswered(like, std::move(bytes), header_bytes, life);
-    u->slot_ = u->held_.slots().acquire_slot(u);
-    u->sending_ = true;
-    u->held_.send_copy(route, *u->slot_);
-    u->sending_ = false;
-    if (u->slot_->complete) u->on_slot_complete();
-  }
-  void on_slot_complete() override {
-    if (sending_) return;
-    held_.slots().release_slot(slot_);
-    delete this;
-  }
-
- private:
-  Unanswered(const HeldRequest& like, std::string bytes, size_t header_bytes, RouteLife* life)
-      : count_(life), held_(like, std::move(bytes), header_bytes) {}
-  HeldCount count_;
-  HeldRequest held_;
-  ReplySlot* slot_ = nullptr;
-  bool sending_ = false;
-};
 
 }  // namespace
 
@@ -78,7 +44,7 @@ class ReplicatedGetRoute::KeyRead final : public SlotOwner {
     for (size_t copy = 1; copy < route_.keys_.size(); ++copy) {
       std::string line = "touch " + key_ + " " + std::string(exptime) + " noreply\r\n";
       const size_t header = line.size();
-      Unanswered::send(held_, std::move(line), header, *route_.keys_[copy], route_.life_);
+      send_unanswered(held_, std::move(line), header, *route_.keys_[copy], route_.life_);
     }
   }
 
@@ -129,23 +95,9 @@ class ReplicatedGetRoute::KeyRead final : public SlotOwner {
     return line;
   }
 
-  // The mg for a try after the first: the value, its flags, its TTL (for
-  // repair), the cas for gets/gats, the touch for gat/gats.
+  // The mg for a try after the first (warm_copy.h).
   std::string retry_line() const {
-    proto::Request r;
-    r.command = proto::Command::meta_get;
-    r.keys.push_back(key_);
-    r.meta_flags.add('v');
-    r.meta_flags.add('f');
-    r.meta_flags.add('t');
-    if (with_cas_) r.meta_flags.add('c');
-    if (touch_) {
-      r.has_exptime = true;
-      r.exptime_value = exptime_value_;
-    }
-    std::string out;
-    (void)proto::append_meta_request(r, {}, out);
-    return out;
+    return fallback_line(key_, with_cas_, touch_ ? &exptime_value_ : nullptr);
   }
 
   // The try at `copy` ended: true when the key is done.
@@ -178,37 +130,9 @@ class ReplicatedGetRoute::KeyRead final : public SlotOwner {
     std::string block;
     if (reply.starts_with("VALUE ")) {
       block = reply.substr(0, reply.size() - 5);  // without END
-    } else {
-      // VA <len> f<flags> t<ttl> [c<cas>]: the classic block it stands for.
-      const size_t eol = reply.find("\r\n");
-      std::string_view line(reply.data(), eol);
-      uint64_t length = 0;
-      std::string_view flags = "0", ttl, cas;
-      size_t i = 3;
-      bool first = true;
-      while (i < line.size()) {
-        size_t end = line.find(' ', i);
-        if (end == std::string_view::npos) end = line.size();
-        std::string_view token = line.substr(i, end - i);
-        i = end + 1;
-        if (token.empty()) continue;
-        if (first) {
-          length = number<uint64_t>(token);
-          first = false;
-        } else if (token[0] == 'f') {
-          flags = token.substr(1);
-        } else if (token[0] == 't') {
-          ttl = token.substr(1);
-        } else if (token[0] == 'c') {
-          cas = token.substr(1);
-        }
-      }
-      const std::string_view data = std::string_view(reply).substr(eol + 2, length);
-      block.append("VALUE ").append(key_).append(" ").append(flags).append(" ");
-      block.append(std::to_string(length));
-      if (with_cas_) block.append(" ").append(cas);
-      block.append("\r\n").append(data).append("\r\n");
-      if (route_.repair_) repair(flags, ttl, data);
+    } else if (auto v = proto::parse_meta_value(reply)) {
+      block = proto::classic_block(key_, *v, with_cas_);
+      if (route_.repair_) repair(*v);
     }
     evbuffer_add(f.values, block.data(), block.size());
     client_.key_refs[position_].block_bytes = static_cast<uint32_t>(block.size());
@@ -217,26 +141,14 @@ class ReplicatedGetRoute::KeyRead final : public SlotOwner {
   }
 
   // Writes what a later copy had back to the copies that missed it.
-  void repair(std::string_view flags, std::string_view ttl, std::string_view data) {
+  void repair(const proto::MetaValue& v) {
     for (size_t copy : missed_copies_) {
-      proto::Request r;
-      r.command = proto::Command::meta_set;
-      r.keys.push_back(key_);
-      r.flags = number<uint32_t>(flags);
-      // t-1: no expiry (T0 is memcached's "never"); else what remains.
-      const int64_t remaining = ttl == "-1" || ttl.empty() ? 0 : number<int64_t>(ttl);
-      r.has_exptime = remaining != 0;
-      r.exptime_value = remaining;
-      r.mode = proto::Mode::add;
-      r.meta_flags.add('M');
-      r.quiet = true;
-      r.data_bytes = data.size() + 2;
       std::string bytes;
-      if (!proto::append_meta_request(r, data, bytes)) continue;
-      const size_t header = bytes.size() - data.size() - 2;
+      if (!proto::append_copy_request(key_, v, true, bytes)) continue;
+      const size_t header = bytes.size() - v.data.size() - 2;
       held_.pool_stats().read_repairs.add();
       if (ServerStats* c = counters(copy)) c->read_repairs.add();
-      Unanswered::send(held_, std::move(bytes), header, *route_.keys_[copy], route_.life_);
+      send_unanswered(held_, std::move(bytes), header, *route_.keys_[copy], route_.life_);
     }
   }
 

@@ -11,6 +11,7 @@
 
 #include "conf/config.h"
 #include "ketama/ring.h"
+#include "proxy/routes/warm_guard.h"
 #include "proxy/transport/socket_address.h"
 
 namespace memshard::proxy {
@@ -30,6 +31,21 @@ struct ServerInfo {
   uint16_t port = 0;
 };
 
+// A ring the pool had before a reload, kept while its reload_warmup window
+// lasts: a key that moved is looked for where this ring put it.
+struct PastRing {
+  ketama::Ring ring;                // every server of that config
+  std::vector<ServerInfo> servers;  // same order as ring.servers()
+  std::vector<bool> live;           // per server, false while ejected (empty: all)
+  uint64_t until_usec = 0;          // monotonic clock: the window ends then
+  uint64_t generation = 0;          // the config it was
+  size_t replicas = 1;              // copies per key in that config
+};
+
+// The most past rings a pool keeps: each costs a read of a moved key one
+// more round trip at most.
+inline constexpr size_t kMaxPastRings = 4;
+
 struct Pool {
   conf::PoolConfig config;
   ketama::Ring ring;
@@ -39,7 +55,19 @@ struct Pool {
   // (empty: all live). Their ring keeps every server (ReplicaPlacement);
   // an unreplicated pool's ring is rebuilt without the ejected ones instead.
   std::vector<bool> live;
+  // reload_warmup: the rings of the configs still inside their window,
+  // newest first, and what orders fallback reads after writes (shared by
+  // every worker's routes and the migration, kept across the window).
+  std::vector<PastRing> past;
+  std::shared_ptr<WarmGuard> guard;
 };
+
+// Gives `next` the rings `old` (the same pool in the config in force) had
+// and still has inside the window at `now_usec`: old's own ring first,
+// when next's differs and next has reload_warmup. Nothing when off.
+void carry_past(const Pool& old, uint64_t old_generation, Pool& next, uint64_t now_usec);
+// Drops past rings whose window ended by `now_usec`; true if any went.
+bool drop_expired(Pool& pool, uint64_t now_usec);
 
 struct Topology {
   uint64_t generation = 0;
@@ -50,6 +78,12 @@ struct Topology {
 
 // Resolves every address (getaddrinfo: blocking, so never call it on a
 // worker). Throws std::runtime_error naming the address that failed.
-std::shared_ptr<const Topology> build_topology(const conf::Config& config, uint64_t generation);
+// `previous`: the topology in force, whose pools hand their rings on to
+// the pools of the same name (carry_past) at `now_usec`.
+std::shared_ptr<const Topology> build_topology(const conf::Config& config, uint64_t generation,
+                                               const Topology* previous = nullptr,
+                                               uint64_t now_usec = 0);
+// The earliest end of a warm-up window in `t`, 0 when none is open.
+uint64_t next_window_end(const Topology& t);
 
 }  // namespace memshard::proxy

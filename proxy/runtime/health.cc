@@ -206,6 +206,13 @@ std::shared_ptr<const Topology> ServerHealth::with_ejections() const {
         any = true;
       }
     }
+    // A past ring's server that is ejected now is not looked up either.
+    for (PastRing& past : pool.past) {
+      past.live.assign(past.servers.size(), true);
+      for (size_t i = 0; i < past.servers.size(); ++i) {
+        if (ejected_.contains(Key{pool.config.name, past.servers[i].identity})) past.live[i] = false;
+      }
+    }
     if (!any) continue;
     if (pool.config.replicas > 1) {
       pool.live = std::move(live);

@@ -65,6 +65,7 @@ Proxy::~Proxy() {
   health_.reset();
   watch_.reset();
   if (drain_timer_ != nullptr) event_free(drain_timer_);
+  if (warmup_timer_ != nullptr) event_free(warmup_timer_);
   for (event* e : signal_events_) event_free(e);
   over_budget_warning_.reset();
   main_loop_.reset();

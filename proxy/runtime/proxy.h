@@ -120,6 +120,9 @@ class Proxy final : public StatsView, public WorkerHost {
   static void on_accept(evconnlistener*, evutil_socket_t fd, sockaddr*, int, void* self);
   static void on_signal(evutil_socket_t sig, short, void* self);
   static void on_drain_tick(evutil_socket_t, short, void* self);
+  static void on_warmup_end(evutil_socket_t, short, void* self);
+  // Sets the timer for the next end of a reload_warmup window.
+  void arm_warmup_timer();
   void begin_drain();
   void close_listener(Listener& l);
   // The worker for a connection arriving on `cpu` (-1: unknown).
@@ -153,6 +156,7 @@ class Proxy final : public StatsView, public WorkerHost {
   std::unique_ptr<StatsServer> stats_server_;
   void install_on_workers();
   event* drain_timer_ = nullptr;
+  event* warmup_timer_ = nullptr;
   uint64_t drain_deadline_ms_ = 0;
   std::shared_ptr<const Topology> topology_;
   std::vector<std::unique_ptr<Worker>> workers_;

@@ -13,6 +13,7 @@
 #include "ketama/analysis.h"
 #include "proxy/runtime/proxy.h"
 #include "proxy/runtime/ring_warnings.h"
+#include "proxy/support/clock.h"
 #include "proxy/support/log.h"
 
 namespace memshard::proxy {
@@ -27,7 +28,7 @@ bool Proxy::reload() {
   }
   std::shared_ptr<const Topology> next;
   try {
-    next = build_topology(*loaded.config, generation() + 1);
+    next = build_topology(*loaded.config, generation() + 1, topology_.get(), monotonic_usec());
   } catch (const std::exception& e) {
     log_error("reload refused: %s", e.what());
     reload_failures_.fetch_add(1, std::memory_order_relaxed);
@@ -46,6 +47,7 @@ bool Proxy::reload() {
   set_descriptor_budget(false);
   generation_.store(next->generation, std::memory_order_relaxed);
   reloads_.fetch_add(1, std::memory_order_relaxed);
+  arm_warmup_timer();
   log_notice("configuration generation %llu in force",
              static_cast<unsigned long long>(next->generation));
   return true;
@@ -130,9 +132,17 @@ void Proxy::log_changes(const Topology& next) const {
       if (!after.contains(s)) went += " " + s;
     }
     ketama::RingDiff d = ketama::diff(old->ring, pool.ring);
-    log_notice("pool '%s': %.4f%% of the keyspace changes server; added:%s; removed:%s",
+    std::string warmup = " reload_warmup: off";
+    if (pool.config.reload_warmup_ms > 0) {
+      warmup = " reload_warmup: " + std::to_string(pool.config.reload_warmup_ms) + " ms, " +
+               std::to_string(pool.past.size()) + " past config(s) looked up";
+      if (pool.config.reload_migrate_rate > 0) {
+        warmup += ", migrating at " + std::to_string(pool.config.reload_migrate_rate) + " keys/s";
+      }
+    }
+    log_notice("pool '%s': %.4f%% of the keyspace changes server; added:%s; removed:%s;%s",
                pool.config.name.c_str(), d.moved * 100.0, came.empty() ? " none" : came.c_str(),
-               went.empty() ? " none" : went.c_str());
+               went.empty() ? " none" : went.c_str(), warmup.c_str());
   }
   for (const Pool& pool : topology_->pools) {
     if (next.find_pool(pool.config.name) == nullptr) {
@@ -140,6 +150,43 @@ void Proxy::log_changes(const Topology& next) const {
                  pool.config.name.c_str());
     }
   }
+}
+
+// The warm-up windows end on a timer rather than on a request: the past
+// rings' servers (those the config dropped) are closed then, and reads
+// stop looking up old servers even where no request checked the time.
+void Proxy::arm_warmup_timer() {
+  const uint64_t end = next_window_end(*topology_);
+  if (warmup_timer_ == nullptr) {
+    warmup_timer_ = event_new(base_, -1, 0, &Proxy::on_warmup_end, this);
+  }
+  event_del(warmup_timer_);
+  if (end == 0) return;
+  const uint64_t now = monotonic_usec();
+  // The coarse clock may fire a few ms early: on_warmup_end re-arms.
+  const uint64_t wait = end > now ? end - now : 0;
+  timeval tv{static_cast<time_t>(wait / 1'000'000), static_cast<suseconds_t>(wait % 1'000'000)};
+  event_add(warmup_timer_, &tv);
+}
+
+void Proxy::on_warmup_end(evutil_socket_t, short, void* self) {
+  auto* p = static_cast<Proxy*>(self);
+  const uint64_t now = monotonic_usec();
+  auto next = std::make_shared<Topology>(*p->topology_);
+  bool changed = false;
+  for (Pool& pool : next->pools) {
+    const size_t before = pool.past.size();
+    if (!drop_expired(pool, now)) continue;
+    changed = true;
+    log_notice("pool '%s': %zu reload warm-up window(s) ended; %zu still open",
+               pool.config.name.c_str(), before - pool.past.size(), pool.past.size());
+  }
+  if (changed) {
+    p->topology_ = next;
+    p->health_->set_topology(next);
+    p->install_on_workers();
+  }
+  p->arm_warmup_timer();
 }
 
 }  // namespace memshard::proxy

@@ -278,8 +278,11 @@ void Worker::apply_topology(std::shared_ptr<const Topology> topology) {
                             pool.config.server_connections,
                             pool.config.auto_eject_hosts ? pool.config.server_failure_limit : 0,
                             pool.config.item_size_max};
-    for (const ServerInfo& server : pool.servers) {
+    // The worker's backend for a server of this pool: kept from the last
+    // topology when it had one (same connections), else new.
+    const auto backend_for = [&](const ServerInfo& server) -> BackendServer* {
       std::string key = pool.config.name + '\0' + server.identity;
+      if (auto again = backends.find(key); again != backends.end()) return again->second.get();
       auto it = backends_.find(key);
       std::unique_ptr<BackendServer> backend;
       if (it != backends_.end()) {
@@ -287,17 +290,22 @@ void Worker::apply_topology(std::shared_ptr<const Topology> topology) {
         backends_.erase(it);
         backend->update_settings(settings, route.stats);
         backend->update_addresses(server.addresses);
-      } else if (auto again = backends.find(key); again != backends.end()) {
-        route.backends.push_back(again->second.get());
-        continue;
       } else {
         auto stats = std::make_shared<ServerStats>();
         server_stats_[ServerKey{pool.config.name, server.stats_name, server.identity}] = stats;
         backend = std::make_unique<BackendServer>(*this, server.identity, server.addresses,
                                                   settings, std::move(stats), route.stats);
       }
-      route.backends.push_back(backend.get());
-      backends.emplace(key, std::move(backend));
+      BackendServer* b = backend.get();
+      backends.emplace(std::move(key), std::move(backend));
+      return b;
+    };
+    for (const ServerInfo& server : pool.servers) route.backends.push_back(backend_for(server));
+    // reload_warmup: the servers of past configs stay connected while
+    // their window lasts, those the current config dropped included.
+    for (const PastRing& past : pool.past) {
+      std::vector<Server*>& servers = route.past_servers.emplace_back();
+      for (const ServerInfo& server : past.servers) servers.push_back(backend_for(server));
     }
     route.build_routes();
   }

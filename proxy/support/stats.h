@@ -66,7 +66,11 @@ struct WorkerStats {
   X(replica_writes)         /* writes sent to copies after a key's first */ \
   X(replica_write_failures) /* of those, answered with an error */          \
   X(read_failovers)         /* reads tried again on a key's next copy */    \
-  X(read_repairs)           /* values written back to a copy that missed them */
+  X(read_repairs)           /* values written back to a copy that missed them */ \
+  X(warmup_lookups)         /* moved keys missed and asked of an old server */ \
+  X(warmup_hits)            /* of those, found there */                         \
+  X(warmup_copies)          /* values copied to their new server (stored) */    \
+  X(warmup_invalidations)   /* old copies deleted by a write of a moved key */
 
 // Per pool and server, per worker.
 #define MEMSHARD_SERVER_COUNTERS(X)                                                   \

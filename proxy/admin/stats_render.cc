@@ -33,6 +33,14 @@ void json_string(std::string& out, std::string_view s) {
   out.push_back('"');
 }
 
+// A migration's figures as named in `stats` and the JSON stats.
+std::vector<std::pair<std::string_view, uint64_t>> migration_fields(const MigrationStatus& m) {
+  return {{"migrate_running", static_cast<uint64_t>(m.running)}, {"migrate_seen", m.seen},
+          {"migrate_moved", m.moved},             {"migrate_skipped", m.skipped},
+          {"migrate_failed", m.failed},           {"migrate_pending", m.pending},
+          {"migrate_seconds_left", m.seconds_left}};
+}
+
 void json_field(std::string& out, std::string_view name, uint64_t value, bool& first) {
   if (!first) out.append(", ");
   first = false;
@@ -101,6 +109,7 @@ void render_twemproxy_json(const StatsView& p, std::string& out) {
   json_field(out, "config_reload_failures", p.reload_failures(), first);
   json_field(out, "dns_address_changes", p.dns_address_changes(), first);
   json_field(out, "dns_failures", p.dns_failures(), first);
+  const std::map<std::string, MigrationStatus> migrations = p.migrations();
   for (const auto& [pool, t] : snap.pools) {
     out.append(", ");
     json_string(out, pool);
@@ -110,6 +119,11 @@ void render_twemproxy_json(const StatsView& p, std::string& out) {
       json_field(out, kPoolCounterNames[i], counter(t.counters, i), pf);
       if (kPoolCounterNames[i] == "client_connections") {
         json_field(out, "server_ejects", p.pool_ejections(pool), pf);
+      }
+    }
+    if (auto m = migrations.find(pool); m != migrations.end()) {
+      for (const auto& [name, value] : migration_fields(m->second)) {
+        json_field(out, name, value, pf);
       }
     }
     for (const auto& [name, s] : t.servers) {
@@ -270,7 +284,7 @@ void render_prometheus(const StatsView& p, std::string& out) {
       {"warmup_hits", "memshard_pool_warmup_hits_total", "counter",
        "reload_warmup: of those, found there and answered."},
       {"warmup_copies", "memshard_pool_warmup_copies_total", "counter",
-       "reload_warmup: values copied to their new server (reads and background migration)."},
+       "reload_warmup: values a read found on an old server and copied to the new one."},
       {"warmup_invalidations", "memshard_pool_warmup_invalidations_total", "counter",
        "reload_warmup: old copies deleted by a write of a moved key."},
   };
@@ -279,6 +293,27 @@ void render_prometheus(const StatsView& p, std::string& out) {
     size_t i = index_of(kPoolCounterNames, std::size(kPoolCounterNames), m.counter);
     for (const auto& [pool, t] : snap.pools)
       f.sample(m.name, pool_label(pool), counter(t.counters, i));
+  }
+  const std::map<std::string, MigrationStatus> migrations = p.migrations();
+  f.header("memshard_pool_migrate_keys", "gauge",
+           "reload_migrate_rate: keys of the last background migration, by state "
+           "(seen, moved, skipped, failed, pending).");
+  for (const auto& [pool, m] : migrations) {
+    for (const auto& [name, value] : migration_fields(m)) {
+      if (name == "migrate_running" || name == "migrate_seconds_left") continue;
+      f.sample("memshard_pool_migrate_keys",
+               pool_label(pool) + ",state=\"" + std::string(name.substr(8)) + "\"", value);
+    }
+  }
+  f.header("memshard_pool_migrate_seconds_left", "gauge",
+           "reload_migrate_rate: seconds left of the warm-up window the migration runs in.");
+  for (const auto& [pool, m] : migrations) {
+    f.sample("memshard_pool_migrate_seconds_left", pool_label(pool), m.seconds_left);
+  }
+  f.header("memshard_pool_migrate_running", "gauge",
+           "reload_migrate_rate: 1 while a background migration is running.");
+  for (const auto& [pool, m] : migrations) {
+    f.sample("memshard_pool_migrate_running", pool_label(pool), static_cast<uint64_t>(m.running));
   }
   f.header("memshard_pool_server_ejections_total", "counter",
            "Servers ejected from the ring by auto_eject_hosts.");
@@ -380,6 +415,7 @@ void render_stat_servers(const StatsView& p, std::string& out) {
 
 void render_stat_pools(const StatsView& p, std::string& out) {
   StatsSnapshot snap = p.snapshot();
+  const std::map<std::string, MigrationStatus> migrations = p.migrations();
   for (const auto& [pool, t] : snap.pools) {
     for (size_t i = 0; i < std::size(kPoolCounterNames); ++i) {
       out.append("STAT ").append(pool).append(":").append(kPoolCounterNames[i]).append(" ");
@@ -387,6 +423,12 @@ void render_stat_pools(const StatsView& p, std::string& out) {
     }
     out.append("STAT ").append(pool).append(":server_ejects ");
     out.append(std::to_string(p.pool_ejections(pool))).append("\r\n");
+    if (auto m = migrations.find(pool); m != migrations.end()) {
+      for (const auto& [name, value] : migration_fields(m->second)) {
+        out.append("STAT ").append(pool).append(":").append(name).append(" ");
+        out.append(std::to_string(value)).append("\r\n");
+      }
+    }
   }
 }
 

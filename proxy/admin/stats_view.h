@@ -28,6 +28,18 @@ struct StatsSnapshot {
   std::map<std::string, PoolTotals> pools;
 };
 
+// A pool's background migration after a reload (reload_migrate_rate):
+// the keys of its last walk, by what became of them.
+struct MigrationStatus {
+  uint64_t seen = 0;          // items the old servers listed
+  uint64_t moved = 0;         // copied to their new servers
+  uint64_t skipped = 0;       // already there, gone meanwhile, or being written
+  uint64_t failed = 0;        // a server did not answer or answered an error
+  uint64_t pending = 0;       // moved keys listed and not handled yet
+  uint64_t seconds_left = 0;  // of the warm-up window
+  bool running = false;
+};
+
 class StatsView {
  public:
   virtual uint64_t uptime_seconds() const = 0;
@@ -50,6 +62,8 @@ class StatsView {
   virtual uint64_t pool_ejections(const std::string& pool) const = 0;
   // When the server was ejected (us since the epoch), 0 when it is in.
   virtual uint64_t ejected_at(const std::string& pool, const std::string& identity) const = 0;
+  // Per pool whose reload started one, its background migration.
+  virtual std::map<std::string, MigrationStatus> migrations() const { return {}; }
 
  protected:
   ~StatsView() = default;

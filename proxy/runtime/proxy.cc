@@ -58,6 +58,13 @@ Proxy::Proxy(ProxyOptions options) : options_(std::move(options)) {
 }
 
 Proxy::~Proxy() {
+  std::vector<std::unique_ptr<Migration>> walks;
+  {
+    std::lock_guard<std::mutex> lock(migrations_mu_);
+    walks.swap(migrations_);
+  }
+  for (auto& m : walks) m->stop();
+  walks.clear();
   for (auto& l : listeners_) close_listener(*l);
   stats_server_.reset();
   workers_.clear();

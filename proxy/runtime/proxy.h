@@ -25,6 +25,7 @@
 #include "proxy/runtime/config_watch.h"
 #include "proxy/runtime/descriptor_budget.h"
 #include "proxy/runtime/health.h"
+#include "proxy/runtime/migration.h"
 #include "proxy/runtime/main_loop.h"
 #include "proxy/runtime/name_refresh.h"
 #include "proxy/runtime/worker.h"
@@ -102,6 +103,7 @@ class Proxy final : public StatsView, public WorkerHost {
     return dns_changes_.load(std::memory_order_relaxed);
   }
   uint64_t dns_failures() const override { return dns_failures_.load(std::memory_order_relaxed); }
+  std::map<std::string, MigrationStatus> migrations() const override;
 
   // Re-reads the config file and switches every worker to it; a config that
   // does not load, resolve or bind changes nothing. Main thread only.
@@ -157,6 +159,11 @@ class Proxy final : public StatsView, public WorkerHost {
   void install_on_workers();
   event* drain_timer_ = nullptr;
   event* warmup_timer_ = nullptr;
+  // reload_migrate_rate: the walks the last reload started, per pool
+  // (kept once done, for their figures); read by stats readers.
+  mutable std::mutex migrations_mu_;
+  std::vector<std::unique_ptr<Migration>> migrations_;
+  void start_migrations();
   uint64_t drain_deadline_ms_ = 0;
   std::shared_ptr<const Topology> topology_;
   std::vector<std::unique_ptr<Worker>> workers_;

@@ -48,6 +48,7 @@ bool Proxy::reload() {
   generation_.store(next->generation, std::memory_order_relaxed);
   reloads_.fetch_add(1, std::memory_order_relaxed);
   arm_warmup_timer();
+  start_migrations();
   log_notice("configuration generation %llu in force",
              static_cast<unsigned long long>(next->generation));
   return true;
@@ -150,6 +151,32 @@ void Proxy::log_changes(const Topology& next) const {
                  pool.config.name.c_str());
     }
   }
+}
+
+// A reload ends the walks of the last one (their windows go on, their
+// keys are still found by reads) and starts one per pool that moved keys.
+void Proxy::start_migrations() {
+  std::vector<std::unique_ptr<Migration>> old;
+  {
+    std::lock_guard<std::mutex> lock(migrations_mu_);
+    old.swap(migrations_);
+  }
+  for (auto& m : old) m->stop();
+  old.clear();  // joins: each wait of theirs is bounded (migration.h)
+  std::vector<std::unique_ptr<Migration>> started;
+  for (const Pool& pool : topology_->pools) {
+    if (pool.config.reload_migrate_rate == 0 || pool.past.empty()) continue;
+    started.push_back(std::make_unique<Migration>(pool));
+  }
+  std::lock_guard<std::mutex> lock(migrations_mu_);
+  migrations_ = std::move(started);
+}
+
+std::map<std::string, MigrationStatus> Proxy::migrations() const {
+  std::lock_guard<std::mutex> lock(migrations_mu_);
+  std::map<std::string, MigrationStatus> out;
+  for (const auto& m : migrations_) out[m->pool_name()] = m->progress();
+  return out;
 }
 
 // The warm-up windows end on a timer rather than on a request: the past

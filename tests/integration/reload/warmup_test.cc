@@ -4,6 +4,7 @@
 // up any more. Real memcached servers, a real memshard, real SIGHUPs.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <csignal>
 #include <memory>
 #include <set>
@@ -275,6 +276,71 @@ TEST_F(ReloadWarmup, ADeadOldServerIsAMissNotAnError) {
   // Every read answers (misses for its keys), none with an error.
   const auto hit = read_all(ks);
   EXPECT_EQ(hit.size(), ks.size() - move.size());
+}
+
+TEST_F(ReloadWarmup, BackgroundMigrationCopiesMovedKeysAtTheSetRate) {
+  const int rate = 500;
+  const std::vector<std::string> migrate = {"reload_migrate_rate: " + std::to_string(rate)};
+  const PoolDef three = pool({0, 1, 2}, 60000, migrate), four = pool({0, 1, 2, 3}, 60000, migrate);
+  start(three);
+  const auto ks = keys("walk", 6000);
+  write_all(ks);
+  const auto move = moved(ks, three, four);
+  ASSERT_GT(move.size(), 1000u);
+
+  // Clients keep working throughout, on keys of their own: any error fails.
+  std::atomic<bool> done{false};
+  std::atomic<uint64_t> requests{0}, errors{0};
+  std::vector<std::thread> load;
+  for (int t = 0; t < 2; ++t) {
+    load.emplace_back([&, t] {
+      Conn c(port_);
+      const auto deadline = Clock::now() + 60s;
+      for (uint64_t i = 0; !done && Clock::now() < deadline; ++i) {
+        const std::string k = key_of("load" + std::to_string(t), i % 500);
+        std::vector<Hit> hits;
+        if (!c.set(k, value_for(k, 0)) || !c.get({k}, hits) || hits.size() != 1) {
+          errors.fetch_add(1);
+          return;
+        }
+        requests.fetch_add(2);
+      }
+    });
+  }
+  reload(four);
+  const auto began = Clock::now();
+  // Samples of the moved count until the walk ends (bounded).
+  std::vector<std::pair<double, uint64_t>> samples;
+  uint64_t running = 1;
+  while (running != 0 && Clock::now() - began < 40s) {
+    std::this_thread::sleep_for(250ms);
+    const auto stats = proxy_stats(port_);
+    running = stat_of(stats, "main:migrate_running");
+    const double t = std::chrono::duration<double>(Clock::now() - began).count();
+    samples.emplace_back(t, stat_of(stats, "main:migrate_moved"));
+  }
+  done = true;
+  for (auto& th : load) th.join();
+  EXPECT_EQ(running, 0u) << "the walk did not finish";
+  EXPECT_EQ(errors.load(), 0u) << "of " << requests.load() << " requests during the walk";
+  EXPECT_GT(requests.load(), 100u);
+  const auto stats = proxy_stats(port_);
+  EXPECT_GE(stat_of(stats, "main:migrate_moved"), move.size() * 999 / 1000);
+  EXPECT_EQ(stat_of(stats, "main:migrate_failed"), 0u);
+  EXPECT_GE(stat_of(stats, "main:migrate_seen"), ks.size());
+  // No second of the walk went faster than the rate (a 50 ms burst aside).
+  for (size_t i = 0; i < samples.size(); ++i) {
+    for (size_t j = i + 1; j < samples.size(); ++j) {
+      const double span = samples[j].first - samples[i].first;
+      if (span < 1.0) continue;
+      const double copied = static_cast<double>(samples[j].second - samples[i].second);
+      EXPECT_LE(copied, rate * span + rate / 20.0 + 1) << "over " << span << " s";
+      break;
+    }
+  }
+  // The moved keys are on their new servers, though no client read them.
+  EXPECT_TRUE(on_new_servers(move, four));
+  EXPECT_EQ(stat_of(stats, "main:warmup_lookups"), 0u);
 }
 
 }  // namespace

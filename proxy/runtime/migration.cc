@@ -1,0 +1,375 @@
+#include "proxy/runtime/migration.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <chrono>
+#include <map>
+#include <thread>
+
+#include "proxy/protocol/meta_codec.h"
+#include "proxy/protocol/metadump.h"
+#include "proxy/protocol/retrieval_reply.h"
+#include "proxy/routes/replica_placement.h"
+#include "proxy/support/clock.h"
+#include "proxy/support/log.h"
+
+namespace memshard::proxy {
+
+namespace {
+
+// A blocking connection to one server, every wait bounded by `timeout_ms`
+// and by the migration's stop flag (checked between waits).
+class ServerConn {
+ public:
+  ServerConn(const ServerInfo& server, int timeout_ms) : timeout_ms_(timeout_ms) {
+    for (const SocketAddress& a : server.addresses) {
+      fd_ = socket(a.get()->sa_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+      if (fd_ < 0) continue;
+      if (connect(fd_, a.get(), a.length) == 0 || (errno == EINPROGRESS && wait(POLLOUT))) {
+        int err = 0;
+        socklen_t len = sizeof(err);
+        if (getsockopt(fd_, SOL_SOCKET, SO_ERROR, &err, &len) == 0 && err == 0) return;
+      }
+      ::close(fd_);
+      fd_ = -1;
+    }
+  }
+  ~ServerConn() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  ServerConn(const ServerConn&) = delete;
+  ServerConn& operator=(const ServerConn&) = delete;
+
+  bool ok() const { return fd_ >= 0; }
+
+  bool send(std::string_view bytes) {
+    while (!bytes.empty() && fd_ >= 0) {
+      const ssize_t n = ::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+      if (n > 0) {
+        bytes.remove_prefix(static_cast<size_t>(n));
+      } else if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
+        if (!wait(POLLOUT)) return fail();
+      } else {
+        return fail();
+      }
+    }
+    return fd_ >= 0;
+  }
+
+  // One line, without its "\r\n" or "\n" (metadump's item lines end in
+  // a bare "\n", its END and every other reply in "\r\n").
+  bool read_line(std::string& line) {
+    while (true) {
+      const size_t eol = buf_.find('\n', pos_);
+      if (eol != std::string::npos) {
+        const size_t end = eol > pos_ && buf_[eol - 1] == '\r' ? eol - 1 : eol;
+        line.assign(buf_, pos_, end - pos_);
+        pos_ = eol + 1;
+        compact();
+        return true;
+      }
+      // A line longer than any memcached writes: not a server we know.
+      if (buf_.size() - pos_ > 64 * 1024) return fail();
+      if (!fill()) return false;
+    }
+  }
+
+  bool read_exact(size_t n, std::string& out) {
+    while (buf_.size() - pos_ < n) {
+      if (!fill()) return false;
+    }
+    out.assign(buf_, pos_, n);
+    pos_ += n;
+    compact();
+    return true;
+  }
+
+ private:
+  bool wait(short events) {
+    pollfd p{fd_, events, 0};
+    return poll(&p, 1, timeout_ms_) == 1 && (p.revents & (POLLERR | POLLHUP)) == 0;
+  }
+  bool fill() {
+    if (fd_ < 0) return false;
+    char chunk[16384];
+    while (true) {
+      const ssize_t n = ::recv(fd_, chunk, sizeof(chunk), 0);
+      if (n > 0) {
+        buf_.append(chunk, static_cast<size_t>(n));
+        return true;
+      }
+      if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
+        pollfd p{fd_, POLLIN, 0};
+        if (poll(&p, 1, timeout_ms_) != 1) return fail();
+        continue;
+      }
+      return fail();
+    }
+  }
+  void compact() {
+    if (pos_ > 64 * 1024 || pos_ == buf_.size()) {
+      buf_.erase(0, pos_);
+      pos_ = 0;
+    }
+  }
+  bool fail() {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+    return false;
+  }
+
+  int fd_ = -1;
+  int timeout_ms_;
+  std::string buf_;
+  size_t pos_ = 0;
+};
+
+int wait_ms(const Pool& pool) { return std::clamp(pool.config.timeout_ms.value_or(1000), 50, 1000); }
+
+}  // namespace
+
+Migration::Migration(const Pool& pool) : pool_(pool), until_usec_(next_end(pool)) {
+  for (const PastRing& past : pool_.past) {
+    for (const ServerInfo& s : past.servers) {
+      const bool known = std::any_of(old_servers_.begin(), old_servers_.end(),
+                                     [&](const ServerInfo& o) { return o.identity == s.identity; });
+      if (!known) old_servers_.push_back(s);
+    }
+  }
+  refilled_usec_ = monotonic_usec();
+  thread_ = std::thread([this] { run(); });
+}
+
+uint64_t Migration::next_end(const Pool& pool) {
+  uint64_t end = 0;
+  for (const PastRing& p : pool.past) end = std::max(end, p.until_usec);
+  return end;
+}
+
+Migration::~Migration() {
+  stop();
+  if (thread_.joinable()) thread_.join();
+}
+
+Migration::Progress Migration::progress() const {
+  Progress p;
+  p.seen = seen_.load();
+  p.moved = moved_.load();
+  p.skipped = skipped_.load();
+  p.failed = failed_.load();
+  p.pending = pending_.load();
+  p.running = running_.load();
+  const uint64_t now = monotonic_usec();
+  p.seconds_left = until_usec_ > now ? (until_usec_ - now) / 1'000'000 : 0;
+  return p;
+}
+
+bool Migration::stopping() const { return stop_.load() || monotonic_usec() >= until_usec_; }
+
+void Migration::run() {
+  const std::string& name = pool_.config.name;
+  log_notice("pool '%s': migrating moved keys from %zu server(s) at most %u keys/s", name.c_str(),
+             old_servers_.size(), pool_.config.reload_migrate_rate);
+  list_keys();
+  pending_.store(listed_.size());
+  uint64_t last_log = monotonic_usec();
+  for (const Listed& item : listed_) {
+    if (!pace()) break;
+    copy(item);
+    pending_.fetch_sub(1);
+    if (monotonic_usec() - last_log >= 10'000'000) {
+      last_log = monotonic_usec();
+      const Progress p = progress();
+      log_info("pool '%s': migration: %llu seen, %llu moved, %llu skipped, %llu failed, %llu to go",
+               name.c_str(), static_cast<unsigned long long>(p.seen),
+               static_cast<unsigned long long>(p.moved), static_cast<unsigned long long>(p.skipped),
+               static_cast<unsigned long long>(p.failed),
+               static_cast<unsigned long long>(p.pending));
+    }
+  }
+  const Progress p = progress();
+  log_notice(
+      "pool '%s': migration %s: %llu seen, %llu moved, %llu skipped, %llu failed, %llu not reached",
+      name.c_str(), p.pending == 0 ? "done" : "stopped", static_cast<unsigned long long>(p.seen),
+      static_cast<unsigned long long>(p.moved), static_cast<unsigned long long>(p.skipped),
+      static_cast<unsigned long long>(p.failed), static_cast<unsigned long long>(p.pending));
+  listed_.clear();
+  listed_.shrink_to_fit();
+  running_.store(false);
+}
+
+// The keys each old server holds that it held in a past config and that
+// belong to other servers now.
+void Migration::list_keys() {
+  const int timeout = wait_ms(pool_);
+  std::string line;
+  for (size_t j = 0; j < old_servers_.size() && !stopping(); ++j) {
+    const ServerInfo& server = old_servers_[j];
+    ServerConn conn(server, timeout);
+    if (!conn.send("lru_crawler metadump all\r\n")) {
+      failed_.fetch_add(1);
+      log_warn("pool '%s': migration cannot list the keys of %s", pool_.config.name.c_str(),
+               server.identity.c_str());
+      continue;
+    }
+    const int64_t now = static_cast<int64_t>(time(nullptr));
+    bool ended = false;
+    while (!stopping() && conn.read_line(line)) {
+      if (line == "END") {
+        ended = true;
+        break;
+      }
+      auto item = proto::parse_metadump_line(line);
+      if (!item) {
+        // BUSY, ERROR, CLIENT_ERROR: no listing from this server.
+        if (!line.starts_with("key=")) {
+          failed_.fetch_add(1);
+          log_warn("pool '%s': migration: %s answered the listing with \"%s\"",
+                   pool_.config.name.c_str(), server.identity.c_str(), line.c_str());
+          break;
+        }
+        continue;
+      }
+      seen_.fetch_add(1);
+      if (item->exp >= 0 && item->exp <= now) continue;
+      bool held_here = false;
+      for (const PastRing& past : pool_.past) {
+        std::array<size_t, kMaxReplicas> idx;
+        const size_t n = past.ring.preference_list(
+            item->key, std::span<size_t>(idx.data(), std::clamp<size_t>(past.replicas, 1,
+                                                                        kMaxReplicas)));
+        for (size_t c = 0; c < n; ++c) {
+          held_here = held_here || past.servers[idx[c]].identity == server.identity;
+        }
+      }
+      if (!held_here) continue;
+      std::array<size_t, kMaxReplicas> now_idx;
+      const size_t n = pool_.ring.preference_list(
+          item->key, std::span<size_t>(now_idx.data(), std::clamp<size_t>(pool_.config.replicas, 1,
+                                                                           kMaxReplicas)));
+      bool still_here = false;
+      for (size_t c = 0; c < n; ++c) {
+        still_here = still_here || pool_.servers[now_idx[c]].identity == server.identity;
+      }
+      if (still_here) continue;
+      if (listed_.size() >= kMaxListed || !proto::meta_key_is_plain(item->key)) {
+        skipped_.fetch_add(1);
+        continue;
+      }
+      listed_.push_back(Listed{std::move(item->key), j});
+    }
+    if (!ended && !stopping()) {
+      failed_.fetch_add(1);
+      log_warn("pool '%s': migration: the listing of %s broke off", pool_.config.name.c_str(),
+               server.identity.c_str());
+    }
+  }
+}
+
+void Migration::copy(const Listed& item) {
+  static thread_local std::map<std::string, std::unique_ptr<ServerConn>> conns;
+  const int timeout = wait_ms(pool_);
+  const auto conn_to = [&](const ServerInfo& s) -> ServerConn& {
+    auto& c = conns[s.identity];
+    if (!c || !c->ok()) c = std::make_unique<ServerConn>(s, timeout);
+    return *c;
+  };
+  WarmGuard* guard = pool_.guard.get();
+  const WarmGuard::Sample sample = guard != nullptr ? guard->sample(item.key) : WarmGuard::Sample{};
+  if (sample.writing || sample.poisoned) {
+    skipped_.fetch_add(1);
+    return;
+  }
+  ServerConn& from = conn_to(old_servers_[item.server]);
+  std::string line, reply;
+  if (!from.send("mg " + item.key + " v f t\r\n") || !from.read_line(line)) {
+    failed_.fetch_add(1);
+    return;
+  }
+  if (line == "EN") {
+    skipped_.fetch_add(1);  // gone since the listing
+    return;
+  }
+  // "VA <length> f.. t..", then the value and its "\r\n".
+  uint64_t length = 0;
+  size_t i = 3;
+  for (; i < line.size() && line[i] >= '0' && line[i] <= '9'; ++i) {
+    length = length * 10 + static_cast<uint64_t>(line[i] - '0');
+  }
+  std::string data;
+  if (!line.starts_with("VA ") || i == 3 || length > 64 * 1024 * 1024 ||
+      !from.read_exact(length + 2, data)) {
+    failed_.fetch_add(1);
+    return;
+  }
+  reply = line + "\r\n" + data;
+  const auto value = proto::parse_meta_value(reply);
+  if (!value) {
+    failed_.fetch_add(1);
+    return;
+  }
+  std::string ms;
+  if (!proto::append_copy_request(item.key, *value, false, ms)) {
+    skipped_.fetch_add(1);
+    return;
+  }
+  std::array<size_t, kMaxReplicas> idx;
+  const size_t n = pool_.ring.preference_list(
+      item.key,
+      std::span<size_t>(idx.data(), std::clamp<size_t>(pool_.config.replicas, 1, kMaxReplicas)));
+  bool stored = false, refused = false, broken = false;
+  for (size_t c = 0; c < n; ++c) {
+    ServerConn& to = conn_to(pool_.servers[idx[c]]);
+    if (!to.send(ms) || !to.read_line(line)) {
+      broken = true;
+      continue;
+    }
+    if (line == "HD") {
+      stored = true;
+      if (guard != nullptr && guard->changed(item.key, sample)) {
+        // A write of the key overtook the copy (warm_guard.h).
+        if (to.send("md " + item.key + "\r\n")) to.read_line(line);
+      }
+    } else if (line == "NS") {
+      refused = true;
+    } else {
+      broken = true;
+    }
+  }
+  if (stored) {
+    moved_.fetch_add(1);
+  } else if (broken) {
+    failed_.fetch_add(1);
+  } else if (refused) {
+    skipped_.fetch_add(1);  // already there: written since the reload
+  }
+}
+
+// A token bucket holding 50 ms of the rate: bursts stay small, and a
+// slow server does not let the walk catch up in a rush afterwards.
+bool Migration::pace() {
+  const double rate = pool_.config.reload_migrate_rate;
+  const double burst = std::max(1.0, rate / 20);
+  while (true) {
+    if (stopping()) return false;
+    const uint64_t now = monotonic_usec();
+    tokens_ = std::min(burst, tokens_ + static_cast<double>(now - refilled_usec_) * rate / 1e6);
+    refilled_usec_ = now;
+    if (tokens_ >= 1) {
+      tokens_ -= 1;
+      return true;
+    }
+    const double wait_usec = (1 - tokens_) * 1e6 / rate;
+    std::this_thread::sleep_for(
+        std::chrono::microseconds(static_cast<int64_t>(std::min(wait_usec, 50'000.0)) + 1));
+  }
+}
+
+}  // namespace memshard::proxy

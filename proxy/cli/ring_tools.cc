@@ -222,6 +222,11 @@ int ring_show(const std::string& config_file, const std::string& pool_name, std:
       << ketama::distribution_name(pool->ring.distribution) << " distribution, hash "
       << ketama::hash_name(pool->ring.hash) << ", " << ring.points().size() << " points";
   if (replicated) out << ", replicas: " << pool->replicas;
+  if (pool->reload_warmup_ms > 0) {
+    out << ", reload_warmup: " << pool->reload_warmup_ms << " ms";
+    if (pool->reload_migrate_rate > 0)
+      out << ", reload_migrate_rate: " << pool->reload_migrate_rate << " keys/s";
+  }
   out << "\n";
   if (!replicated) {
     out << "server\tring_name\tweight\tpoints\tshare\n";
@@ -500,6 +505,19 @@ int ring_diff(const std::string& old_file, const std::string& new_file,
         << " of the new copies (a new copy starts cold when its server was not in the key's old "
            "list)";
     if (!c.exact) out << " " << c.why_estimated;
+    out << "\n";
+  }
+  // What reload_warmup makes of the change: the reads that would miss on
+  // a moved key's new server are looked up where it was.
+  const int warmup_ms = after->pool.reload_warmup_ms;
+  if (warmup_ms > 0) {
+    out << "reload_warmup: " << warmup_ms << " ms: reads of the " << percent(d.moved)
+        << " of keys that move, which would miss on their new server, are looked up on the old "
+           "one (one more round trip each) and hit while it still holds them";
+    if (after->pool.reload_migrate_rate > 0) {
+      out << "; reload_migrate_rate copies them over at " << after->pool.reload_migrate_rate
+          << " keys/s";
+    }
     out << "\n";
   }
   out << "server\tgains\tloses\tnote\n";

@@ -1,8 +1,8 @@
 // memcached 1.6's `lru_crawler metadump all`: one line per item,
 //   key=<percent-encoded key> exp=<unix time, -1: never> la=<...> cas=<...>
 //   fetch=<yes|no> cls=<slab class> size=<bytes>
-// each ending in a bare "\n" (memcached 1.6.18), then "END\r\n". The background migration of reload warm-up reads it to learn
-// which keys a server holds (proxy/runtime/migration.h).
+// each ending in a bare "\n" (memcached 1.6.18), then "END\r\n". The background migration of reload
+// warm-up reads it to learn which keys a server holds (proxy/runtime/migration.h).
 #pragma once
 
 #include <cstdint>

@@ -1,6 +1,7 @@
 #include "proxy/routes/warm_get_route.h"
 
 #include <array>
+#include <deque>
 #include <optional>
 #include <string>
 #include <vector>
@@ -21,8 +22,12 @@ std::string contents(evbuffer* b) {
   return s;
 }
 
-bool touches(proto::Command c) { return c == proto::Command::gat || c == proto::Command::gats; }
-bool with_cas(proto::Command c) { return c == proto::Command::gets || c == proto::Command::gats; }
+bool touches(proto::Command c) {
+  return c == proto::Command::gat || c == proto::Command::gats;
+}
+bool with_cas(proto::Command c) {
+  return c == proto::Command::gets || c == proto::Command::gats;
+}
 
 }  // namespace
 
@@ -75,10 +80,10 @@ class WarmGetRoute::Read final : public SlotOwner {
     auto blocks = proto::parse_value_blocks(reply_);
     if (blocks) {
       // The blocks come in key order, hits only: match them to positions.
-      blocks_.assign(keys.size(), std::string());
+      blocks_.assign(keys.size(), std::string_view());
       size_t b = 0;
       for (size_t pos = 0; pos < keys.size() && b < blocks->size(); ++pos) {
-        if ((*blocks)[b].key == keys[pos]) blocks_[pos] = std::string((*blocks)[b++].block);
+        if ((*blocks)[b].key == keys[pos]) blocks_[pos] = (*blocks)[b++].block;
       }
       const uint64_t now = held_.slots().now_usec();
       lookups_.reserve(keys.size());
@@ -109,8 +114,9 @@ class WarmGetRoute::Read final : public SlotOwner {
     while (l.next < l.owner_count) {
       Server* server = l.owners[l.next++];
       const std::string_view key = held_.request().keys[l.position];
-      std::string line = fallback_line(key, with_cas(held_.request().command),
-                                       touches(held_.request().command) ? &held_.request().exptime_value : nullptr);
+      std::string line = fallback_line(
+          key, with_cas(held_.request().command),
+          touches(held_.request().command) ? &held_.request().exptime_value : nullptr);
       const size_t header = line.size();
       HeldRequest one(held_, std::move(line), header);
       held_.pool_stats().warmup_lookups.add();
@@ -140,7 +146,8 @@ class WarmGetRoute::Read final : public SlotOwner {
     if (!v) return l.next >= l.owner_count;  // a miss or an error: the next old server
     held_.pool_stats().warmup_hits.add();
     const std::string_view key = held_.request().keys[l.position];
-    blocks_[l.position] = proto::classic_block(key, *v, with_cas(held_.request().command));
+    found_.push_back(proto::classic_block(key, *v, with_cas(held_.request().command)));
+    blocks_[l.position] = found_.back();
     std::array<Server*, kMaxReplicas> now;
     const size_t n = route_.past_.current(key, now);
     copy_to_current(held_, key, *v, std::span<Server* const>(now.data(), n), route_.guard_,
@@ -153,7 +160,7 @@ class WarmGetRoute::Read final : public SlotOwner {
       // Not a retrieval reply (the pool's own error): as it is.
       evbuffer_add(client_.reply, reply_.data(), reply_.size());
     } else {
-      for (const std::string& b : blocks_) evbuffer_add(client_.reply, b.data(), b.size());
+      for (std::string_view b : blocks_) evbuffer_add(client_.reply, b.data(), b.size());
       evbuffer_add(client_.reply, "END\r\n", 5);
     }
     finish_work(this, client_, synchronous);
@@ -165,9 +172,11 @@ class WarmGetRoute::Read final : public SlotOwner {
   HeldRequest held_;
   ReplySlot& client_;
   ReplySlot* first_ = nullptr;
-  std::string reply_;
-  std::vector<std::string> blocks_;  // per key position; empty: a miss
-  std::vector<Lookup> lookups_;  // reserved once: each is its slot's owner
+  std::string reply_;  // the pool's answer
+  // Per key position its block, in reply_ or found_; empty: a miss.
+  std::vector<std::string_view> blocks_;
+  std::deque<std::string> found_;  // blocks found on old servers (stable addresses)
+  std::vector<Lookup> lookups_;    // reserved once: each is its slot's owner
   size_t pending_ = 0;
   bool sending_ = false;
 };

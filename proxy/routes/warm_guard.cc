@@ -22,9 +22,13 @@ void WarmGuard::begin(std::string_view key) {
   s.version.fetch_add(1);
 }
 
-void WarmGuard::end(std::string_view key) { slot(key).writing.fetch_sub(1); }
+void WarmGuard::end(std::string_view key) {
+  slot(key).writing.fetch_sub(1);
+}
 
-void WarmGuard::poison(std::string_view key) { slot(key).poisoned.store(true); }
+void WarmGuard::poison(std::string_view key) {
+  slot(key).poisoned.store(true);
+}
 
 WarmGuard::Sample WarmGuard::sample(std::string_view key) const {
   const Slot& s = slot(key);

@@ -77,8 +77,10 @@ class WarmKeyRoute::Read final : public SlotOwner {
       held_.pool_stats().warmup_hits.add();
       return answer(*slot_);
     }
-    if (!tried_any_) miss_ = slot_;  // kept as the answer should no old server have it
-    else held_.slots().release_slot(slot_);
+    if (!tried_any_)
+      miss_ = slot_;  // kept as the answer should no old server have it
+    else
+      held_.slots().release_slot(slot_);
     slot_ = nullptr;
     if (next_ >= owner_count_) return answer(*miss_);
     Server* server = owners_[next_++];
@@ -117,11 +119,7 @@ class WarmKeyRoute::Read final : public SlotOwner {
 class WarmKeyRoute::Write final : public SlotOwner {
  public:
   Write(const WarmKeyRoute& route, RouteRequest& req, ReplySlot& client)
-      : count_(route.life_),
-        route_(route),
-        key_(req.request.keys[0]),
-        held_(req),
-        client_(client) {
+      : count_(route.life_), route_(route), key_(req.request.keys[0]), held_(req), client_(client) {
     route_.guard_.begin(key_);
   }
   ~Write() { route_.guard_.end(key_); }

@@ -24,8 +24,7 @@ namespace memshard::proxy {
 
 class WarmKeyRoute final : public SingleKeyRoute {
  public:
-  WarmKeyRoute(SingleKeyRoute& inner, const PastPlacement& past, WarmGuard& guard,
-               RouteLife* life)
+  WarmKeyRoute(SingleKeyRoute& inner, const PastPlacement& past, WarmGuard& guard, RouteLife* life)
       : inner_(inner), past_(past), guard_(guard), life_(life) {}
   void send(RouteRequest& req, ReplySlot& slot) override;
   void invalidate(RouteRequest& req, ReplySlot& slot) override;

@@ -131,7 +131,9 @@ class ServerConn {
   size_t pos_ = 0;
 };
 
-int wait_ms(const Pool& pool) { return std::clamp(pool.config.timeout_ms.value_or(1000), 50, 1000); }
+int wait_ms(const Pool& pool) {
+  return std::clamp(pool.config.timeout_ms.value_or(1000), 50, 1000);
+}
 
 }  // namespace
 
@@ -171,7 +173,9 @@ Migration::Progress Migration::progress() const {
   return p;
 }
 
-bool Migration::stopping() const { return stop_.load() || monotonic_usec() >= until_usec_; }
+bool Migration::stopping() const {
+  return stop_.load() || monotonic_usec() >= until_usec_;
+}
 
 void Migration::run() {
   const std::string& name = pool_.config.name;
@@ -243,8 +247,8 @@ void Migration::list_keys() {
       for (const PastRing& past : pool_.past) {
         std::array<size_t, kMaxReplicas> idx;
         const size_t n = past.ring.preference_list(
-            item->key, std::span<size_t>(idx.data(), std::clamp<size_t>(past.replicas, 1,
-                                                                        kMaxReplicas)));
+            item->key,
+            std::span<size_t>(idx.data(), std::clamp<size_t>(past.replicas, 1, kMaxReplicas)));
         for (size_t c = 0; c < n; ++c) {
           held_here = held_here || past.servers[idx[c]].identity == server.identity;
         }
@@ -252,8 +256,8 @@ void Migration::list_keys() {
       if (!held_here) continue;
       std::array<size_t, kMaxReplicas> now_idx;
       const size_t n = pool_.ring.preference_list(
-          item->key, std::span<size_t>(now_idx.data(), std::clamp<size_t>(pool_.config.replicas, 1,
-                                                                           kMaxReplicas)));
+          item->key, std::span<size_t>(now_idx.data(),
+                                       std::clamp<size_t>(pool_.config.replicas, 1, kMaxReplicas)));
       bool still_here = false;
       for (size_t c = 0; c < n; ++c) {
         still_here = still_here || pool_.servers[now_idx[c]].identity == server.identity;

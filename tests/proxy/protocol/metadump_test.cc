@@ -11,7 +11,8 @@ TEST(Metadump, ItemLinesAsMemcachedWritesThem) {
   ASSERT_TRUE(a);
   EXPECT_EQ(a->key, "a%b");
   EXPECT_EQ(a->exp, -1);
-  auto b = parse_metadump_line("key=plain exp=1796161928 la=1796161828 cas=2 fetch=no cls=1 size=65");
+  auto b =
+      parse_metadump_line("key=plain exp=1796161928 la=1796161828 cas=2 fetch=no cls=1 size=65");
   ASSERT_TRUE(b);
   EXPECT_EQ(b->key, "plain");
   EXPECT_EQ(b->exp, 1796161928);
@@ -23,10 +24,10 @@ TEST(Metadump, ItemLinesAsMemcachedWritesThem) {
 TEST(Metadump, WhatIsNotAnItem) {
   EXPECT_FALSE(parse_metadump_line("END"));
   EXPECT_FALSE(parse_metadump_line("BUSY currently processing crawler request"));
-  EXPECT_FALSE(parse_metadump_line("key= exp=-1"));       // no key
-  EXPECT_FALSE(parse_metadump_line("key=a%2 exp=-1"));    // cut escape
-  EXPECT_FALSE(parse_metadump_line("key=a%zz exp=-1"));   // not hex
-  EXPECT_FALSE(parse_metadump_line("key=a exp=soon"));    // bad expiry
+  EXPECT_FALSE(parse_metadump_line("key= exp=-1"));      // no key
+  EXPECT_FALSE(parse_metadump_line("key=a%2 exp=-1"));   // cut escape
+  EXPECT_FALSE(parse_metadump_line("key=a%zz exp=-1"));  // not hex
+  EXPECT_FALSE(parse_metadump_line("key=a exp=soon"));   // bad expiry
 }
 
 }  // namespace

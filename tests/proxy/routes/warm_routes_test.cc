@@ -38,9 +38,7 @@ class WarmRoutesTest : public RouteTest {
     placement_.where = {{"a", 0}, {"b", 0}, {"c", 1}};
     past_.push_back(one_server_past(kNowUsec + 60'000'000));
   }
-  ~WarmRoutesTest() override {
-    EXPECT_EQ(slots_.outstanding, 0) << "a slot was not given back";
-  }
+  ~WarmRoutesTest() override { EXPECT_EQ(slots_.outstanding, 0) << "a slot was not given back"; }
   template <typename R>
   void send(R& route, ReplySlot& slot) {
     RouteRequest req = route_request();

@@ -7,7 +7,9 @@
 #include <atomic>
 #include <csignal>
 #include <memory>
+#include <optional>
 #include <set>
+#include <stdexcept>
 #include <thread>
 
 #include "reload_util.h"
@@ -158,6 +160,49 @@ TEST_F(ReloadWarmup, GrowingTheFleetKeepsTheCacheWarm) {
   const uint64_t lookups = stat_of(stats, "main:warmup_lookups");
   EXPECT_GE(read_all(move).size(), move.size() * 999 / 1000);
   EXPECT_EQ(stat_of(proxy_stats(port_), "main:warmup_lookups"), lookups);
+}
+
+// A binary get frame (opcode 0x00) and the value of its reply, or nullopt
+// for a miss.
+std::optional<std::string> binary_get(RawClient& c, const std::string& key) {
+  std::string frame(24, '\0');
+  frame[0] = static_cast<char>(0x80);
+  frame[3] = static_cast<char>(key.size());
+  frame[11] = static_cast<char>(key.size());  // body length, low byte
+  c.send(frame + key);
+  // read_exact may return more than asked: what arrived in one read.
+  std::string got = c.read_exact(24);
+  if (got.size() < 24) throw std::runtime_error("no binary reply");
+  const auto at = [&](size_t i) { return static_cast<uint32_t>(static_cast<uint8_t>(got[i])); };
+  const uint32_t body = at(8) << 24 | at(9) << 16 | at(10) << 8 | at(11);
+  while (got.size() < 24 + body) {
+    const std::string more = c.read_exact(24 + body - got.size());
+    if (more.empty()) throw std::runtime_error("binary reply cut short");
+    got += more;
+  }
+  const std::string head = got.substr(0, 24), rest = got.substr(24, body);
+  const uint32_t status = at(6) << 8 | at(7);
+  if (status != 0) return std::nullopt;
+  const size_t extras = static_cast<uint8_t>(head[4]);
+  return rest.substr(extras);
+}
+
+TEST_F(ReloadWarmup, BinaryClientsGetsFindMovedKeysToo) {
+  const PoolDef three = pool({0, 1, 2}, 60000), four = pool({0, 1, 2, 3}, 60000);
+  start(three);
+  const auto ks = keys("binary", 2000);
+  write_all(ks);
+  const auto move = moved(ks, three, four);
+  ASSERT_GT(move.size(), 100u);
+  reload(four);
+  RawClient c(port_);
+  size_t found = 0;
+  for (const auto& k : move) {
+    const auto v = binary_get(c, k);
+    if (v && *v == value_for(k, 0)) ++found;
+  }
+  EXPECT_EQ(found, move.size());
+  EXPECT_TRUE(on_new_servers(move, four));
 }
 
 TEST_F(ReloadWarmup, ShrinkingTheFleetReadsTheLeavingServer) {

@@ -3,6 +3,8 @@
 #include <sys/resource.h>
 
 #include <filesystem>
+#include <set>
+#include <string>
 #include <system_error>
 
 namespace memshard::proxy {
@@ -21,7 +23,14 @@ std::string DescriptorBudget::describe() const {
 uint64_t server_connections_at_most(const Topology& topology, uint64_t workers) {
   uint64_t total = 0;
   for (const Pool& pool : topology.pools) {
-    total += pool.servers.size() * (workers * pool.config.server_connections + 1);
+    // reload_warmup keeps the servers of past configs connected too: those
+    // the current config no longer lists count as well.
+    std::set<std::string> servers;
+    for (const ServerInfo& s : pool.servers) servers.insert(s.identity);
+    for (const PastRing& past : pool.past) {
+      for (const ServerInfo& s : past.servers) servers.insert(s.identity);
+    }
+    total += servers.size() * (workers * pool.config.server_connections + 1);
   }
   return total;
 }

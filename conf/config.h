@@ -84,6 +84,16 @@ struct PoolConfig {
   // back to the copies that missed.
   bool read_failover_on_miss = false;
   bool read_repair = false;
+  // memshard extension, hot keys (README "Hot keys"): a key whose share of
+  // the pool's requests reaches hot_key_log_share is hot (logged, and
+  // cached with hot_key_cache); hot_key_cache MB of values of hot keys kept
+  // for hot_key_ttl ms (0 MB: no cache); hot_key_spread: with replicas > 1,
+  // reads of a hot key go to any of its copies.
+  double hot_key_log_share = 0.01;
+  uint32_t hot_key_cache_mb = 0;
+  uint32_t hot_key_ttl_ms = 1000;
+  bool hot_key_spread = false;
+  int hot_key_spread_line = 0;
   std::vector<ServerConfig> servers;
 };
 

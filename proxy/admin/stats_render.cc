@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "proxy/admin/hot_keys_render.h"
 #include "proxy/admin/stats_view.h"
 #include "proxy/protocol/replies.h"
 #include "proxy/support/stats.h"
@@ -133,6 +134,7 @@ void render_twemproxy_json(const StatsView& p, std::string& out) {
     }
     out.append("}");
   }
+  append_hot_keys_json(snap, out);
   out.append("}\n");
 }
 
@@ -265,6 +267,8 @@ void render_prometheus(const StatsView& p, std::string& out) {
        "read_failover_on_miss)."},
       {"read_repairs", "memshard_pool_read_repairs_total", "counter",
        "Replicated pools: values written back to a copy that missed them (read_repair)."},
+      {"hot_key_hits", "memshard_pool_hot_key_hits_total", "counter",
+       "Reads answered from the hot-key cache (hot_key_cache)."},
   };
   for (const PoolMetric& m : kPool) {
     f.header(m.name, m.type, m.help);
@@ -351,6 +355,7 @@ void render_prometheus(const StatsView& p, std::string& out) {
                uint64_t{p.ejected_at(pool, s.identity) != 0});
     }
   }
+  append_hot_keys_prometheus(snap, out);
 }
 
 void render_stat_servers(const StatsView& p, std::string& out) {

@@ -28,7 +28,7 @@ struct PoolRoute {
   std::unique_ptr<RingPlacement> placement;
   std::unique_ptr<SingleKeyRoute> key;  // single-key requests
   std::unique_ptr<Route> multi_get;     // retrievals
-  std::unique_ptr<BroadcastRoute> all;  // flush_all
+  std::unique_ptr<Route> all;           // flush_all
   // Replicated pools: the copies of each key, and per copy its routes.
   std::unique_ptr<ReplicaPlacement> replicas;
   std::vector<std::unique_ptr<CopyPlacement>> copy_placements;
@@ -36,8 +36,10 @@ struct PoolRoute {
   std::vector<std::unique_ptr<SplitRoute>> copy_reads;
   // Counts the requests these routes hold (see RouteLife).
   std::unique_ptr<RouteLife> life = std::make_unique<RouteLife>();
-  // Once pool and backends are set.
+  // Once pool and backends are set: the plain routes, with the hot-key
+  // layer (hot_key_routes.h) around them.
   void build_routes();
+  void build_plain_routes();
 };
 
 }  // namespace memshard::proxy

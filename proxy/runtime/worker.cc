@@ -336,6 +336,8 @@ void Worker::collect(StatsSnapshot& out) const {
     t.latency.resize(kLatencyBuckets, 0);
     for (size_t b = 0; b < kLatencyBuckets; ++b) t.latency[b] += ps->latency_bucket[b].get();
     t.latency_sum_usec += ps->latency_sum_usec.get();
+    t.hot_keys.push_back(ps->hot_keys.summary());
+    t.hot_key_share = ps->hot_keys.threshold();
   }
   for (const auto& [key, weak] : server_stats_) {
     std::shared_ptr<ServerStats> ss = weak.lock();

@@ -195,7 +195,8 @@ class HotKeyFlushRoute final : public Route {
 
 void HotKeyContext::record(std::string_view key, uint64_t now_usec) {
   size_t server = placement.place(key);
-  std::string_view name = server < server_names.size() ? server_names[server] : "-";
+  std::string_view name = "-";
+  if (server < server_names.size()) name = server_names[server];
   tracker.record(key, name, now_usec);
 }
 

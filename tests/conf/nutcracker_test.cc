@@ -67,7 +67,7 @@ TEST_F(ConfNutcracker, AcceptsTheReferenceWithoutMemshardExtensions) {
     if (line.rfind("  ketama_compat:", 0) == 0 || line.rfind("  item_size_max:", 0) == 0 ||
         line.rfind("  dns_refresh:", 0) == 0 || line.rfind("  replicas:", 0) == 0 ||
         line.rfind("  write_policy:", 0) == 0 || line.rfind("  read_failover_on_miss:", 0) == 0 ||
-        line.rfind("  read_repair:", 0) == 0)
+        line.rfind("  read_repair:", 0) == 0 || line.rfind("  hot_key_", 0) == 0)
       continue;
     stripped += line + "\n";
   }

@@ -194,10 +194,11 @@ class HotKeyFlushRoute final : public Route {
 }  // namespace
 
 void HotKeyContext::record(std::string_view key, uint64_t now_usec) {
-  size_t server = placement.place(key);
-  std::string_view name = "-";
-  if (server < server_names.size()) name = server_names[server];
-  tracker.record(key, name, now_usec);
+  tracker.record(key, now_usec, [this](std::string_view k) {
+    size_t server = placement.place(k);
+    return server < server_names.size() ? std::string_view(server_names[server])
+                                        : std::string_view("-");
+  });
 }
 
 bool changes_key(const proto::Request& r) {

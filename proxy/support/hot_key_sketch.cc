@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <map>
 
 namespace memshard::proxy {
@@ -9,56 +10,107 @@ namespace memshard::proxy {
 HotKeySketch::HotKeySketch(size_t capacity) : capacity_(std::max<size_t>(capacity, 1)) {
   counters_.reserve(capacity_);
   counts_.reserve(capacity_);
-  index_.reserve(capacity_ * 2);
+  hashes_.reserve(capacity_);
+  size_t slots = 16;
+  while (slots < capacity_ * 4) slots *= 2;
+  slot_hash_.assign(slots, 0);
+  slot_counter_.assign(slots, -1);
+  mask_ = slots - 1;
 }
 
 size_t HotKeySketch::min_index() const {
   return static_cast<size_t>(std::min_element(counts_.begin(), counts_.end()) - counts_.begin());
 }
 
-void HotKeySketch::add(std::string_view key, std::string_view server) {
+size_t HotKeySketch::slot_of(uint64_t hash) const {
+  size_t i = hash & mask_;
+  while (slot_counter_[i] >= 0 && slot_hash_[i] != hash) i = (i + 1) & mask_;
+  return i;
+}
+
+void HotKeySketch::index_insert(uint64_t hash, uint32_t counter) {
+  size_t i = slot_of(hash);
+  slot_hash_[i] = hash;
+  slot_counter_[i] = static_cast<int32_t>(counter);
+}
+
+void HotKeySketch::index_erase(uint64_t hash) {
+  size_t i = slot_of(hash);
+  if (slot_counter_[i] < 0) return;
+  // Backward-shift deletion: pull later entries of the probe run into the
+  // hole when their home slot allows, so lookups need no tombstones.
+  size_t j = i;
+  while (true) {
+    j = (j + 1) & mask_;
+    if (slot_counter_[j] < 0) break;
+    size_t home = slot_hash_[j] & mask_;
+    bool movable = i <= j ? (home <= i || home > j) : (home <= i && home > j);
+    if (!movable) continue;
+    slot_hash_[i] = slot_hash_[j];
+    slot_counter_[i] = slot_counter_[j];
+    i = j;
+  }
+  slot_counter_[i] = -1;
+}
+
+void HotKeySketch::rebuild_index() {
+  std::fill(slot_counter_.begin(), slot_counter_.end(), -1);
+  for (size_t c = 0; c < counters_.size(); ++c) index_insert(hashes_[c], static_cast<uint32_t>(c));
+}
+
+HotKeyCounter& HotKeySketch::add(std::string_view key) {
   ++total_;
-  // Heterogeneous lookup needs C++20 transparent hashing on the map; a
-  // temporary string is the price of the sampled path only.
-  std::string k(key);
-  if (auto it = index_.find(k); it != index_.end()) {
-    ++counts_[it->second];
-    ++counters_[it->second].count;
-    return;
+  const uint64_t hash = std::hash<std::string_view>{}(key);
+  size_t slot = slot_of(hash);
+  if (slot_counter_[slot] >= 0) {
+    HotKeyCounter& c = counters_[static_cast<size_t>(slot_counter_[slot])];
+    ++counts_[static_cast<size_t>(slot_counter_[slot])];
+    ++c.count;
+    return c;
   }
   if (counters_.size() < capacity_) {
-    index_.emplace(k, counters_.size());
-    counters_.push_back(HotKeyCounter{std::move(k), std::string(server), 1, 0});
+    slot_hash_[slot] = hash;
+    slot_counter_[slot] = static_cast<int32_t>(counters_.size());
+    counters_.push_back(HotKeyCounter{std::string(key), std::string(), 1, 0});
+    counters_.back().key.reserve(64);
     counts_.push_back(1);
-    return;
+    hashes_.push_back(hash);
+    return counters_.back();
   }
-  size_t i = min_index();
+  // Space-Saving: the least counted key gives its counter up, and the new
+  // key may have been seen as often as it was.
+  const size_t i = min_index();
   HotKeyCounter& c = counters_[i];
-  index_.erase(c.key);
+  index_erase(hashes_[i]);
   c.error = c.count;
   c.count += 1;
-  counts_[i] = c.count;
-  c.server.assign(server);
-  c.key = std::move(k);
-  index_.emplace(c.key, i);
+  counts_[i] = static_cast<uint32_t>(c.count);
+  c.key.assign(key);  // keeps its capacity: no allocation for most keys
+  c.server.clear();
+  hashes_[i] = hash;
+  index_insert(hash, static_cast<uint32_t>(i));
+  return c;
 }
 
 void HotKeySketch::halve() {
   total_ /= 2;
-  std::vector<HotKeyCounter> kept;
-  kept.reserve(capacity_);
-  for (HotKeyCounter& c : counters_) {
+  size_t kept = 0;
+  for (size_t i = 0; i < counters_.size(); ++i) {
+    HotKeyCounter& c = counters_[i];
     c.count /= 2;
     c.error /= 2;
-    if (c.count > 0) kept.push_back(std::move(c));
+    if (c.count == 0) continue;
+    if (kept != i) {
+      counters_[kept] = std::move(c);
+      hashes_[kept] = hashes_[i];
+    }
+    counts_[kept] = static_cast<uint32_t>(counters_[kept].count);
+    ++kept;
   }
-  counters_ = std::move(kept);
-  counts_.clear();
-  index_.clear();
-  for (size_t i = 0; i < counters_.size(); ++i) {
-    counts_.push_back(counters_[i].count);
-    index_.emplace(counters_[i].key, i);
-  }
+  counters_.resize(kept);
+  counts_.resize(kept);
+  hashes_.resize(kept);
+  rebuild_index();
 }
 
 HotKeySummary HotKeySketch::summary() const {

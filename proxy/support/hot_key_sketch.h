@@ -10,7 +10,6 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 namespace memshard::proxy {
@@ -33,7 +32,14 @@ class HotKeySketch {
  public:
   explicit HotKeySketch(size_t capacity);
 
-  void add(std::string_view key, std::string_view server);
+  // Counts `key` once; the counter returned has an empty server when the
+  // key has just taken it (the caller says where the key goes).
+  HotKeyCounter& add(std::string_view key);
+  // The same, naming the server at once (tests).
+  void add(std::string_view key, std::string_view server) {
+    HotKeyCounter& c = add(key);
+    if (c.server.empty()) c.server.assign(server);
+  }
   // Halves every count: older traffic weighs less, so a key that cooled
   // down leaves the summary. Keeps the bounds (they halve with the counts).
   void halve();
@@ -43,11 +49,21 @@ class HotKeySketch {
 
  private:
   size_t min_index() const;
+  // The index: open addressing with linear probing over the keys' 64-bit
+  // hashes (two keys with one hash share a counter: 1 in 2^64). No
+  // allocation per key counted, unlike a map of strings.
+  size_t slot_of(uint64_t hash) const;  // its slot, or the empty one it would take
+  void index_insert(uint64_t hash, uint32_t counter);
+  void index_erase(uint64_t hash);
+  void rebuild_index();
 
   size_t capacity_;
   std::vector<HotKeyCounter> counters_;
-  std::vector<uint64_t> counts_;  // counters_[i].count, contiguous for the min scan
-  std::unordered_map<std::string, size_t> index_;
+  std::vector<uint32_t> counts_;  // counters_[i].count, contiguous for a vectorised min scan
+  std::vector<uint64_t> hashes_;  // counters_[i]'s key hash
+  std::vector<uint64_t> slot_hash_;
+  std::vector<int32_t> slot_counter_;  // -1: empty
+  size_t mask_;
   uint64_t total_ = 0;
 };
 

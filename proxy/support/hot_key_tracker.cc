@@ -49,14 +49,6 @@ void HotKeyTracker::configure(std::string_view pool, double share) {
   share_ = share;
 }
 
-void HotKeyTracker::record(std::string_view key, std::string_view server, uint64_t now_usec) {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    sketch_.add(key, server);
-  }
-  if (now_usec >= next_tick_usec_) tick(now_usec);
-}
-
 bool HotKeyTracker::is_hot(std::string_view key) const {
   return std::find(hot_.begin(), hot_.end(), key) != hot_.end();
 }

@@ -40,8 +40,20 @@ class HotKeyTracker {
     rng_ ^= rng_ << 17;
     return (rng_ & (kSampleEvery - 1)) == 0;
   }
-  // Worker thread: counts a sampled key and where it went.
-  void record(std::string_view key, std::string_view server, uint64_t now_usec);
+  // Worker thread: counts a sampled key; `server_of(key)` names where it
+  // goes, asked only when the key is new to the summary.
+  template <typename ServerOf>
+  void record(std::string_view key, uint64_t now_usec, ServerOf&& server_of) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      HotKeyCounter& c = sketch_.add(key);
+      if (c.server.empty()) c.server.assign(server_of(key));
+    }
+    if (now_usec >= next_tick_usec_) tick(now_usec);
+  }
+  void record(std::string_view key, std::string_view server, uint64_t now_usec) {
+    record(key, now_usec, [server](std::string_view) { return server; });
+  }
   // Worker thread: the key is in this worker's hot list.
   bool is_hot(std::string_view key) const;
   bool any_hot() const { return !hot_.empty(); }

@@ -10,6 +10,7 @@
 #include <sstream>
 #include <thread>
 
+#include "binary_util.h"
 #include "ops_util.h"
 
 namespace memshard::testing::ops {
@@ -213,6 +214,42 @@ TEST_F(HotKeyCacheTest, WritesThroughMemshardAreSeenAtOnce) {
   for (int j = 0; j < 5; ++j) get(b, "hot-a");
   ASSERT_EQ(a.roundtrip("flush_all\r\n"), "OK\r\n");
   EXPECT_EQ(get(b, "hot-a"), "END\r\n");
+}
+
+TEST_F(HotKeyCacheTest, BinaryWritesAreSeenAtOnce) {
+  ASSERT_EQ(clients_[0]->roundtrip(set_command("hot-a", "v0")), "STORED\r\n");
+  warm_up();
+  RawClient binary(port_);
+  RawClient& text = *clients_[1];
+  auto cached = [&] {
+    for (int j = 0; j < 10; ++j) get(text, "hot-a");
+  };
+  const std::string_view ops[] = {"set", "append", "delete", "flush"};
+  for (int round = 0; round < 5; ++round) {
+    for (std::string_view op : ops) {
+      ASSERT_EQ(clients_[0]->roundtrip(set_command("hot-a", "old")), "STORED\r\n");
+      cached();
+      std::string frame, want;
+      if (op == "set") {
+        frame = bin::request(bin::kSet, "hot-a", bin::store_extras(0, 0), "new");
+        want = "VALUE hot-a 0 3\r\nnew\r\nEND\r\n";
+      } else if (op == "append") {
+        frame = bin::request(bin::kAppend, "hot-a", {}, "+");
+        want = "VALUE hot-a 0 4\r\nold+\r\nEND\r\n";
+      } else if (op == "delete") {
+        frame = bin::request(bin::kDelete, "hot-a");
+        want = "END\r\n";
+      } else {
+        frame = bin::request(bin::kFlush);
+        want = "END\r\n";
+      }
+      binary.send(frame);
+      auto reply = bin::read_frame(binary);
+      ASSERT_TRUE(reply) << op;
+      ASSERT_EQ(reply->status, bin::kOk) << op;
+      EXPECT_EQ(get(text, "hot-a"), want) << op << " round " << round;
+    }
+  }
 }
 
 TEST_F(HotKeyCacheTest, AWriteOnTheServerIsSeenAfterTheTtl) {

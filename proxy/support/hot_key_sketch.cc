@@ -1,7 +1,9 @@
 #include "proxy/support/hot_key_sketch.h"
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
+#include <cstdint>
 #include <functional>
 #include <map>
 
@@ -18,8 +20,19 @@ HotKeySketch::HotKeySketch(size_t capacity) : capacity_(std::max<size_t>(capacit
   mask_ = slots - 1;
 }
 
-size_t HotKeySketch::min_index() const {
-  return static_cast<size_t>(std::min_element(counts_.begin(), counts_.end()) - counts_.begin());
+uint32_t HotKeySketch::min_count() const {
+  uint32_t m = UINT32_MAX;
+  for (uint32_t c : counts_) m = std::min(m, c);
+  return counts_.empty() ? 0 : m;
+}
+
+void HotKeySketch::refresh_min() {
+  min_value_ = min_count();
+  at_min_ = static_cast<size_t>(std::count(counts_.begin(), counts_.end(), min_value_));
+}
+
+void HotKeySketch::left_min(uint32_t old_count) {
+  if (counters_.size() == capacity_ && old_count == min_value_ && --at_min_ == 0) refresh_min();
 }
 
 size_t HotKeySketch::slot_of(uint64_t hash) const {
@@ -63,10 +76,10 @@ HotKeyCounter& HotKeySketch::add(std::string_view key) {
   const uint64_t hash = std::hash<std::string_view>{}(key);
   size_t slot = slot_of(hash);
   if (slot_counter_[slot] >= 0) {
-    HotKeyCounter& c = counters_[static_cast<size_t>(slot_counter_[slot])];
-    ++counts_[static_cast<size_t>(slot_counter_[slot])];
-    ++c.count;
-    return c;
+    const auto i = static_cast<size_t>(slot_counter_[slot]);
+    left_min(counts_[i]++);
+    ++counters_[i].count;
+    return counters_[i];
   }
   if (counters_.size() < capacity_) {
     slot_hash_[slot] = hash;
@@ -75,11 +88,20 @@ HotKeyCounter& HotKeySketch::add(std::string_view key) {
     counters_.back().key.reserve(64);
     counts_.push_back(1);
     hashes_.push_back(hash);
+    if (counters_.size() == capacity_) refresh_min();
     return counters_.back();
   }
   // Space-Saving: the least counted key gives its counter up, and the new
   // key may have been seen as often as it was.
-  const size_t i = min_index();
+  const size_t n = counters_.size();
+  size_t i = cursor_ % n;
+  for (size_t tried = 0; counts_[i] != min_value_; i = (i + 1) % n) {
+    if (++tried > n) {  // cannot happen while the bookkeeping holds; never loop
+      refresh_min();
+      tried = 0;
+    }
+  }
+  cursor_ = i + 1;
   HotKeyCounter& c = counters_[i];
   index_erase(hashes_[i]);
   c.error = c.count;
@@ -89,6 +111,7 @@ HotKeyCounter& HotKeySketch::add(std::string_view key) {
   c.server.clear();
   hashes_[i] = hash;
   index_insert(hash, static_cast<uint32_t>(i));
+  left_min(min_value_);
   return c;
 }
 
@@ -111,13 +134,14 @@ void HotKeySketch::halve() {
   counts_.resize(kept);
   hashes_.resize(kept);
   rebuild_index();
+  refresh_min();
 }
 
 HotKeySummary HotKeySketch::summary() const {
   HotKeySummary s;
   s.counters = counters_;
   s.total = total_;
-  s.min_count = counters_.size() < capacity_ ? 0 : counts_[min_index()];
+  s.min_count = counters_.size() < capacity_ ? 0 : min_count();
   return s;
 }
 

@@ -48,7 +48,11 @@ class HotKeySketch {
   size_t size() const { return counters_.size(); }
 
  private:
-  size_t min_index() const;
+  uint32_t min_count() const;  // by a scan: for readers
+  // The least count and how many counters have it, kept as counts change,
+  // so that taking the least counted counter rarely needs a scan.
+  void refresh_min();
+  void left_min(uint32_t old_count);
   // The index: open addressing with linear probing over the keys' 64-bit
   // hashes (two keys with one hash share a counter: 1 in 2^64). No
   // allocation per key counted, unlike a map of strings.
@@ -64,6 +68,9 @@ class HotKeySketch {
   std::vector<uint64_t> slot_hash_;
   std::vector<int32_t> slot_counter_;  // -1: empty
   size_t mask_;
+  uint32_t min_value_ = 0;
+  size_t at_min_ = 0;
+  size_t cursor_ = 0;  // where the search for a least counted counter resumes
   uint64_t total_ = 0;
 };
 

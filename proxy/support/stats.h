@@ -68,8 +68,8 @@ struct WorkerStats {
   X(replica_writes)         /* writes sent to copies after a key's first */ \
   X(replica_write_failures) /* of those, answered with an error */          \
   X(read_failovers)         /* reads tried again on a key's next copy */    \
-  X(read_repairs)           /* values written back to a copy that missed them */ \
-  X(hot_key_hits)           /* reads answered from the hot-key cache */
+  X(hot_key_hits)           /* reads answered from the hot-key cache */     \
+  X(read_repairs)           /* values written back to a copy that missed them */
 
 // Per pool and server, per worker.
 #define MEMSHARD_SERVER_COUNTERS(X)                                                   \

@@ -78,6 +78,28 @@ TEST(HotKeySketch, SamplingErrorWidensTheBound) {
   EXPECT_GT(with[0].error, without[0].error + 0.03);  // 3 sigma of 30% over 1000
 }
 
+TEST(HotKeySketch, TheLeastCountedKeyGivesItsCounterUp) {
+  // The summary's bookkeeping of its least count against a plain scan:
+  // every newcomer inherits exactly the least count there was.
+  HotKeySketch s(16);
+  std::mt19937 rng(5);
+  std::geometric_distribution<int> g(0.05);
+  for (int i = 0; i < 5000; ++i) {
+    HotKeySummary before = s.summary();
+    std::string k = "k" + std::to_string(g(rng));
+    bool known = false;
+    for (const HotKeyCounter& c : before.counters) known |= c.key == k;
+    s.add(k, "s");
+    if (known || before.counters.size() < 16) continue;
+    for (const HotKeyCounter& c : s.summary().counters) {
+      if (c.key == k) {
+        EXPECT_EQ(c.error, before.min_count) << i;
+      }
+    }
+    if (i % 1000 == 999) s.halve();
+  }
+}
+
 TEST(HotKeySketch, HalvingForgetsKeysThatCooled) {
   HotKeySketch s(8);
   for (int i = 0; i < 100; ++i) s.add("old", "s");

@@ -2,6 +2,7 @@
 // memshard says about it, and what its cache does to the hot key's server.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <fstream>
@@ -138,6 +139,28 @@ TEST_F(HotKeys, ReportsBothHotKeysWithinTheirBoundAndNothingElse) {
   std::string l = log();
   EXPECT_NE(l.find("hot key in pool alpha: hot-a"), std::string::npos) << l;
   EXPECT_EQ(l.find("tail-"), std::string::npos) << l;
+}
+
+TEST_F(HotKeys, SpreadSendsAHotKeysGetsToEachOfItsCopies) {
+  start({{"replicas", "2"}, {"hot_key_spread", "true"}});
+  ASSERT_EQ(clients_[0]->roundtrip(set_command("hot-a", "v")), "STORED\r\n");
+  // Only hot-a is stored: the servers' get_hits count its reads alone.
+  auto until = Clock::now() + std::chrono::milliseconds(1300);
+  while (Clock::now() < until) load(1000, 0.9, 0);
+  std::vector<uint64_t> before;
+  for (size_t i = 0; i < fleet_->size(); ++i) before.push_back((*fleet_)[i].stat("get_hits"));
+  auto sent_before = sent_["hot-a"];
+  load(4000, 0.9, 0);
+  uint64_t hot_gets = sent_["hot-a"] - sent_before;
+  std::vector<uint64_t> hits;
+  for (size_t i = 0; i < fleet_->size(); ++i)
+    hits.push_back((*fleet_)[i].stat("get_hits") - before[i]);
+  std::sort(hits.begin(), hits.end());
+  // Two copies, each about half; the third server holds none.
+  EXPECT_EQ(hits[0], 0u);
+  EXPECT_GT(hits[1], hot_gets / 4) << hits[1] << " of " << hot_gets;
+  EXPECT_GT(hits[2], hot_gets / 4) << hits[2] << " of " << hot_gets;
+  EXPECT_EQ(hits[1] + hits[2], hot_gets);
 }
 
 class HotKeyCacheTest : public HotKeys {

@@ -439,6 +439,7 @@ void Worker::on_housekeeping(evutil_socket_t fd, short what, void* self) {
   // open: a few active clients must not keep the memory of the many idle.
   w->client_memory_.release_free_pages();
   std::erase_if(w->origins_, [](const auto& o) { return o.use_count() == 1; });
+  for (auto& [name, route] : w->routes_) route.stats->hot_keys.tick_if_due(w->now_usec());
 }
 
 }  // namespace memshard::proxy

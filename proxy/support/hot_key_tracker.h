@@ -49,10 +49,15 @@ class HotKeyTracker {
       HotKeyCounter& c = sketch_.add(key);
       if (c.server.empty()) c.server.assign(server_of(key));
     }
-    if (now_usec >= next_tick_usec_) tick(now_usec);
+    tick_if_due(now_usec);
   }
   void record(std::string_view key, std::string_view server, uint64_t now_usec) {
     record(key, now_usec, [server](std::string_view) { return server; });
+  }
+  // Worker thread, also once a second from its housekeeping: so that the
+  // summary ages while the pool sees no traffic too.
+  void tick_if_due(uint64_t now_usec) {
+    if (now_usec >= next_tick_usec_) tick(now_usec);
   }
   // Worker thread: the key is in this worker's hot list.
   bool is_hot(std::string_view key) const;

@@ -135,5 +135,23 @@ TEST(HotKeyTracker, MarksAKeyHotOnlyOnceItsShareIsKnown) {
   EXPECT_GT(t.summary().total, 100u);
 }
 
+TEST(HotKeyTracker, AgesWithoutTrafficToo) {
+  HotKeyTracker t;
+  t.configure("p", 0.2);
+  uint64_t now = 1;
+  for (int i = 0; i < 1000; ++i) t.record("a", "s", now);
+  now += HotKeyTracker::kTickUsec;
+  t.tick_if_due(now);
+  EXPECT_TRUE(t.is_hot("a"));
+  // The housekeeping's ticks alone: the summary halves until it is empty.
+  for (int i = 0; i < 60; ++i) {
+    now += HotKeyTracker::kTickUsec;
+    t.tick_if_due(now);
+  }
+  EXPECT_EQ(t.summary().total, 0u);
+  EXPECT_TRUE(t.summary().counters.empty());
+  EXPECT_FALSE(t.is_hot("a"));
+}
+
 }  // namespace
 }  // namespace memshard::proxy

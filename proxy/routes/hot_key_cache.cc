@@ -38,7 +38,7 @@ void HotKeyCache::erase(std::unordered_map<std::string, Entry>::iterator it) {
   entries_.erase(it);
 }
 
-bool HotKeyCache::lookup(std::string_view key, uint64_t now_usec, std::string& out) {
+bool HotKeyCache::lookup(std::string_view key, uint64_t now_usec, std::string& out, bool cas) {
   if (present_[slot_of(key)].load(std::memory_order_relaxed) == 0) return false;
   std::lock_guard<std::mutex> lock(mu_);
   auto it = entries_.find(std::string(key));
@@ -47,7 +47,14 @@ bool HotKeyCache::lookup(std::string_view key, uint64_t now_usec, std::string& o
     erase(it);
     return false;
   }
-  out.append(it->second.block);
+  const Entry& e = it->second;
+  if (cas && e.cas_at == 0) return false;
+  if (cas || e.cas_at == 0) {
+    out.append(e.block);
+  } else {
+    std::string_view b = e.block;
+    out.append(b.substr(0, e.cas_at)).append(b.substr(e.line_end));
+  }
   return true;
 }
 
@@ -71,7 +78,15 @@ void HotKeyCache::fill(std::string_view key, std::string_view block, uint64_t ep
     }
     if (bytes_ + need > max_bytes_) return;
   }
-  entries_.emplace(std::string(key), Entry{std::string(block), now_usec});
+  // "VALUE <key> <flags> <bytes>[ <cas>]\r\n": a fifth token is the CAS.
+  Entry e{std::string(block), now_usec};
+  e.line_end = block.find("\r\n");
+  if (e.line_end == std::string_view::npos) return;
+  size_t space = 0;
+  for (int token = 0; token < 4 && space != std::string_view::npos; ++token)
+    space = block.find(' ', space + 1);
+  if (space != std::string_view::npos && space < e.line_end) e.cas_at = space;
+  entries_.emplace(std::string(key), std::move(e));
   bytes_ += need;
   present_[slot_of(key)].fetch_add(1, std::memory_order_relaxed);
 }

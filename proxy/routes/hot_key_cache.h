@@ -35,8 +35,10 @@ class HotKeyCache {
                                                uint64_t ttl_usec);
 
   // Appends the key's reply block (VALUE line and data) to `out`; false
-  // when the key is not cached or its entry is older than the TTL.
-  bool lookup(std::string_view key, uint64_t now_usec, std::string& out);
+  // when the key is not cached or its entry is older than the TTL. With
+  // `cas` (a gets), the block must carry the CAS unique, which a fill by
+  // `gets` stores; without, a stored CAS is left out of the VALUE line.
+  bool lookup(std::string_view key, uint64_t now_usec, std::string& out, bool cas = false);
   // Before a fill's read is sent.
   uint64_t epoch(std::string_view key);
   // Stores `block` for `key` unless the key's epoch is no longer `epoch`
@@ -55,6 +57,8 @@ class HotKeyCache {
   struct Entry {
     std::string block;
     uint64_t filled_usec;
+    size_t cas_at = 0;    // the space before the CAS in the VALUE line; 0: none
+    size_t line_end = 0;  // the VALUE line's "\r\n"
   };
   static size_t slot_of(std::string_view key);
   static size_t cost(std::string_view key, std::string_view block) {

@@ -133,7 +133,8 @@ class HotKeyGetRoute final : public Route {
     HotKeyContext& hot = *hot_;
     const auto& keys = req.request.keys;
     for (std::string_view key : keys) hot.observe(key, req.now_usec);
-    const bool one_get = keys.size() == 1 && req.request.command == proto::Command::get;
+    const bool gets = req.request.command == proto::Command::gets;  // binary GETs too
+    const bool one_get = keys.size() == 1 && (req.request.command == proto::Command::get || gets);
     if (hot.cache) {
       if (changes_key(req.request)) {  // gat, gats
         if (keys.size() == 1) {
@@ -146,7 +147,7 @@ class HotKeyGetRoute final : public Route {
       } else if (one_get) {
         std::string& text = req.scratch.text;
         text.clear();
-        if (hot.cache->lookup(keys[0], req.now_usec, text)) {
+        if (hot.cache->lookup(keys[0], req.now_usec, text, gets)) {
           evbuffer_drain(req.in, req.header_bytes);
           text.append("END\r\n");
           req.pool_stats.hot_key_hits.add();

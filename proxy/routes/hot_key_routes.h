@@ -1,12 +1,12 @@
 // The hot-key layer of a pool's routes, wrapped around the routes the pool
 // would have without it (wrap_hot_key_routes). Always: a sample of the
 // keys forwarded goes to the worker's hot-key summary (HotKeyTracker).
-// With hot_key_cache: single-key `get`s of hot keys are answered from the
-// pool's HotKeyCache or fill it; every request that changes a key (storage,
-// delete, incr/decr, touch, gat, meta ms/md/ma, mg with T or N) invalidates
+// With hot_key_cache: single-key `get`s and `gets` (binary GETs become
+// these) of hot keys are answered from the pool's HotKeyCache or fill it; every request that
+// changes a key (storage, delete, incr/decr, touch, gat, meta ms/md/ma, mg with T or N) invalidates
 // it when sent and again when answered, flush_all clears it (see
 // hot_key_cache.h for why no write through memshard is ever read stale).
-// With hot_key_spread: a hot key's single-key `get` goes to one of its
+// With hot_key_spread: a hot key's single-key get(s) goes to one of its
 // copies in turn rather than to its first.
 #pragma once
 

@@ -275,6 +275,37 @@ TEST_F(HotKeyCacheTest, BinaryWritesAreSeenAtOnce) {
   }
 }
 
+TEST_F(HotKeyCacheTest, BinaryGetsAndTextGetsAreAnsweredFromTheCacheWithTheServersCas) {
+  ASSERT_EQ(clients_[0]->roundtrip(set_command("hot-a", "v1")), "STORED\r\n");
+  warm_up();
+  size_t server = fleet_->index_of(server_of("hot-a"));
+  ASSERT_LT(server, fleet_->size());
+  RawClient direct((*fleet_)[server].port());
+  std::string on_server = direct.roundtrip("gets hot-a\r\n", "END\r\n");
+  std::vector<Value> want;
+  ASSERT_TRUE(parse_values(on_server, want));
+  ASSERT_EQ(want.size(), 1u);
+  uint64_t hits_before = (*fleet_)[server].stat("get_hits");
+  RawClient binary(port_);
+  constexpr int kReads = 200;
+  for (int i = 0; i < kReads; ++i) {
+    EXPECT_EQ(clients_[i % 2]->roundtrip("gets hot-a\r\n", "END\r\n"), on_server) << i;
+    binary.send(bin::request(bin::kGet, "hot-a"));
+    auto reply = bin::read_frame(binary);
+    ASSERT_TRUE(reply);
+    ASSERT_EQ(reply->status, bin::kOk);
+    EXPECT_EQ(reply->value, "v1");
+    EXPECT_EQ(std::to_string(reply->cas), want[0].cas);
+  }
+  // One fill (or a few, racing) rather than a read per request.
+  EXPECT_LT((*fleet_)[server].stat("get_hits") - hits_before, uint64_t{kReads});
+  // A cas with the unique read from the cache succeeds, and the next read
+  // sees its value.
+  ASSERT_EQ(clients_[0]->roundtrip(set_command("hot-a", "v2", "cas", 0, want[0].cas)),
+            "STORED\r\n");
+  EXPECT_EQ(get(*clients_[1], "hot-a"), "VALUE hot-a 0 2\r\nv2\r\nEND\r\n");
+}
+
 TEST_F(HotKeyCacheTest, AWriteOnTheServerIsSeenAfterTheTtl) {
   ASSERT_EQ(clients_[0]->roundtrip(set_command("hot-a", "proxy")), "STORED\r\n");
   warm_up();

@@ -22,6 +22,25 @@ TEST(HotKeyCache, ServesAFillUntilItsTtl) {
   EXPECT_EQ(c.entries(), 0u);
 }
 
+TEST(HotKeyCache, AGetsFillServesBothGetAndGets) {
+  HotKeyCache c(1 << 20, 1000000);
+  c.fill("k", "VALUE k 5 1\r\nv\r\n", c.epoch("k"), 0);
+  std::string out;
+  EXPECT_FALSE(c.lookup("k", 1, out, true));  // a get's fill has no CAS to give
+  c.fill("k", "VALUE k 5 1 77\r\nv\r\n", c.epoch("k"), 0);
+  EXPECT_TRUE(c.lookup("k", 1, out, true));
+  EXPECT_EQ(out, "VALUE k 5 1 77\r\nv\r\n");
+  out.clear();
+  EXPECT_TRUE(c.lookup("k", 1, out));
+  EXPECT_EQ(out, "VALUE k 5 1\r\nv\r\n");
+  // Spaces in the data are not tokens of the VALUE line.
+  c.fill("j", "VALUE j 0 5\r\na b c\r\n", c.epoch("j"), 0);
+  out.clear();
+  EXPECT_TRUE(c.lookup("j", 1, out));
+  EXPECT_EQ(out, "VALUE j 0 5\r\na b c\r\n");
+  EXPECT_FALSE(c.lookup("j", 1, out, true));
+}
+
 TEST(HotKeyCache, AWriteDropsTheKey) {
   HotKeyCache c(1 << 20, 1000000);
   c.fill("k", kBlock, c.epoch("k"), 0);
@@ -57,7 +76,7 @@ TEST(HotKeyCache, FlushDropsEverythingAndRefusesFillsInFlight) {
 
 TEST(HotKeyCache, MemoryStaysWithinItsBound) {
   HotKeyCache c(4096, 1000000);
-  std::string big(1000, 'x');
+  const std::string big = "VALUE k 0 1000\r\n" + std::string(1000, 'x') + "\r\n";
   for (int i = 0; i < 100; ++i) {
     std::string k = "k" + std::to_string(i);
     c.fill(k, big, c.epoch(k), 0);

@@ -1,5 +1,7 @@
 #include "proxy/routes/hot_key_routes.h"
 
+#include <array>
+
 #include "proxy/routes/held_request.h"
 #include "proxy/routes/pool_route.h"
 
@@ -170,9 +172,14 @@ class HotKeyGetRoute final : public Route {
       return send_spread(req, slot);
     inner_->send(req, slot);
   }
+  // Copy i's route reads the key's i-th live copy: choosing among the live
+  // ones only, an ejected server is never asked.
   void send_spread(RouteRequest& req, ReplySlot& slot) {
     HotKeyContext& hot = *hot_;
-    hot.copies[hot.next_copy++ % hot.copies.size()]->send(req, slot);
+    std::array<size_t, kMaxReplicas> live;
+    size_t n = hot.replicas->copies(req.request.keys[0], live);
+    if (n == 0) return inner_->send(req, slot);
+    hot.copies[hot.next_copy++ % n]->send(req, slot);
   }
   std::unique_ptr<Route> inner_;
   std::shared_ptr<HotKeyContext> hot_;
@@ -232,9 +239,9 @@ void wrap_hot_key_routes(PoolRoute& route) {
   if (pc.hot_key_spread) {
     for (const auto& r : route.copy_reads) copies.push_back(r.get());
   }
-  auto hot = std::make_shared<HotKeyContext>(HotKeyContext{route.stats->hot_keys, *route.placement,
-                                                           std::move(names), cache,
-                                                           std::move(copies), route.life.get()});
+  auto hot = std::make_shared<HotKeyContext>(
+      HotKeyContext{route.stats->hot_keys, *route.placement, std::move(names), cache,
+                    std::move(copies), route.replicas.get(), route.life.get()});
   route.key = std::make_unique<HotKeyKeyRoute>(std::move(route.key), hot);
   route.multi_get = std::make_unique<HotKeyGetRoute>(std::move(route.multi_get), hot);
   if (cache) route.all = std::make_unique<HotKeyFlushRoute>(std::move(route.all), hot);

@@ -16,6 +16,7 @@
 
 #include "proxy/routes/hot_key_cache.h"
 #include "proxy/routes/placement.h"
+#include "proxy/routes/replica_placement.h"
 #include "proxy/routes/route.h"
 #include "proxy/support/hot_key_tracker.h"
 
@@ -30,6 +31,7 @@ struct HotKeyContext {
   std::vector<std::string> server_names;  // by placement index
   std::shared_ptr<HotKeyCache> cache;     // null without hot_key_cache
   std::vector<Route*> copies;             // hot_key_spread: per copy, its read route
+  const ReplicaPlacement* replicas;       // hot_key_spread: which copies are live
   RouteLife* life;
   uint64_t next_copy = 0;
 

@@ -93,6 +93,16 @@ struct PoolConfig {
   // background at no more than this many keys a second (0: off).
   uint32_t reload_migrate_rate = 0;
   int reload_migrate_rate_line = 0;
+  // memshard extension, hot keys (README "Hot keys"): a key whose share of
+  // the pool's requests reaches hot_key_log_share is hot (logged, and
+  // cached with hot_key_cache); hot_key_cache MB of values of hot keys kept
+  // for hot_key_ttl ms (0 MB: no cache); hot_key_spread: with replicas > 1,
+  // reads of a hot key go to any of its copies.
+  double hot_key_log_share = 0.01;
+  uint32_t hot_key_cache_mb = 0;
+  uint32_t hot_key_ttl_ms = 1000;
+  bool hot_key_spread = false;
+  int hot_key_spread_line = 0;
   std::vector<ServerConfig> servers;
 };
 

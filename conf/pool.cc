@@ -4,6 +4,7 @@
 #include <array>
 #include <climits>
 #include <cstdint>
+#include <cstdlib>
 #include <map>
 #include <optional>
 #include <string_view>
@@ -55,7 +56,7 @@ std::string mode_names() {
 }
 
 // Every directive nutcracker 0.5 accepts, then memshard's extensions.
-constexpr std::array<std::string_view, 27> kDirectives = {
+constexpr std::array<std::string_view, 31> kDirectives = {
     "listen",
     "hash",
     "hash_tag",
@@ -83,6 +84,10 @@ constexpr std::array<std::string_view, 27> kDirectives = {
     "read_repair",
     "reload_warmup",
     "reload_migrate_rate",
+    "hot_key_log_share",
+    "hot_key_cache",
+    "hot_key_ttl",
+    "hot_key_spread",
 };
 
 // Reads one pool's directives into a PoolConfig, reporting into `errors`.
@@ -142,6 +147,7 @@ class PoolReader {
   }
 
   void scalar_directive(const std::string& text);
+  void hot_key_directive(PoolConfig& p, const std::string& key, const std::string& text);
   void servers(const YAML::Node& value);
   void check_servers();
 
@@ -236,6 +242,29 @@ void PoolReader::scalar_directive(const std::string& text) {
   } else if (key == "reload_migrate_rate") {
     set_number(p.reload_migrate_rate, text, 0, 10000000);
     p.reload_migrate_rate_line = line_;
+  } else if (key.starts_with("hot_key_")) {
+    hot_key_directive(p, key, text);
+  }
+}
+
+void PoolReader::hot_key_directive(PoolConfig& p, const std::string& key, const std::string& text) {
+  if (key == "hot_key_log_share") {
+    // "2%" or the fraction 0.02.
+    bool percent = !text.empty() && text.back() == '%';
+    char* end = nullptr;
+    std::string digits = percent ? text.substr(0, text.size() - 1) : text;
+    double v = std::strtod(digits.c_str(), &end);
+    if (percent) v /= 100;
+    if (digits.empty() || end != digits.c_str() + digits.size() || !(v > 0 && v <= 1))
+      return error("expected a share such as 1% or 0.01, above 0 and at most 100%" + found(text));
+    p.hot_key_log_share = v;
+  } else if (key == "hot_key_cache") {
+    set_number(p.hot_key_cache_mb, text, 0, 65536);  // MB
+  } else if (key == "hot_key_ttl") {
+    set_number(p.hot_key_ttl_ms, text, 1, 3600000);
+  } else if (key == "hot_key_spread") {
+    set_bool(p.hot_key_spread, text);
+    p.hot_key_spread_line = line_;
   }
 }
 
@@ -343,6 +372,11 @@ ParsedPool PoolReader::finish(int servers_line) {
     errors_.add(read_repair_line_, "read_repair",
                 "read_repair writes back what a read found on another copy after a miss, "
                 "which only read_failover_on_miss: true looks for; expected both");
+  }
+  if (p.hot_key_spread && p.replicas < 2) {
+    errors_.add(p.hot_key_spread_line, "hot_key_spread",
+                "hot_key_spread spreads a hot key's reads over its copies, and pool '" + p.name +
+                    "' keeps one copy; expected replicas: 2 or more");
   }
   if (p.redis_auth && !redis_) {
     errors_.add(redis_auth_line_, "redis_auth",

@@ -4,6 +4,7 @@
 
 #include <ctime>
 
+#include "proxy/admin/hot_keys_render.h"
 #include "proxy/admin/stats_render.h"
 #include "proxy/admin/stats_view.h"
 #include "proxy/protocol/replies.h"
@@ -22,6 +23,7 @@ void append_stats_reply(const StatsView& p, const std::vector<std::string_view>&
     render_stat_servers(p, out);
     return;
   }
+  if (args.size() == 1 && args[0] == "hotkeys") return render_stat_hot_keys(p.snapshot(), out);
   if (!args.empty()) {
     // memcached answers a subcommand it does not know with ERROR.
     out.append(proto::reply::kError);

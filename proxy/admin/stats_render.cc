@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "proxy/admin/hot_keys_render.h"
 #include "proxy/admin/stats_view.h"
 #include "proxy/protocol/replies.h"
 #include "proxy/support/stats.h"
@@ -147,6 +148,7 @@ void render_twemproxy_json(const StatsView& p, std::string& out) {
     }
     out.append("}");
   }
+  append_hot_keys_json(snap, out);
   out.append("}\n");
 }
 
@@ -287,6 +289,8 @@ void render_prometheus(const StatsView& p, std::string& out) {
        "reload_warmup: values a read found on an old server and copied to the new one."},
       {"warmup_invalidations", "memshard_pool_warmup_invalidations_total", "counter",
        "reload_warmup: old copies deleted by a write of a moved key."},
+      {"hot_key_hits", "memshard_pool_hot_key_hits_total", "counter",
+       "Reads answered from the hot-key cache (hot_key_cache)."},
   };
   for (const PoolMetric& m : kPool) {
     f.header(m.name, m.type, m.help);
@@ -394,6 +398,7 @@ void render_prometheus(const StatsView& p, std::string& out) {
                uint64_t{p.ejected_at(pool, s.identity) != 0});
     }
   }
+  append_hot_keys_prometheus(snap, out);
 }
 
 void render_stat_servers(const StatsView& p, std::string& out) {

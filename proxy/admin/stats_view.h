@@ -11,6 +11,8 @@
 #include <utility>
 #include <vector>
 
+#include "proxy/support/hot_key_sketch.h"
+
 namespace memshard::proxy {
 
 // Per-pool and per-server counters of every worker, summed by name.
@@ -24,6 +26,8 @@ struct StatsSnapshot {
     std::vector<uint64_t> latency;   // per bucket (not cumulative)
     uint64_t latency_sum_usec = 0;
     std::map<std::string, Server> servers;  // by stats name
+    std::vector<HotKeySummary> hot_keys;    // one per worker, merged when shown
+    double hot_key_share = 0.01;            // hot_key_log_share
   };
   std::map<std::string, PoolTotals> pools;
 };

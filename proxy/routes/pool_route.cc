@@ -1,5 +1,6 @@
 #include "proxy/routes/pool_route.h"
 
+#include "proxy/routes/hot_key_routes.h"
 #include "proxy/routes/replicated_get_route.h"
 #include "proxy/routes/replicated_key_route.h"
 #include "proxy/routes/warm_get_route.h"
@@ -24,6 +25,11 @@ ReplyPolicy policy_of(conf::WritePolicy p) {
 }  // namespace
 
 void PoolRoute::build_routes() {
+  build_plain_routes();
+  wrap_hot_key_routes(*this);
+}
+
+void PoolRoute::build_plain_routes() {
   std::vector<Server*> servers(backends.begin(), backends.end());
   placement = std::make_unique<RingPlacement>(pool->ring, servers);
   all = std::make_unique<BroadcastRoute>(*placement);

@@ -29,7 +29,7 @@ struct PoolRoute {
   std::unique_ptr<RingPlacement> placement;
   std::unique_ptr<SingleKeyRoute> key;  // single-key requests
   std::unique_ptr<Route> multi_get;     // retrievals
-  std::unique_ptr<BroadcastRoute> all;  // flush_all
+  std::unique_ptr<Route> all;           // flush_all
   // Replicated pools: the copies of each key, and per copy its routes.
   std::unique_ptr<ReplicaPlacement> replicas;
   std::vector<std::unique_ptr<CopyPlacement>> copy_placements;
@@ -44,8 +44,11 @@ struct PoolRoute {
   std::unique_ptr<Route> own_multi_get;
   // Counts the requests these routes hold (see RouteLife).
   std::unique_ptr<RouteLife> life = std::make_unique<RouteLife>();
-  // Once pool, backends and past_servers are set.
+  // Once pool, backends and past_servers are set: the plain routes, the
+  // reload warm-up around them (while a window is open), and the hot-key
+  // layer (hot_key_routes.h) around those.
   void build_routes();
+  void build_plain_routes();
 
  private:
   void build_warmup();

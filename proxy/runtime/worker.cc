@@ -344,6 +344,8 @@ void Worker::collect(StatsSnapshot& out) const {
     t.latency.resize(kLatencyBuckets, 0);
     for (size_t b = 0; b < kLatencyBuckets; ++b) t.latency[b] += ps->latency_bucket[b].get();
     t.latency_sum_usec += ps->latency_sum_usec.get();
+    t.hot_keys.push_back(ps->hot_keys.summary());
+    t.hot_key_share = ps->hot_keys.threshold();
   }
   for (const auto& [key, weak] : server_stats_) {
     std::shared_ptr<ServerStats> ss = weak.lock();
@@ -445,6 +447,7 @@ void Worker::on_housekeeping(evutil_socket_t fd, short what, void* self) {
   // open: a few active clients must not keep the memory of the many idle.
   w->client_memory_.release_free_pages();
   std::erase_if(w->origins_, [](const auto& o) { return o.use_count() == 1; });
+  for (auto& [name, route] : w->routes_) route.stats->hot_keys.tick_if_due(w->now_usec());
 }
 
 }  // namespace memshard::proxy

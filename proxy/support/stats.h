@@ -10,6 +10,8 @@
 #include <iterator>
 #include <string_view>
 
+#include "proxy/support/hot_key_tracker.h"
+
 namespace memshard::proxy {
 
 class Counter {
@@ -66,6 +68,7 @@ struct WorkerStats {
   X(replica_writes)         /* writes sent to copies after a key's first */ \
   X(replica_write_failures) /* of those, answered with an error */          \
   X(read_failovers)         /* reads tried again on a key's next copy */    \
+  X(hot_key_hits)           /* reads answered from the hot-key cache */     \
   X(read_repairs)           /* values written back to a copy that missed them */ \
   X(warmup_lookups)         /* moved keys missed and asked of an old server */ \
   X(warmup_hits)            /* of those, found there */                         \
@@ -110,6 +113,7 @@ struct PoolStats {
   // Non-cumulative per-bucket counts; the renderer accumulates them.
   Counter latency_bucket[kLatencyBuckets];
   Counter latency_sum_usec;
+  HotKeyTracker hot_keys;  // the keys this worker forwards most
 
   template <typename F>
   void for_each(F&& f) const {

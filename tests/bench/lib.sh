@@ -100,5 +100,10 @@ workload_desc[f]="pipelined 8 conns x depth 32";   workload_args[f]="-c 8 -d 32 
 # does not speak binary, so they run against direct and memshard only.
 workload_desc[g]="binary (a): get/set 90/10";      workload_args[g]="-c 32 -g 0.9 -s 100 -k 10000 --protocol binary"
 workload_desc[h]="binary (f): pipelined 8 x 32";   workload_args[h]="-c 8 -d 32 -g 0.9 -s 100 -k 10000 --protocol binary"
+# A hot key: (a) with one key taking half the gets (memshard-load --hot-share),
+# the load that one server's cap limits, and the same with (d)'s 16 KiB
+# values (scripts/bench-hot-keys: with and without hot_key_cache).
+workload_desc[i]="(a), one key 50% of gets";       workload_args[i]="-c 32 -g 0.9 -s 100 -k 10000 --hot-share 0.5"
+workload_desc[j]="(d), one key 50% of gets";       workload_args[j]="-c 32 -g 0.9 -s 16384 -k 2000 --hot-share 0.5"
 # A binary workload -> the text workload of the same shape.
 declare -A workload_text_twin=([g]=a [h]=f)

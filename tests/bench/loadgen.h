@@ -36,6 +36,8 @@ struct Options {
   size_t value_size = 100;
   double get_ratio = 0.9;      // fraction of requests that are gets
   int multiget = 1;            // keys per get
+  double zipf = 0;             // > 0: gets pick keys Zipf-distributed with this exponent
+  double hot_share = 0;        // this fraction of gets names one key (key 0)
   uint64_t seed = 1;           // value pattern seed
   uint64_t populate_seed = 0;  // 0: same as seed (another value makes every get mismatch)
   size_t populate_size = 0;    // 0: same as value_size

@@ -23,6 +23,7 @@
 #include <thread>
 
 #include "loadgen.h"
+#include "loadgen_skew.h"
 #include "loadgen_value.h"
 
 namespace memshard::bench {
@@ -217,7 +218,8 @@ class Engine {
         ctl(control),
         thread_index(index),
         pattern(pat),
-        populate_pattern(populate_pat) {}
+        populate_pattern(populate_pat),
+        skew(opts.keys, opts.zipf, opts.hot_share) {}
   ~Engine() {
     conns.clear();
     if (tick_ev) event_free(tick_ev);
@@ -266,6 +268,7 @@ class Engine {
   int thread_index;
   const ValuePattern& pattern;
   const ValuePattern& populate_pattern;
+  const KeySkew skew;  // which key a get names (--zipf, --hot-share)
   event_base* base = nullptr;
   Stats stats;
   bool going = false, stopping = false;
@@ -616,6 +619,7 @@ bool Conn::next_request(int64_t now) {
   double u = static_cast<double>(r & 0xffffff) / static_cast<double>(0x1000000);
   auto key = static_cast<uint32_t>((r >> 24) % o.keys);
   if (u < o.get_ratio) {
+    if (o.zipf > 0 || o.hot_share > 0) key = e_.skew.pick(r, rand());
     add_get(key, o.multiget, now, measured);
   } else {
     add_set(key, e_.pattern, o.value_size, now, measured);

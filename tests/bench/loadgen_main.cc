@@ -188,6 +188,12 @@ int main(int argc, char** argv) {
   app.add_option("-m,--multiget", o.multiget, "keys per get")
       ->capture_default_str()
       ->check(CLI::Range(1, 10000));
+  app.add_option("--zipf", o.zipf,
+                 "gets pick keys Zipf-distributed with this exponent (0: uniform)")
+      ->check(CLI::Range(0.0, 10.0));
+  app.add_option("--hot-share", o.hot_share,
+                 "this fraction of gets names one key, the first (0: none)")
+      ->check(CLI::Range(0.0, 1.0));
   app.add_option("--seed", o.seed,
                  "value pattern seed (values are derived from seed, key and size)")
       ->capture_default_str()

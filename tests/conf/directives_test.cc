@@ -129,6 +129,20 @@ TEST(ConfDirectives, ReloadWarmupExtensions) {
   EXPECT_EQ(w.reload_migrate_rate, 2000u);
 }
 
+TEST(ConfDirectives, HotKeyExtensions) {
+  const PoolConfig d = only_pool(pool(""));
+  EXPECT_DOUBLE_EQ(d.hot_key_log_share, 0.01);
+  EXPECT_EQ(d.hot_key_cache_mb, 0u);
+  EXPECT_EQ(d.hot_key_ttl_ms, 1000u);
+  EXPECT_FALSE(d.hot_key_spread);
+  const PoolConfig m =
+      only_pool(pool("  hot_key_log_share: 0.5%\n  hot_key_cache: 8\n  hot_key_ttl: 250\n"));
+  EXPECT_DOUBLE_EQ(m.hot_key_log_share, 0.005);
+  EXPECT_EQ(m.hot_key_cache_mb, 8u);
+  EXPECT_EQ(m.hot_key_ttl_ms, 250u);
+  EXPECT_DOUBLE_EQ(only_pool(pool("  hot_key_log_share: 0.03\n")).hot_key_log_share, 0.03);
+}
+
 TEST(ConfDirectives, BooleansBothWays) {
   const PoolConfig on = only_pool(pool("  preconnect: true\n  auto_eject_hosts: true\n"));
   EXPECT_TRUE(on.preconnect);

@@ -77,7 +77,24 @@ TEST(ConfErrors, UnknownDirective) {
                "auto_eject_hosts, server_retry_timeout, server_failure_limit, "
                "client_connections, tcpkeepalive, servers, ketama_compat, item_size_max, "
                "client_idle_timeout, dns_refresh, replicas, write_policy, "
-               "read_failover_on_miss, read_repair, reload_warmup, reload_migrate_rate");
+               "read_failover_on_miss, read_repair, reload_warmup, reload_migrate_rate, "
+               "hot_key_log_share, hot_key_cache, hot_key_ttl, hot_key_spread");
+}
+
+TEST(ConfErrors, HotKeyDirectives) {
+  for (const char* bad : {"0%", "101%", "abc", "1.5", "-0.1"}) {
+    expect_error(only_error(pool(std::string("  hot_key_log_share: ") + bad + "\n")), 3,
+                 "hot_key_log_share",
+                 std::string("expected a share such as 1% or 0.01, above 0 and at most 100%, "
+                             "found \"") +
+                     bad + "\"");
+  }
+  expect_error(only_error(pool("  hot_key_ttl: 0\n")), 3, "hot_key_ttl",
+               "expected a whole number from 1 to 3600000, found \"0\"");
+  // pool() lists one server: one copy only.
+  expect_error(only_error(pool("  hot_key_spread: true\n")), 3, "hot_key_spread",
+               "hot_key_spread spreads a hot key's reads over its copies, and pool 'alpha' keeps "
+               "one copy; expected replicas: 2 or more");
 }
 
 TEST(ConfErrors, MoreReplicasThanServers) {

@@ -76,6 +76,10 @@ TEST(ConfExamples, ReferenceParsesWithNonDefaultValues) {
   EXPECT_TRUE(p.read_repair);
   EXPECT_EQ(p.reload_warmup_ms, 600000);
   EXPECT_EQ(p.reload_migrate_rate, 2000u);
+  EXPECT_DOUBLE_EQ(p.hot_key_log_share, 0.02);
+  EXPECT_EQ(p.hot_key_cache_mb, 16u);
+  EXPECT_EQ(p.hot_key_ttl_ms, 500u);
+  EXPECT_TRUE(p.hot_key_spread);
 
   const PoolConfig& u = c.pools[1];
   EXPECT_TRUE(u.listen.is_unix);

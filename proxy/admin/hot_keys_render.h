@@ -1,0 +1,24 @@
+// The hot keys of each pool (hot_key_sketch.h: the workers' summaries
+// merged), in each format the stats come in. A key is shown escaped: bytes
+// other than printable ASCII, and '%', as %XX.
+#pragma once
+
+#include <string>
+
+#include "proxy/admin/stats_view.h"
+
+namespace memshard::proxy {
+
+// Keys shown per pool: bounds the Prometheus label cardinality too.
+inline constexpr size_t kHotKeysShown = 10;
+
+// `stats hotkeys`: per pool and rank, STAT lines for key, share, error and
+// server, then END.
+void render_stat_hot_keys(const StatsSnapshot& snap, std::string& out);
+// The JSON stats' "hotkeys" field: `, "hotkeys": [{...}, ...]` (a list,
+// so that twemproxy tools, which take each object field for a pool, skip it).
+void append_hot_keys_json(const StatsSnapshot& snap, std::string& out);
+// The memshard_hot_key_share and memshard_hot_key_share_error gauges.
+void append_hot_keys_prometheus(const StatsSnapshot& snap, std::string& out);
+
+}  // namespace memshard::proxy

@@ -12,6 +12,7 @@
 #include "conf/config.h"
 #include "ketama/ring.h"
 #include "proxy/transport/socket_address.h"
+#include "proxy/transport/tls_context.h"
 
 namespace memshard::proxy {
 
@@ -39,6 +40,10 @@ struct Pool {
   // (empty: all live). Their ring keeps every server (ReplicaPlacement);
   // an unreplicated pool's ring is rebuilt without the ejected ones instead.
   std::vector<bool> live;
+  // TLS for the pool's clients (tls_cert_file) and for its servers
+  // (server_tls); null when off. Loaded anew by every build, so a reload
+  // rotates certificates (pool_tls.cc).
+  std::shared_ptr<const TlsContext> client_tls, server_tls;
 };
 
 struct Topology {
@@ -50,6 +55,10 @@ struct Topology {
 
 // Resolves every address (getaddrinfo: blocking, so never call it on a
 // worker). Throws std::runtime_error naming the address that failed.
+// Loads the pool's TLS contexts; throws std::runtime_error naming the file,
+// line and directive of what does not load.
+void load_pool_tls(const std::string& file, Pool& pool);
+
 std::shared_ptr<const Topology> build_topology(const conf::Config& config, uint64_t generation);
 
 }  // namespace memshard::proxy

@@ -245,8 +245,9 @@ std::unique_ptr<Proxy::Listener> Proxy::open_listener(const Pool& pool) {
   if (l->address.is_unix && l->address.perm) {
     chmod(l->address.path.c_str(), static_cast<mode_t>(*l->address.perm));
   }
-  log_notice("pool '%s' listening on %s", pool.config.name.c_str(),
-             pool.config.listen.text.c_str());
+  log_notice("pool '%s' listening on %s%s", pool.config.name.c_str(),
+             pool.config.listen.text.c_str(),
+             pool.client_tls ? " (TLS: OpenSSL records, written in the io_uring batches)" : "");
   return l;
 }
 

@@ -277,7 +277,7 @@ void Worker::apply_topology(std::shared_ptr<const Topology> topology) {
     ServerSettings settings{pool.config.name, pool.config.timeout_ms.value_or(-1),
                             pool.config.server_connections,
                             pool.config.auto_eject_hosts ? pool.config.server_failure_limit : 0,
-                            pool.config.item_size_max};
+                            pool.config.item_size_max, pool.server_tls};
     for (const ServerInfo& server : pool.servers) {
       std::string key = pool.config.name + '\0' + server.identity;
       auto it = backends_.find(key);

@@ -66,7 +66,21 @@ struct WorkerStats {
   X(replica_writes)         /* writes sent to copies after a key's first */ \
   X(replica_write_failures) /* of those, answered with an error */          \
   X(read_failovers)         /* reads tried again on a key's next copy */    \
-  X(read_repairs)           /* values written back to a copy that missed them */
+  X(read_repairs)           /* values written back to a copy that missed them */ \
+  MEMSHARD_POOL_TLS_COUNTERS(X)
+// TLS clients (tls_cert_file): handshakes done, by version, and failed, by
+// cause (proxy/transport/tls_link.h, TlsFailure, in its order).
+#define MEMSHARD_POOL_TLS_COUNTERS(X)                                     \
+  X(tls_handshakes)       /* TLS client handshakes completed */          \
+  X(tls_resumed)          /* of those, resuming an earlier session */     \
+  X(tls_1_2)              /* of those, TLS 1.2 */                         \
+  X(tls_1_3)              /* of those, TLS 1.3 */                         \
+  X(tls_fail_not_tls)     /* failed: plaintext or garbage on a TLS port */ \
+  X(tls_fail_certificate) /* failed: no, untrusted or bad certificate */  \
+  X(tls_fail_version)     /* failed: no common protocol version */        \
+  X(tls_fail_timeout)     /* failed: not finished within timeout */       \
+  X(tls_fail_closed)      /* failed: the client left mid-handshake */     \
+  X(tls_fail_other)
 
 // Per pool and server, per worker.
 #define MEMSHARD_SERVER_COUNTERS(X)                                                   \
@@ -92,7 +106,9 @@ struct WorkerStats {
   X(replica_writes)         /* writes it got as a copy after a key's first */         \
   X(replica_write_failures) /* of those, failed */                                    \
   X(read_failovers)         /* reads that went on from it to a key's next copy */     \
-  X(read_repairs)           /* values written back to it after it missed them */
+  X(read_repairs)           /* values written back to it after it missed them */ \
+  X(tls_handshakes)         /* server_tls: handshakes completed */              \
+  X(tls_failures)           /* server_tls: handshakes failed */
 
 // Request latency buckets (upper bounds, microseconds), for the
 // Prometheus histogram: from a fast loopback hit to a slow timeout.

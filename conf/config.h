@@ -48,8 +48,8 @@ struct TlsConfig {
   std::string min_version = "1.2";           // tls_min_version: 1.2 or 1.3
   bool server_tls = false;
   std::string server_ca_file, server_cert_file, server_key_file;
-  std::string server_name;     // server_tls_name: name verified and sent as SNI
-  bool server_verify = true;   // server_tls_verify
+  std::string server_name;                         // server_tls_name: name verified and sent as SNI
+  bool server_verify = true;                       // server_tls_verify
   std::vector<std::pair<std::string, int>> lines;  // directive, line given
   bool listens() const { return !cert_file.empty(); }
   int line_of(std::string_view directive) const;

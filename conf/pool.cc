@@ -380,9 +380,9 @@ ParsedPool parse_pool(const std::string& name, int line, const YAML::Node& body,
     const std::string& key = it->first.Scalar();
     if (std::find(kDirectives.begin(), kDirectives.end(), key) == kDirectives.end() &&
         !is_tls_directive(key)) {
-      errors.add(key_line, key,
-                 "unknown directive; expected one of " + join(kDirectives) + ", " +
-                     tls_directive_names());
+      errors.add(
+          key_line, key,
+          "unknown directive; expected one of " + join(kDirectives) + ", " + tls_directive_names());
       continue;
     }
     // yaml-cpp keeps both entries of a repeated key; nutcracker refuses them.

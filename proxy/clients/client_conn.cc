@@ -509,9 +509,9 @@ bool ClientConn::close_if_idle(uint64_t now_usec) {
 bool ClientConn::parkable(uint64_t idle_since_usec) const {
   // A parked socket resumes as a plain text connection: binary ones stay,
   // and so do TLS ones (their session lives in the stream).
-  return protocol_ != Protocol::binary && !stream_.tls() && last_input_usec_ <= idle_since_usec && slots_.empty() &&
-         !closing_ && !closed_ && !paused_ && !in_process_ && awaiting_bytes_ == 0 &&
-         swallow_left_ == 0 && stream_.quiet();
+  return protocol_ != Protocol::binary && !stream_.tls() && last_input_usec_ <= idle_since_usec &&
+         slots_.empty() && !closing_ && !closed_ && !paused_ && !in_process_ &&
+         awaiting_bytes_ == 0 && swallow_left_ == 0 && stream_.quiet();
 }
 
 void ClientConn::shut() {

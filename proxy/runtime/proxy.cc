@@ -362,6 +362,17 @@ std::vector<std::pair<std::string_view, uint64_t>> Proxy::counter_totals() const
   return totals;
 }
 
+std::vector<StatsView::TlsCertificate> Proxy::tls_certificates() const {
+  std::vector<TlsCertificate> out;
+  for (const Pool& pool : topology_->pools) {
+    if (pool.client_tls && pool.client_tls->not_after())
+      out.push_back({pool.config.name, "client", *pool.client_tls->not_after()});
+    if (pool.server_tls && pool.server_tls->not_after())
+      out.push_back({pool.config.name, "server", *pool.server_tls->not_after()});
+  }
+  return out;
+}
+
 int Proxy::run() {
   main_loop_->run();
   for (auto& w : workers_) w->stop();

@@ -2,6 +2,7 @@
 
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <openssl/err.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -10,8 +11,6 @@
 #include <cerrno>
 #include <cstddef>
 #include <span>
-
-#include <openssl/err.h>
 
 #include "proxy/support/log.h"
 

@@ -70,10 +70,13 @@ std::shared_ptr<const TlsContext> TlsContext::build(const TlsOptions& options,
       return fail(TlsLoadError::File::cert,
                   "certificate " + options.cert_file + " is not valid yet");
     out->not_after_ = to_epoch(X509_get0_notAfter(cert));
-    if (SSL_CTX_use_PrivateKey_file(ctx, options.key_file.c_str(), SSL_FILETYPE_PEM) != 1)
+    // OpenSSL checks the pair as it loads the key.
+    bool loaded = SSL_CTX_use_PrivateKey_file(ctx, options.key_file.c_str(), SSL_FILETYPE_PEM) == 1;
+    bool mismatch = !loaded && ERR_GET_REASON(ERR_peek_last_error()) == X509_R_KEY_VALUES_MISMATCH;
+    if (!loaded && !mismatch)
       return fail(TlsLoadError::File::key,
                   "cannot load private key " + options.key_file + ": " + openssl_errors());
-    if (SSL_CTX_check_private_key(ctx) != 1)
+    if (mismatch || SSL_CTX_check_private_key(ctx) != 1)
       return fail(TlsLoadError::File::key, "private key " + options.key_file +
                                                " does not match certificate " + options.cert_file);
   }

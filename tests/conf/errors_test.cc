@@ -77,7 +77,9 @@ TEST(ConfErrors, UnknownDirective) {
                "auto_eject_hosts, server_retry_timeout, server_failure_limit, "
                "client_connections, tcpkeepalive, servers, ketama_compat, item_size_max, "
                "client_idle_timeout, dns_refresh, replicas, write_policy, "
-               "read_failover_on_miss, read_repair");
+               "read_failover_on_miss, read_repair, tls_cert_file, tls_key_file, tls_ca_file, "
+               "tls_verify_client, tls_min_version, server_tls, server_tls_ca_file, "
+               "server_tls_cert_file, server_tls_key_file, server_tls_name, server_tls_verify");
 }
 
 TEST(ConfErrors, MoreReplicasThanServers) {

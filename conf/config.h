@@ -39,6 +39,22 @@ struct ServerConfig {
 enum class WritePolicy : uint8_t { first, majority, all };
 std::string_view write_policy_name(WritePolicy p);
 
+// memshard extension: TLS on the pool's listener (tls_*) and on its
+// connections to the servers (server_tls*); read by conf/tls.cc. File
+// names are as written: the proxy loads them (at start and every reload).
+struct TlsConfig {
+  std::string cert_file, key_file, ca_file;  // tls_cert_file, tls_key_file, tls_ca_file
+  bool verify_client = false;                // tls_verify_client: refuse clients without a cert
+  std::string min_version = "1.2";           // tls_min_version: 1.2 or 1.3
+  bool server_tls = false;
+  std::string server_ca_file, server_cert_file, server_key_file;
+  std::string server_name;                         // server_tls_name: name verified and sent as SNI
+  bool server_verify = true;                       // server_tls_verify
+  std::vector<std::pair<std::string, int>> lines;  // directive, line given
+  bool listens() const { return !cert_file.empty(); }
+  int line_of(std::string_view directive) const;
+};
+
 // Defaults are nutcracker 0.5's. A loaded config guarantees: listen set
 // (port 1..65535, or a unix path of at most 107 bytes, perm <= 0777); at
 // least one server, each with weight >= 1, port 1..65535 (0 for a unix
@@ -104,6 +120,7 @@ struct PoolConfig {
   bool hot_key_spread = false;
   int hot_key_spread_line = 0;
   std::vector<ServerConfig> servers;
+  TlsConfig tls;
 };
 
 struct Config {

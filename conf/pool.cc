@@ -105,6 +105,7 @@ class PoolReader {
     if (key == "servers") return servers(value);
     const std::optional<std::string> text = scalar(value);
     if (!text) return;
+    if (tls_directive(out_.pool, key, *text, line, errors_)) return;
     scalar_directive(*text);
   }
 
@@ -357,6 +358,7 @@ ParsedPool PoolReader::finish(int servers_line) {
                     "' has no servers; expected a list of \"host:port:weight [name]\" entries");
   }
   check_servers();
+  check_tls(p, errors_);
   if (!p.servers.empty() && p.replicas > p.servers.size()) {
     errors_.add(p.replicas_line, "replicas",
                 "pool '" + p.name + "' keeps " + std::to_string(p.replicas) +
@@ -422,8 +424,11 @@ ParsedPool parse_pool(const std::string& name, int line, const YAML::Node& body,
       continue;
     }
     const std::string& key = it->first.Scalar();
-    if (std::find(kDirectives.begin(), kDirectives.end(), key) == kDirectives.end()) {
-      errors.add(key_line, key, "unknown directive; expected one of " + join(kDirectives));
+    if (std::find(kDirectives.begin(), kDirectives.end(), key) == kDirectives.end() &&
+        !is_tls_directive(key)) {
+      errors.add(
+          key_line, key,
+          "unknown directive; expected one of " + join(kDirectives) + ", " + tls_directive_names());
       continue;
     }
     // yaml-cpp keeps both entries of a repeated key; nutcracker refuses them.

@@ -39,4 +39,12 @@ struct ParsedPool {
 // the pool on its own; checks across pools are the caller's.
 ParsedPool parse_pool(const std::string& name, int line, const YAML::Node& body, ErrorList& errors);
 
+// conf/tls.cc: the TLS directives. tls_directive() reads one (false when
+// `key` is not one of them); check_tls() checks them together.
+bool is_tls_directive(std::string_view key);
+std::string tls_directive_names();
+bool tls_directive(PoolConfig& pool, const std::string& key, const std::string& text, int line,
+                   ErrorList& errors);
+void check_tls(const PoolConfig& pool, ErrorList& errors);
+
 }  // namespace memshard::conf::detail

@@ -291,6 +291,10 @@ void render_prometheus(const StatsView& p, std::string& out) {
        "reload_warmup: old copies deleted by a write of a moved key."},
       {"hot_key_hits", "memshard_pool_hot_key_hits_total", "counter",
        "Reads answered from the hot-key cache (hot_key_cache)."},
+      {"tls_handshakes", "memshard_pool_tls_handshakes_total", "counter",
+       "TLS client handshakes completed."},
+      {"tls_resumed", "memshard_pool_tls_resumed_total", "counter",
+       "TLS client handshakes that resumed an earlier session."},
   };
   for (const PoolMetric& m : kPool) {
     f.header(m.name, m.type, m.help);
@@ -318,6 +322,38 @@ void render_prometheus(const StatsView& p, std::string& out) {
            "reload_migrate_rate: 1 while a background migration is running.");
   for (const auto& [pool, m] : migrations) {
     f.sample("memshard_pool_migrate_running", pool_label(pool), static_cast<uint64_t>(m.running));
+  }
+  // TLS, per pool: handshakes by version, failures by cause, and how long
+  // each certificate of our own has left (an alert fires before it lapses).
+  auto labelled = [&](std::string_view name, std::string_view help, std::string_view key,
+                      std::initializer_list<std::pair<std::string_view, std::string_view>> rows) {
+    f.header(name, "counter", help);
+    for (const auto& [pool, t] : snap.pools) {
+      for (const auto& [value, counter_name] : rows) {
+        size_t i = index_of(kPoolCounterNames, std::size(kPoolCounterNames), counter_name);
+        f.sample(name,
+                 pool_label(pool) + "," + std::string(key) + "=\"" + std::string(value) + "\"",
+                 counter(t.counters, i));
+      }
+    }
+  };
+  labelled("memshard_pool_tls_version_total", "TLS client handshakes by protocol version.",
+           "version", {{"1.2", "tls_1_2"}, {"1.3", "tls_1_3"}});
+  labelled("memshard_pool_tls_handshake_failures_total", "TLS client handshakes failed, by cause.",
+           "cause",
+           {{"not_tls", "tls_fail_not_tls"},
+            {"certificate", "tls_fail_certificate"},
+            {"version", "tls_fail_version"},
+            {"timeout", "tls_fail_timeout"},
+            {"closed", "tls_fail_closed"},
+            {"other", "tls_fail_other"}});
+  f.header("memshard_tls_certificate_expiry_seconds", "gauge",
+           "Seconds until the certificate in force lapses (negative: lapsed).");
+  const int64_t now = static_cast<int64_t>(time(nullptr));
+  for (const StatsView::TlsCertificate& c : p.tls_certificates()) {
+    f.sample("memshard_tls_certificate_expiry_seconds",
+             pool_label(c.pool) + ",side=\"" + c.side + "\"",
+             static_cast<double>(c.not_after - now));
   }
   f.header("memshard_pool_server_ejections_total", "counter",
            "Servers ejected from the ring by auto_eject_hosts.");

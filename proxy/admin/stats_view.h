@@ -68,6 +68,13 @@ class StatsView {
   virtual uint64_t ejected_at(const std::string& pool, const std::string& identity) const = 0;
   // Per pool whose reload started one, its background migration.
   virtual std::map<std::string, MigrationStatus> migrations() const { return {}; }
+  // TLS: when each certificate of our own in force lapses (seconds since
+  // the epoch); side is "client" (the listener's) or "server" (server_tls).
+  struct TlsCertificate {
+    std::string pool, side;
+    int64_t not_after = 0;
+  };
+  virtual std::vector<TlsCertificate> tls_certificates() const { return {}; }
 
  protected:
   ~StatsView() = default;

@@ -1,5 +1,7 @@
 #include "proxy/backends/backend.h"
 
+#include <sys/socket.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <utility>
@@ -241,7 +243,25 @@ void BackendConn::connect() {
     evtimer_add(timer_, &now);
     return;
   }
+  // Unix sockets stay plain, as on the listening side.
+  const auto& tls = server_.settings().tls;
+  if (tls && stream_->peer() != nullptr && stream_->peer()->family() != AF_UNIX) start_tls(*tls);
   arm_timer();
+}
+
+// server_tls: the handshake follows the connect, and `connected` only comes
+// once it is done, so the connect timer bounds both.
+void BackendConn::start_tls(const TlsContext& tls) {
+  // The host the identity names ("host:port", "[v6]:port"), for SNI and
+  // verification when server_tls_name gives no name.
+  const std::string& id = server_.identity();
+  std::string host = id.substr(0, id.rfind(':'));
+  if (host.size() >= 2 && host.front() == '[') host = host.substr(1, host.size() - 2);
+  ServerStats& st = server_.stats();
+  TlsCounters counters;
+  counters.handshakes = &st.tls_handshakes;
+  for (Counter*& c : counters.failures) c = &st.tls_failures;
+  stream_->start_tls(tls.new_session(host), counters, server_.settings().timeout_ms);
 }
 
 const SocketAddress* BackendConn::peer() const {
@@ -251,6 +271,7 @@ const SocketAddress* BackendConn::peer() const {
 
 void BackendConn::enqueue(BackendOp op) {
   op.request_bytes = static_cast<uint32_t>(evbuffer_get_length(stream_->output()) - output_mark_);
+  stream_->end_record();  // memcached's TLS (Stream::end_record)
   count_enqueued(op);
 }
 
@@ -293,6 +314,7 @@ void BackendConn::close_open_line() {
   if (open_verb_.empty()) return;
   open_line_.append("\r\n");
   evbuffer_add(stream_->output(), open_line_.data(), open_line_.size());
+  stream_->end_record();
   open_verb_ = {};
   // A huge client multi-get must not pin its line's memory.
   if (open_line_.capacity() > 4 * kMaxSharedLine) {

@@ -25,6 +25,7 @@
 #include "proxy/support/stats.h"
 #include "proxy/transport/socket_address.h"
 #include "proxy/transport/stream.h"
+#include "proxy/transport/tls_context.h"
 
 namespace memshard::proxy {
 
@@ -41,6 +42,8 @@ struct ServerSettings {
   // matches the servers' -I): a server announcing more is broken, and its
   // reply is refused before it can make us buffer gigabytes.
   uint64_t max_value_bytes = 1024 * 1024;
+  // server_tls: connections speak TLS with this context (null: plain).
+  std::shared_ptr<const TlsContext> tls;
 };
 
 class BackendConn;
@@ -134,6 +137,7 @@ class BackendConn final : public Outbox {
   static void on_timer(evutil_socket_t, short, void* self);
 
   void connect();
+  void start_tls(const TlsContext& tls);
   void on_connected();
   void read_replies();
   // Returns false when the reply stream is broken.

@@ -54,6 +54,23 @@ ClientConn::ClientConn(ClientContext& context, int fd, std::shared_ptr<const Cli
   pool_stats_.client_connections.add();
   context_.stats().curr_connections.add();
   context_.stats().total_connections.add();
+  if (route_ != nullptr && route_->pool->client_tls) start_tls(*route_->pool->client_tls);
+}
+
+// The pool's context when the client arrived: a reload that rotates the
+// certificate reaches the clients that come after it.
+void ClientConn::start_tls(const TlsContext& tls) {
+  PoolStats& p = pool_stats_;
+  TlsCounters c;
+  c.handshakes = &p.tls_handshakes;
+  c.resumed = &p.tls_resumed;
+  c.tls1_2 = &p.tls_1_2;
+  c.tls1_3 = &p.tls_1_3;
+  Counter* failures[] = {&p.tls_fail_not_tls, &p.tls_fail_certificate, &p.tls_fail_version,
+                         &p.tls_fail_timeout, &p.tls_fail_closed,      &p.tls_fail_other};
+  static_assert(std::size(failures) == kTlsFailureKinds);
+  std::copy(std::begin(failures), std::end(failures), c.failures);
+  stream_.start_tls(tls.new_session(), c, route_->pool->config.timeout_ms.value_or(10000));
 }
 
 ClientConn::~ClientConn() {
@@ -490,10 +507,11 @@ bool ClientConn::close_if_idle(uint64_t now_usec) {
 }
 
 bool ClientConn::parkable(uint64_t idle_since_usec) const {
-  // A parked socket resumes as a text connection: binary ones stay.
-  return protocol_ != Protocol::binary && last_input_usec_ <= idle_since_usec && slots_.empty() &&
-         !closing_ && !closed_ && !paused_ && !in_process_ && awaiting_bytes_ == 0 &&
-         swallow_left_ == 0 && stream_.quiet();
+  // A parked socket resumes as a plain text connection: binary ones stay,
+  // and so do TLS ones (their session lives in the stream).
+  return protocol_ != Protocol::binary && !stream_.tls() && last_input_usec_ <= idle_since_usec &&
+         slots_.empty() && !closing_ && !closed_ && !paused_ && !in_process_ &&
+         awaiting_bytes_ == 0 && swallow_left_ == 0 && stream_.quiet();
 }
 
 void ClientConn::shut() {

@@ -94,6 +94,7 @@ class ClientConn final : public SlotOwner {
   RouteRequest route_request(evbuffer* in);
   void answer_locally(evbuffer* in);
   void use_route(const PoolRoute* route);
+  void start_tls(const TlsContext& tls);
   ReplySlot* new_slot();
   void reply_now(ReplySlot* slot, std::string_view text);
   // Replies with one of the proxy's own lines (replies.h), "\r\n" added.

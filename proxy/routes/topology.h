@@ -13,6 +13,7 @@
 #include "ketama/ring.h"
 #include "proxy/routes/warm_guard.h"
 #include "proxy/transport/socket_address.h"
+#include "proxy/transport/tls_context.h"
 
 namespace memshard::proxy {
 
@@ -60,6 +61,10 @@ struct Pool {
   // every worker's routes and the migration, kept across the window).
   std::vector<PastRing> past;
   std::shared_ptr<WarmGuard> guard;
+  // TLS for the pool's clients (tls_cert_file) and for its servers
+  // (server_tls); null when off. Loaded anew by every build, so a reload
+  // rotates certificates (pool_tls.cc).
+  std::shared_ptr<const TlsContext> client_tls, server_tls;
 };
 
 // Gives `next` the rings `old` (the same pool in the config in force) had
@@ -78,6 +83,10 @@ struct Topology {
 
 // Resolves every address (getaddrinfo: blocking, so never call it on a
 // worker). Throws std::runtime_error naming the address that failed.
+// Loads the pool's TLS contexts; throws std::runtime_error naming the file,
+// line and directive of what does not load.
+void load_pool_tls(const std::string& file, Pool& pool);
+
 // `previous`: the topology in force, whose pools hand their rings on to
 // the pools of the same name (carry_past) at `now_usec`.
 std::shared_ptr<const Topology> build_topology(const conf::Config& config, uint64_t generation,

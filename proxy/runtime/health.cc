@@ -127,7 +127,7 @@ void ServerHealth::schedule_probe(const Key& key) {
     probe->timer = evtimer_new(base_, &Probe::on_timer, probe.get());
   }
   ServerSettings settings{pool->config.name, pool->config.timeout_ms.value_or(1000), 1, 0,
-                          pool->config.item_size_max};
+                          pool->config.item_size_max, pool->server_tls};
   for (const ServerInfo& s : pool->servers) {
     if (s.identity != key.second) continue;
     if (!probe->server) {

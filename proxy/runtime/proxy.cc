@@ -253,8 +253,9 @@ std::unique_ptr<Proxy::Listener> Proxy::open_listener(const Pool& pool) {
   if (l->address.is_unix && l->address.perm) {
     chmod(l->address.path.c_str(), static_cast<mode_t>(*l->address.perm));
   }
-  log_notice("pool '%s' listening on %s", pool.config.name.c_str(),
-             pool.config.listen.text.c_str());
+  log_notice("pool '%s' listening on %s%s", pool.config.name.c_str(),
+             pool.config.listen.text.c_str(),
+             pool.client_tls ? " (TLS: OpenSSL records, written in the io_uring batches)" : "");
   return l;
 }
 
@@ -367,6 +368,17 @@ std::vector<std::pair<std::string_view, uint64_t>> Proxy::counter_totals() const
     });
   }
   return totals;
+}
+
+std::vector<StatsView::TlsCertificate> Proxy::tls_certificates() const {
+  std::vector<TlsCertificate> out;
+  for (const Pool& pool : topology_->pools) {
+    if (pool.client_tls && pool.client_tls->not_after())
+      out.push_back({pool.config.name, "client", *pool.client_tls->not_after()});
+    if (pool.server_tls && pool.server_tls->not_after())
+      out.push_back({pool.config.name, "server", *pool.server_tls->not_after()});
+  }
+  return out;
 }
 
 int Proxy::run() {

@@ -80,6 +80,7 @@ class Proxy final : public StatsView, public WorkerHost {
   // (descriptor_budget.h); memcached's max_connections.
   uint64_t max_connections() const override { return max_clients_.load(std::memory_order_relaxed); }
 
+  std::vector<TlsCertificate> tls_certificates() const override;
   uint64_t ejections() const override { return health_->ejections(); }
   uint64_t readmissions() const override { return health_->readmissions(); }
   uint64_t pool_ejections(const std::string& pool) const override {

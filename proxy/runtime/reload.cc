@@ -166,6 +166,13 @@ void Proxy::start_migrations() {
   std::vector<std::unique_ptr<Migration>> started;
   for (const Pool& pool : topology_->pools) {
     if (pool.config.reload_migrate_rate == 0 || pool.past.empty()) continue;
+    if (pool.server_tls) {
+      // The walk's blocking sockets speak plain text only.
+      log_warn("pool '%s': reload_migrate_rate: no background migration to servers over TLS; "
+               "reads of moved keys are still looked up where they were",
+               pool.config.name.c_str());
+      continue;
+    }
     started.push_back(std::make_unique<Migration>(pool));
   }
   std::lock_guard<std::mutex> lock(migrations_mu_);

@@ -277,7 +277,7 @@ void Worker::apply_topology(std::shared_ptr<const Topology> topology) {
     ServerSettings settings{pool.config.name, pool.config.timeout_ms.value_or(-1),
                             pool.config.server_connections,
                             pool.config.auto_eject_hosts ? pool.config.server_failure_limit : 0,
-                            pool.config.item_size_max};
+                            pool.config.item_size_max, pool.server_tls};
     // The worker's backend for a server of this pool: kept from the last
     // topology when it had one (same connections), else new.
     const auto backend_for = [&](const ServerInfo& server) -> BackendServer* {

@@ -75,6 +75,21 @@ struct WorkerStats {
   X(warmup_copies)          /* values copied to their new server (stored) */    \
   X(warmup_invalidations)   /* old copies deleted by a write of a moved key */
 
+// TLS clients (tls_cert_file): handshakes done, by version, and failed, by
+// cause (proxy/transport/tls_link.h, TlsFailure, in its order). Pool
+// counters too, listed after MEMSHARD_POOL_COUNTERS.
+#define MEMSHARD_POOL_TLS_COUNTERS(X)                                      \
+  X(tls_handshakes)       /* TLS client handshakes completed */            \
+  X(tls_resumed)          /* of those, resuming an earlier session */      \
+  X(tls_1_2)              /* of those, TLS 1.2 */                          \
+  X(tls_1_3)              /* of those, TLS 1.3 */                          \
+  X(tls_fail_not_tls)     /* failed: plaintext or garbage on a TLS port */ \
+  X(tls_fail_certificate) /* failed: no, untrusted or bad certificate */   \
+  X(tls_fail_version)     /* failed: no common protocol version */         \
+  X(tls_fail_timeout)     /* failed: not finished within timeout */        \
+  X(tls_fail_closed)      /* failed: the client left mid-handshake */      \
+  X(tls_fail_other)
+
 // Per pool and server, per worker.
 #define MEMSHARD_SERVER_COUNTERS(X)                                                   \
   X(server_eof)         /* the server closed the connection */                        \
@@ -99,7 +114,9 @@ struct WorkerStats {
   X(replica_writes)         /* writes it got as a copy after a key's first */         \
   X(replica_write_failures) /* of those, failed */                                    \
   X(read_failovers)         /* reads that went on from it to a key's next copy */     \
-  X(read_repairs)           /* values written back to it after it missed them */
+  X(read_repairs)           /* values written back to it after it missed them */      \
+  X(tls_handshakes)         /* server_tls: handshakes completed */                    \
+  X(tls_failures)           /* server_tls: handshakes failed */
 
 // Request latency buckets (upper bounds, microseconds), for the
 // Prometheus histogram: from a fast loopback hit to a slow timeout.
@@ -110,6 +127,7 @@ inline constexpr size_t kLatencyBuckets = std::size(kLatencyBucketsUsec) + 1;  /
 
 struct PoolStats {
   MEMSHARD_POOL_COUNTERS(MEMSHARD_DECLARE_COUNTER)
+  MEMSHARD_POOL_TLS_COUNTERS(MEMSHARD_DECLARE_COUNTER)
   // Non-cumulative per-bucket counts; the renderer accumulates them.
   Counter latency_bucket[kLatencyBuckets];
   Counter latency_sum_usec;
@@ -118,6 +136,7 @@ struct PoolStats {
   template <typename F>
   void for_each(F&& f) const {
     MEMSHARD_POOL_COUNTERS(MEMSHARD_VISIT_COUNTER)
+    MEMSHARD_POOL_TLS_COUNTERS(MEMSHARD_VISIT_COUNTER)
   }
   void record_latency(uint64_t usec) {
     size_t b = 0;
@@ -143,7 +162,8 @@ struct ServerStats {
 // vectors).
 #define MEMSHARD_COUNTER_NAME(name) #name,
 inline constexpr std::string_view kPoolCounterNames[] = {
-    MEMSHARD_POOL_COUNTERS(MEMSHARD_COUNTER_NAME)};
+    MEMSHARD_POOL_COUNTERS(MEMSHARD_COUNTER_NAME)  //
+    MEMSHARD_POOL_TLS_COUNTERS(MEMSHARD_COUNTER_NAME)};
 inline constexpr std::string_view kServerCounterNames[] = {
     MEMSHARD_SERVER_COUNTERS(MEMSHARD_COUNTER_NAME)};
 #undef MEMSHARD_COUNTER_NAME

@@ -2,6 +2,7 @@
 
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <openssl/err.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -110,7 +111,10 @@ void StreamLoop::send_batched(size_t begin, size_t end) {
     batch_members_.clear();
     for (; next < end && batch_members_.size() < WriteBatch::kMaxSends; ++next) {
       Stream* s = dirty_[next];
-      if (s != nullptr && s->sendable()) batch_members_.push_back(next - begin);
+      if (s == nullptr || !s->sendable()) continue;
+      // A session that cannot make records fails in its finish.
+      if (s->tls_ != nullptr && (!s->tls_encrypt() || s->wire_length() == 0)) continue;
+      batch_members_.push_back(next - begin);
     }
     // One stream alone gains nothing from the ring: its finish writes it.
     if (batch_members_.size() < 2) continue;
@@ -123,7 +127,7 @@ void StreamLoop::send_batched(size_t begin, size_t end) {
       iovec* iov = &iov_[k * kIovPerSend];
       // Output in more chains than kIovPerSend sends what fits; the finish
       // writes the rest.
-      int n = evbuffer_peek(s->output_, -1, nullptr, reinterpret_cast<evbuffer_iovec*>(iov),
+      int n = evbuffer_peek(s->wire(), -1, nullptr, reinterpret_cast<evbuffer_iovec*>(iov),
                             kIovPerSend);
       batch_->add(s->fd_, iov, static_cast<size_t>(std::min(n, kIovPerSend)));
     }
@@ -170,7 +174,8 @@ size_t Stream::input_length() const {
 }
 
 size_t Stream::output_length() const {
-  return output_ == nullptr ? 0 : evbuffer_get_length(output_);
+  size_t plain = output_ == nullptr ? 0 : evbuffer_get_length(output_);
+  return tls_ != nullptr ? plain + evbuffer_get_length(tls_->cipher) : plain;
 }
 
 // An idle client keeps no buffers: its next read or reply takes one from
@@ -189,6 +194,17 @@ void Stream::release_empty_buffers() {
 }
 
 void Stream::close() {
+  if (tls_ != nullptr) {
+    if (tls_->timer_set) event_del(&tls_->timer);
+    tls_->timer_set = false;
+    // close_notify, once, if the socket takes it now; never waited for.
+    if (fd_ >= 0 && !tls_->handshaking && !failed_) {
+      SSL_shutdown(tls_->ssl);
+      ERR_clear_error();
+      (void)evbuffer_write(tls_->cipher, fd_);
+    }
+    evbuffer_drain(tls_->cipher, evbuffer_get_length(tls_->cipher));
+  }
   if (dirty_) {
     auto it = std::find(loop_.dirty_.begin(), loop_.dirty_.end(), this);
     if (it != loop_.dirty_.end()) *it = nullptr;
@@ -294,22 +310,33 @@ void Stream::set_interest() {
   if (fd_ >= 0 && !failed_) {
     if (connecting_) {
       want = EV_WRITE;
+    } else if (tls_ != nullptr && tls_->handshaking) {
+      want = tls_->handshake_wants;
     } else {
       if (reading_ && !eof_ && input_length() < input_limit_) want |= EV_READ;
       if (blocked_) want |= EV_WRITE;
     }
   }
-  if (want == interest_ && !rearm_) return;
-  if (interest_ != 0) event_del(&event_);
-  interest_ = want;
-  rearm_ = false;
-  if (want == 0) return;
-  event_assign(&event_, loop_.base(), fd_, want | EV_PERSIST, &Stream::on_event, this);
-  event_add(&event_, nullptr);
+  if (want != interest_ || rearm_) {
+    if (interest_ != 0) event_del(&event_);
+    interest_ = want;
+    rearm_ = false;
+    if (want == 0) return;
+    event_assign(&event_, loop_.base(), fd_, want | EV_PERSIST, &Stream::on_event, this);
+    event_add(&event_, nullptr);
+  }
+  // OpenSSL may hold decrypted bytes that a bounded read left: the socket
+  // will not say so, so the stream reads again from the loop.
+  if ((want & EV_READ) && tls_ != nullptr && !tls_->handshaking && SSL_pending(tls_->ssl) > 0)
+    event_active(&event_, EV_READ, 0);
 }
 
 void Stream::on_event(evutil_socket_t, short what, void* self) {
   auto* s = static_cast<Stream*>(self);
+  if (s->tls_ != nullptr && s->tls_->handshaking && !s->connecting_) {
+    if (!s->failed_ && s->fd_ >= 0) s->tls_handshake();
+    return;
+  }
   if (what & EV_WRITE) {
     bool alive = true;
     s->alive_ = &alive;
@@ -319,7 +346,7 @@ void Stream::on_event(evutil_socket_t, short what, void* self) {
   }
   // A write that failed leaves the stream unusable: nothing more to read
   // or report.
-  if ((what & EV_READ) && s->fd_ >= 0 && !s->failed_) s->handle_read();
+  if ((what & EV_READ) && s->fd_ >= 0 && !s->failed_ && s->reading_) s->handle_read();
 }
 
 void Stream::handle_write() {
@@ -336,6 +363,10 @@ void Stream::handle_write() {
       return;
     }
     connecting_ = false;
+    if (tls_ != nullptr) {
+      tls_handshake();  // reports `connected` once done
+      return;
+    }
     set_interest();
     if (!report(Happened::connected)) return;
   }
@@ -345,6 +376,28 @@ void Stream::handle_write() {
 void Stream::handle_read() {
   size_t got = 0;
   bool eof = false, error = false;
+  if (tls_ != nullptr) {
+    tls_read(got, eof, error);
+  } else {
+    read_plain(got, eof, error);
+  }
+  if (eof || error) {
+    eof_ = true;
+    failed_ = error;
+  }
+  set_interest();
+  if (got > 0 && !report(Happened::input)) return;
+  if (error) {
+    report(Happened::error);
+  } else if (eof) {
+    report(Happened::eof);
+  } else {
+    set_interest();  // the owner consumed input: reading may resume
+    release_empty_buffers();
+  }
+}
+
+void Stream::read_plain(size_t& got, bool& eof, bool& error) {
   for (int round = 0; round < kMaxReadsPerEvent; ++round) {
     size_t have = input_length();
     if (have >= input_limit_) break;
@@ -389,26 +442,12 @@ void Stream::handle_read() {
     // us back when more arrives, so no read is spent on EAGAIN.
     if (static_cast<size_t>(n) < want) break;
   }
-  if (eof || error) {
-    eof_ = true;
-    failed_ = error;
-  }
-  set_interest();
-  if (got > 0 && !report(Happened::input)) return;
-  if (error) {
-    report(Happened::error);
-  } else if (eof) {
-    report(Happened::eof);
-  } else {
-    set_interest();  // the owner consumed input: reading may resume
-    release_empty_buffers();
-  }
 }
 
 bool Stream::finish_batched_send(int sent) {
   if (!writable()) return true;
   if (sent > 0) {
-    evbuffer_drain(output_, static_cast<size_t>(sent));
+    evbuffer_drain(wire(), static_cast<size_t>(sent));
     return write_out(static_cast<size_t>(sent));
   }
   if (sent < 0 && sent != -EAGAIN && sent != -EWOULDBLOCK && sent != -EINTR) {
@@ -427,8 +466,11 @@ bool Stream::fail_write() {
 
 bool Stream::write_out(size_t wrote) {
   if (!writable()) return true;
-  while (output_length() > 0) {
-    int n = evbuffer_write_atmost(output_, fd_, -1);
+  for (;;) {
+    // TLS: records are made ahead of the socket up to a bound, then more.
+    if (tls_ != nullptr && !tls_encrypt()) return fail_write();
+    if (wire_length() == 0) break;
+    int n = evbuffer_write_atmost(wire(), fd_, -1);
     if (n > 0) {
       wrote += static_cast<size_t>(n);
       continue;

@@ -29,9 +29,11 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "proxy/transport/socket_address.h"
+#include "proxy/transport/tls_link.h"
 #include "proxy/transport/write_batch.h"
 
 namespace memshard::proxy {
@@ -162,6 +164,7 @@ class Stream {
   evbuffer* input();
   evbuffer* output();
   size_t input_length() const;
+  // Bytes owed to the peer: for TLS, plaintext and records not yet written.
   size_t output_length() const;
   // Call after appending to output(): it is written at the end of this
   // loop iteration.
@@ -184,6 +187,22 @@ class Stream {
   // Nothing buffered, owed or pending: no input, no output (written or
   // waiting to be), and reading on and healthy.
   bool quiet() const;
+  // Speaks TLS through `ssl` (owned) from now on: as the accepting side at
+  // once, or, on a stream that connect()s, as the connecting side once the
+  // connection is made ("connected" is then reported after the handshake).
+  // Until the handshake is done nothing is read or written; one that is not
+  // done within `timeout_ms` fails the stream ("error").
+  void start_tls(SSL* ssl, const TlsCounters& counters, int timeout_ms);
+  bool tls() const { return tls_ != nullptr; }
+  // TLS: a record ends at the current end of the output. memcached 1.6's
+  // TLS serves a request only once its socket is readable again, however
+  // much of the next one OpenSSL already holds for it: a request that ends
+  // mid-record then waits for bytes that never come. Owners writing to
+  // memcached end a record after every request; a plain stream ignores it.
+  void end_record();
+  // Why the TLS handshake failed, once it did; else empty.
+  std::string tls_error() const { return tls_ != nullptr ? tls_->error : std::string(); }
+
   // Stops watching the socket and hands it to the caller, who owns it from
   // now on; buffers are dropped. The stream is left closed.
   int release_fd();
@@ -192,11 +211,27 @@ class Stream {
   friend class StreamLoop;
   static void on_event(evutil_socket_t fd, short what, void* self);
   void handle_read();
+  void read_plain(size_t& got, bool& eof, bool& error);
   void handle_write();
-  // Connected, not failed, not closed: bytes may be written.
-  bool writable() const { return !connecting_ && !failed_ && fd_ >= 0; }
+  // Connected (and past any TLS handshake), not failed, not closed: bytes
+  // may be written.
+  bool writable() const {
+    return !connecting_ && !failed_ && fd_ >= 0 && (tls_ == nullptr || !tls_->handshaking);
+  }
   // Output to hand to a write batch.
   bool sendable() const { return writable() && output_length() > 0; }
+  // What goes on the wire: the output, or for TLS the records made of it.
+  evbuffer* wire() const { return tls_ != nullptr ? tls_->cipher : output_; }
+  size_t wire_length() const { return wire() == nullptr ? 0 : evbuffer_get_length(wire()); }
+  // TLS (stream_tls.cc): the handshake's steps, reads through OpenSSL,
+  // the output made into records, failure.
+  static void on_tls_timeout(evutil_socket_t, short, void* self);
+  void tls_begin();
+  void tls_handshake();
+  bool tls_send_cipher();
+  void tls_read(size_t& got, bool& eof, bool& error);
+  bool tls_encrypt();
+  void tls_fail(TlsFailure why);
   // Takes what a batched send made (bytes, or -errno), then writes
   // whatever is left as write_out does.
   bool finish_batched_send(int sent);
@@ -239,6 +274,8 @@ class Stream {
   std::vector<SocketAddress> targets_;  // what connect() may still try
   size_t target_ = 0;
   size_t tries_left_ = 0;
+  std::unique_ptr<TlsLink> tls_;  // null: plain
+  int tls_timeout_ms_ = 0;
 };
 
 }  // namespace memshard::proxy

@@ -33,6 +33,7 @@ struct Options {
   double timeout = 10.0;    // seconds to wait for replies past the end, and for connects
   uint32_t keys = 10000;
   std::string key_prefix = "memshard-load:";
+  std::string tls_ca;  // non-empty: speak TLS to the target, trusting this CA (PEM)
   size_t value_size = 100;
   double get_ratio = 0.9;      // fraction of requests that are gets
   int multiget = 1;            // keys per get

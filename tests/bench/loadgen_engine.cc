@@ -3,6 +3,8 @@
 #include <event2/event.h>
 #include <fcntl.h>
 #include <netinet/tcp.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -161,6 +163,7 @@ class Conn {
   void handle_write();
   void try_connect();
   void connected();
+  bool start_tls();
   void fail(const char* fmt, ...) __attribute__((format(printf, 2, 3)));
   bool process_input(int64_t now);
   bool process_binary_input(int64_t now);
@@ -192,6 +195,7 @@ class Conn {
   Role role_;
   int index_;
   int fd_ = -1;
+  SSL* ssl_ = nullptr;  // --tls-ca
   event* rev_ = nullptr;
   event* wev_ = nullptr;
   event* retry_ev_ = nullptr;  // a unix socket's connect that found the backlog full
@@ -318,11 +322,46 @@ Conn::~Conn() {
   close_quietly();
 }
 
+namespace {
+// One client context for the process (--tls-ca), made on first use.
+SSL_CTX* tls_context(const std::string& ca) {
+  static SSL_CTX* ctx = [&] {
+    SSL_CTX* c = SSL_CTX_new(TLS_client_method());
+    if (SSL_CTX_load_verify_locations(c, ca.c_str(), nullptr) != 1) {
+      std::fprintf(stderr, "memshard-load: cannot load --tls-ca %s\n", ca.c_str());
+      std::exit(2);
+    }
+    SSL_CTX_set_verify(c, SSL_VERIFY_PEER, nullptr);
+    SSL_CTX_set_mode(c, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+    return c;
+  }();
+  return ctx;
+}
+}  // namespace
+
+// --tls-ca: the handshake is made blocking, once per connection, before
+// the workload starts on it (its cost is not what a run measures).
+bool Conn::start_tls() {
+  ssl_ = SSL_new(tls_context(e_.o.tls_ca));
+  SSL_set_fd(ssl_, fd_);
+  int flags = fcntl(fd_, F_GETFL);
+  fcntl(fd_, F_SETFL, flags & ~O_NONBLOCK);
+  int r = SSL_connect(ssl_);
+  fcntl(fd_, F_SETFL, flags);
+  if (r == 1) return true;
+  char buf[256];
+  ERR_error_string_n(ERR_get_error(), buf, sizeof buf);
+  fail("TLS handshake: %s", buf);
+  return false;
+}
+
 void Conn::close_quietly() {
   if (rev_) event_free(rev_);
   if (wev_) event_free(wev_);
   if (retry_ev_) event_free(retry_ev_);
   rev_ = wev_ = retry_ev_ = nullptr;
+  if (ssl_) SSL_free(ssl_);
+  ssl_ = nullptr;
   if (fd_ >= 0) ::close(fd_);
   fd_ = -1;
 }
@@ -402,6 +441,7 @@ void Conn::connected() {
   established_ = true;
   in_cap_ = role_ == Role::idle ? 2048 : 65536;
   in_.reset(new char[in_cap_]);
+  if (!e_.o.tls_ca.empty() && !start_tls()) return;
   event_add(rev_, nullptr);
   if (role_ != Role::idle) {
     pump(now_ns());
@@ -443,7 +483,15 @@ void Conn::handle_write() {
 
 bool Conn::flush() {
   while (opos_ < out_.size()) {
-    ssize_t n = ::send(fd_, out_.data() + opos_, out_.size() - opos_, MSG_NOSIGNAL);
+    ssize_t n;
+    if (ssl_) {
+      int r = SSL_write(ssl_, out_.data() + opos_, static_cast<int>(out_.size() - opos_));
+      int e = r > 0 ? SSL_ERROR_NONE : SSL_get_error(ssl_, r);
+      n = r > 0 ? r : -1;
+      errno = e == SSL_ERROR_WANT_WRITE || e == SSL_ERROR_WANT_READ ? EAGAIN : EPROTO;
+    } else {
+      n = ::send(fd_, out_.data() + opos_, out_.size() - opos_, MSG_NOSIGNAL);
+    }
     if (n > 0) {
       opos_ += static_cast<size_t>(n);
       continue;
@@ -483,7 +531,21 @@ void Conn::handle_read() {
   for (;;) {
     ensure_space(role_ == Role::idle ? 512 : 16384);
     size_t room = in_cap_ - wpos_;
-    ssize_t n = ::recv(fd_, in_.get() + wpos_, room, 0);
+    ssize_t n;
+    if (ssl_) {
+      // One record per read: read on until OpenSSL wants the socket again.
+      int r = SSL_read(ssl_, in_.get() + wpos_, static_cast<int>(room));
+      int e = r > 0 ? SSL_ERROR_NONE : SSL_get_error(ssl_, r);
+      if (r > 0) {
+        wpos_ += static_cast<size_t>(r);
+        continue;
+      }
+      if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) break;
+      n = e == SSL_ERROR_ZERO_RETURN ? 0 : -1;
+      errno = EPROTO;
+    } else {
+      n = ::recv(fd_, in_.get() + wpos_, room, 0);
+    }
     if (n > 0) {
       wpos_ += static_cast<size_t>(n);
       if (static_cast<size_t>(n) < room) break;

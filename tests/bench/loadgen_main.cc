@@ -176,6 +176,7 @@ int main(int argc, char** argv) {
   app.add_option("-k,--keys", o.keys, "number of distinct keys")
       ->capture_default_str()
       ->check(CLI::Range(1u, 100000000u));
+  app.add_option("--tls-ca", o.tls_ca, "speak TLS, trusting this CA file (PEM)");
   app.add_option("--key-prefix", o.key_prefix, "key prefix (keys are prefix + index)")
       ->capture_default_str();
   app.add_option("-s,--value-size", o.value_size, "value size in bytes")

@@ -78,7 +78,10 @@ TEST(ConfErrors, UnknownDirective) {
                "client_connections, tcpkeepalive, servers, ketama_compat, item_size_max, "
                "client_idle_timeout, dns_refresh, replicas, write_policy, "
                "read_failover_on_miss, read_repair, reload_warmup, reload_migrate_rate, "
-               "hot_key_log_share, hot_key_cache, hot_key_ttl, hot_key_spread");
+               "hot_key_log_share, hot_key_cache, hot_key_ttl, hot_key_spread, tls_cert_file, "
+               "tls_key_file, tls_ca_file, tls_verify_client, tls_min_version, server_tls, "
+               "server_tls_ca_file, server_tls_cert_file, server_tls_key_file, server_tls_name, "
+               "server_tls_verify");
 }
 
 TEST(ConfErrors, HotKeyDirectives) {

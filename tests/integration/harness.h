@@ -16,6 +16,8 @@
 #include <utility>
 #include <vector>
 
+struct ssl_st;  // OpenSSL's SSL, for RawClient's TLS
+
 namespace memshard::testing {
 
 // Bytes made readable for failure messages: control bytes escaped (after
@@ -133,6 +135,19 @@ class Memshard {
 // Path of the memshard binary under test.
 std::string memshard_binary();
 
+// From now on every RawClient made to a TCP port speaks TLS, trusting the
+// CA in `ca_file` (empty: plain again): so a plain-text test runs over TLS
+// unchanged (the differential test's TLS run, memcached -Z behind and in
+// front). Not thread-safe; call before making clients.
+void raw_clients_use_tls(const std::string& ca_file);
+
+// A CA and a certificate it signed for localhost and 127.0.0.1, made in
+// `dir` by the openssl command line (never committed).
+struct TlsFiles {
+  std::string ca, cert, key;
+};
+TlsFiles make_tls_files(const TempDir& dir);
+
 // A blocking socket client with bounded waits.
 class RawClient {
  public:
@@ -163,9 +178,16 @@ class RawClient {
   // Half-closes: the peer reads EOF, replies can still arrive.
   void shutdown_write();
   int fd() const { return fd_; }
+  // One read of what is there (after poll() said so, or has_pending()):
+  // bytes, 0 at the end, -1 on error.
+  ssize_t recv_some(char* buf, size_t n);
+  // TLS: bytes already decrypted and held, which poll() on fd() cannot see.
+  bool has_pending() const;
 
  private:
+  void start_tls_if_asked();
   int fd_ = -1;
+  ::ssl_st* ssl_ = nullptr;
 };
 
 // ------------------------------------------------------------------ helpers

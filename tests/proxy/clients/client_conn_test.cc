@@ -41,7 +41,7 @@ class FakeContext final : public ClientContext {
     pc.name = "main";
     ketama::ServerEntry entry;
     entry.host = "127.0.0.1";
-    pool_ = std::make_unique<Pool>(Pool{pc, ketama::Ring::build({entry}, {}), {}, {}, {}, {}, {}});
+    pool_ = std::make_unique<Pool>(Pool{pc, ketama::Ring::build({entry}, {}), {}, {}, {}, {}, {}, {}, {}});
     route_.pool = pool_.get();
     route_.stats = std::make_shared<PoolStats>();
     // The pool's routes as build_routes() makes them, over the fake

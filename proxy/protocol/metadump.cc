@@ -13,46 +13,37 @@ int hex_digit(char c) {
   return -1;
 }
 
-// memcached writes keys with uriencode(): every byte but [A-Za-z0-9-_.~]
-// as %XX.
-bool percent_decode(std::string_view in, std::string& out) {
-  out.clear();
-  for (size_t i = 0; i < in.size(); ++i) {
-    if (in[i] != '%') {
-      out.push_back(in[i]);
-      continue;
-    }
-    if (i + 2 >= in.size()) return false;
-    const int hi = hex_digit(in[i + 1]), lo = hex_digit(in[i + 2]);
-    if (hi < 0 || lo < 0) return false;
-    out.push_back(static_cast<char>(hi * 16 + lo));
-    i += 2;
-  }
-  return true;
-}
-
 }  // namespace
 
-std::optional<MetadumpItem> parse_metadump_line(std::string_view line) {
-  if (!line.starts_with("key=")) return std::nullopt;
-  MetadumpItem item;
-  size_t at = 0;
-  bool have_key = false;
-  while (at < line.size()) {
-    size_t end = line.find(' ', at);
-    if (end == std::string_view::npos) end = line.size();
-    const std::string_view field = line.substr(at, end - at);
-    at = end + 1;
-    if (field.starts_with("key=")) {
-      if (!percent_decode(field.substr(4), item.key) || item.key.empty()) return std::nullopt;
-      have_key = true;
-    } else if (field.starts_with("exp=")) {
-      const std::string_view v = field.substr(4);
-      auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), item.exp);
-      if (ec != std::errc() || p != v.data() + v.size()) return std::nullopt;
+std::string uri_decode(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '%' && i + 2 < text.size() && hex_digit(text[i + 1]) >= 0 &&
+        hex_digit(text[i + 2]) >= 0) {
+      out.push_back(static_cast<char>(hex_digit(text[i + 1]) * 16 + hex_digit(text[i + 2])));
+      i += 2;
+    } else {
+      out.push_back(text[i]);
     }
   }
-  if (!have_key) return std::nullopt;
+  return out;
+}
+
+std::optional<MetadumpItem> parse_metadump_line(std::string_view line) {
+  constexpr std::string_view kKey = "key=", kExp = "exp=";
+  if (!line.starts_with(kKey)) return std::nullopt;
+  const size_t space = line.find(' ');
+  if (space == std::string_view::npos || line.substr(space + 1, kExp.size()) != kExp) {
+    return std::nullopt;
+  }
+  MetadumpItem item;
+  item.key = uri_decode(line.substr(kKey.size(), space - kKey.size()));
+  if (item.key.empty()) return std::nullopt;
+  std::string_view exp = line.substr(space + 1 + kExp.size());
+  exp = exp.substr(0, exp.find(' '));
+  auto [p, ec] = std::from_chars(exp.data(), exp.data() + exp.size(), item.exp);
+  if (ec != std::errc() || p != exp.data() + exp.size()) return std::nullopt;
   return item;
 }
 

@@ -134,6 +134,12 @@ bool is_miss(const ReplySlot& slot) {
   return (n == 5 && starts_with(slot, "END\r\n")) || starts_with(slot, "EN\r\n");
 }
 
+std::string reply_text(const ReplySlot& slot) {
+  std::string s(evbuffer_get_length(slot.reply), '\0');
+  evbuffer_copyout(slot.reply, s.data(), s.size());
+  return s;
+}
+
 void take_reply(ReplySlot& to, ReplySlot& from) {
   evbuffer_add_buffer(to.reply, from.reply);
 }

@@ -93,6 +93,9 @@ bool is_server_error(const ReplySlot& slot);
 bool failed_silently(const ReplySlot& slot);
 // A miss of a single-key read: "END" of a get, "EN" of an mg.
 bool is_miss(const ReplySlot& slot);
+// A copy of the slot's reply so far, for routes that read it before the
+// client does.
+std::string reply_text(const ReplySlot& slot);
 // Moves `from`'s reply into `to`'s.
 void take_reply(ReplySlot& to, ReplySlot& from);
 

@@ -11,16 +11,6 @@
 
 namespace memshard::proxy {
 
-namespace {
-
-std::string contents(evbuffer* b) {
-  std::string s(evbuffer_get_length(b), '\0');
-  evbuffer_copyout(b, s.data(), s.size());
-  return s;
-}
-
-}  // namespace
-
 // One key of the client's retrieval, going down its copies.
 class ReplicatedGetRoute::KeyRead final : public SlotOwner {
  public:
@@ -102,7 +92,7 @@ class ReplicatedGetRoute::KeyRead final : public SlotOwner {
 
   // The try at `copy` ended: true when the key is done.
   bool settled(size_t copy) {
-    const std::string reply = contents(slot_->reply);
+    const std::string reply = reply_text(*slot_);
     held_.slots().release_slot(slot_);
     slot_ = nullptr;
     const bool error = reply.starts_with("SERVER_ERROR") || reply.empty();

@@ -16,12 +16,6 @@ namespace memshard::proxy {
 
 namespace {
 
-std::string contents(evbuffer* b) {
-  std::string s(evbuffer_get_length(b), '\0');
-  evbuffer_copyout(b, s.data(), s.size());
-  return s;
-}
-
 bool touches(proto::Command c) {
   return c == proto::Command::gat || c == proto::Command::gats;
 }
@@ -73,7 +67,7 @@ class WarmGetRoute::Read final : public SlotOwner {
 
   // The pool's own answer is in: keep it as it is unless a moved key missed.
   bool answered_first() {
-    reply_ = contents(first_->reply);
+    reply_ = reply_text(*first_);
     held_.slots().release_slot(first_);
     first_ = nullptr;
     const auto& keys = held_.request().keys;
@@ -139,7 +133,7 @@ class WarmGetRoute::Read final : public SlotOwner {
   // The lookup's answer: true when the key is done (a hit, or nothing
   // more to ask).
   bool settled(Lookup& l) {
-    const std::string answer = contents(l.slot->reply);
+    const std::string answer = reply_text(*l.slot);
     held_.slots().release_slot(l.slot);
     l.slot = nullptr;
     auto v = proto::parse_meta_value(answer);

@@ -24,10 +24,18 @@ TEST(Metadump, ItemLinesAsMemcachedWritesThem) {
 TEST(Metadump, WhatIsNotAnItem) {
   EXPECT_FALSE(parse_metadump_line("END"));
   EXPECT_FALSE(parse_metadump_line("BUSY currently processing crawler request"));
-  EXPECT_FALSE(parse_metadump_line("key= exp=-1"));      // no key
-  EXPECT_FALSE(parse_metadump_line("key=a%2 exp=-1"));   // cut escape
-  EXPECT_FALSE(parse_metadump_line("key=a%zz exp=-1"));  // not hex
-  EXPECT_FALSE(parse_metadump_line("key=a exp=soon"));   // bad expiry
+  EXPECT_FALSE(parse_metadump_line("key= exp=-1"));     // no key
+  EXPECT_FALSE(parse_metadump_line("key=a exp=soon"));  // bad expiry
+  EXPECT_FALSE(parse_metadump_line("key=a"));           // not the dump's shape
+  EXPECT_FALSE(parse_metadump_line("key=a b"));
+}
+
+TEST(Metadump, AStrayPercentIsKept) {
+  // memcached encodes '%' itself; a '%' without two hex digits is as written.
+  EXPECT_EQ(parse_metadump_line("key=a%2 exp=-1")->key, "a%2");
+  EXPECT_EQ(parse_metadump_line("key=a%zz exp=-1")->key, "a%zz");
+  EXPECT_EQ(uri_decode("a%2fb%2F"), "a/b/");
+  EXPECT_EQ(uri_decode("%00"), std::string(1, '\0'));
 }
 
 }  // namespace

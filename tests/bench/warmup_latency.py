@@ -13,8 +13,8 @@ sequence, so that every kind sees the same machine:
   hit          a written key that did not move (1 round trip)
 
 and the same sequence again against a memshard without reload_warmup, whose
-moved keys are plain misses. Prints p50 and p99 per kind in microseconds and
-the moved kinds' ratios to a plain miss. Measures, never judges.
+moved keys are plain misses. Prints per kind the gets, the hits, p50 and p99 in
+microseconds, and the moved kinds' ratios to a plain miss. Measures, never judges.
 """
 import argparse
 import os
@@ -108,6 +108,7 @@ def run(binary, mc_ports, warmup_ms, n, tmp, tag):
             return [line.split(b"\t")[1] for line in r.stdout.splitlines()]
         before, after = lookup(old_cfg), lookup(path)
         kinds = {"plain miss": [], "moved hit": [], "moved miss": [], "hit": []}
+        hits = {k: 0 for k in kinds}
         order = []
         for k, a, b in zip(keys, before, after):
             written = k.endswith(b":w")
@@ -118,9 +119,10 @@ def run(binary, mc_ports, warmup_ms, n, tmp, tag):
         order.sort(key=lambda e: int(e[1].split(b":")[0]))
         for kind, k in order:
             t0 = time.perf_counter_ns()
-            c.cmd(b"get " + k + b"\r\n", b"END\r\n")
+            reply = c.cmd(b"get " + k + b"\r\n", b"END\r\n")
             kinds[kind].append((time.perf_counter_ns() - t0) / 1000)
-        return kinds
+            hits[kind] += reply.startswith(b"VALUE ")
+        return kinds, hits
     finally:
         ms.send_signal(signal.SIGTERM)
         ms.wait(10)
@@ -149,12 +151,13 @@ def main():
                 Conn(p).cmd(b"flush_all\r\n")
             results[tag] = run(args.binary, ports, warm, args.keys, tmp, tag)
         print(f"single-key gets, one at a time, {args.keys} written keys, grow 3 -> 4 servers")
-        print("memshard\tkind\tgets\tp50_us\tp99_us")
-        for tag, kinds in results.items():
+        print("memshard\tkind\tgets\thits\tp50_us\tp99_us")
+        for tag, (kinds, hits) in results.items():
             for kind, xs in kinds.items():
                 if xs:
-                    print(f"{tag}\t{kind}\t{len(xs)}\t{percentile(xs, 0.5):.1f}\t{percentile(xs, 0.99):.1f}")
-        w = results["warmup"]
+                    print(f"{tag}\t{kind}\t{len(xs)}\t{hits[kind]}\t{percentile(xs, 0.5):.1f}"
+                          f"\t{percentile(xs, 0.99):.1f}")
+        w = results["warmup"][0]
         base50, base99 = percentile(w["plain miss"], 0.5), percentile(w["plain miss"], 0.99)
         for kind in ("moved hit", "moved miss"):
             print(f"reload_warmup {kind} / plain miss: p50 {percentile(w[kind], 0.5) / base50:.2f}x, "

@@ -36,9 +36,12 @@ void json_string(std::string& out, std::string_view s) {
 
 // A migration's figures as named in `stats` and the JSON stats.
 std::vector<std::pair<std::string_view, uint64_t>> migration_fields(const MigrationStatus& m) {
-  return {{"migrate_running", static_cast<uint64_t>(m.running)}, {"migrate_seen", m.seen},
-          {"migrate_moved", m.moved},             {"migrate_skipped", m.skipped},
-          {"migrate_failed", m.failed},           {"migrate_pending", m.pending},
+  return {{"migrate_running", static_cast<uint64_t>(m.running)},
+          {"migrate_seen", m.seen},
+          {"migrate_moved", m.moved},
+          {"migrate_skipped", m.skipped},
+          {"migrate_failed", m.failed},
+          {"migrate_pending", m.pending},
           {"migrate_seconds_left", m.seconds_left}};
 }
 

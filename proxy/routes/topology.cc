@@ -41,8 +41,11 @@ void carry_past(const Pool& old, uint64_t old_generation, Pool& next, uint64_t n
   if (window_ms <= 0) return;
   std::vector<PastRing> past;
   if (!same_placement(old, next)) {
-    past.push_back(PastRing{old.ring, old.servers, {},
-                            now_usec + static_cast<uint64_t>(window_ms) * 1000, old_generation,
+    past.push_back(PastRing{old.ring,
+                            old.servers,
+                            {},
+                            now_usec + static_cast<uint64_t>(window_ms) * 1000,
+                            old_generation,
                             old.config.replicas});
   }
   for (const PastRing& p : old.past) {
@@ -90,7 +93,8 @@ std::shared_ptr<const Topology> build_topology(const conf::Config& config, uint6
     }
     const conf::ListenAddress& l = pc.listen;
     SocketAddress listen = resolve_address(l.is_unix ? l.path : l.host, l.port, l.is_unix);
-    topo->pools.push_back(Pool{pc, std::move(ring), std::move(servers), listen, {}, {}, {}, {}, {}});
+    topo->pools.push_back(
+        Pool{pc, std::move(ring), std::move(servers), listen, {}, {}, {}, {}, {}});
     load_pool_tls(config.file, topo->pools.back());
     const Pool* old = previous != nullptr ? previous->find_pool(pc.name) : nullptr;
     if (old != nullptr) carry_past(*old, previous->generation, topo->pools.back(), now_usec);

@@ -126,8 +126,9 @@ void ServerHealth::schedule_probe(const Key& key) {
     probe->key = key;
     probe->timer = evtimer_new(base_, &Probe::on_timer, probe.get());
   }
-  ServerSettings settings{pool->config.name, pool->config.timeout_ms.value_or(1000), 1, 0,
-                          pool->config.item_size_max, pool->server_tls};
+  ServerSettings settings{
+      pool->config.name, pool->config.timeout_ms.value_or(1000), 1, 0, pool->config.item_size_max,
+      pool->server_tls};
   for (const ServerInfo& s : pool->servers) {
     if (s.identity != key.second) continue;
     if (!probe->server) {
@@ -210,7 +211,8 @@ std::shared_ptr<const Topology> ServerHealth::with_ejections() const {
     for (PastRing& past : pool.past) {
       past.live.assign(past.servers.size(), true);
       for (size_t i = 0; i < past.servers.size(); ++i) {
-        if (ejected_.contains(Key{pool.config.name, past.servers[i].identity})) past.live[i] = false;
+        if (ejected_.contains(Key{pool.config.name, past.servers[i].identity}))
+          past.live[i] = false;
       }
     }
     if (!any) continue;

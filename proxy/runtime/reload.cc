@@ -168,9 +168,10 @@ void Proxy::start_migrations() {
     if (pool.config.reload_migrate_rate == 0 || pool.past.empty()) continue;
     if (pool.server_tls) {
       // The walk's blocking sockets speak plain text only.
-      log_warn("pool '%s': reload_migrate_rate: no background migration to servers over TLS; "
-               "reads of moved keys are still looked up where they were",
-               pool.config.name.c_str());
+      log_warn(
+          "pool '%s': reload_migrate_rate: no background migration to servers over TLS; "
+          "reads of moved keys are still looked up where they were",
+          pool.config.name.c_str());
       continue;
     }
     started.push_back(std::make_unique<Migration>(pool));

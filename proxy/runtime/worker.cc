@@ -274,10 +274,12 @@ void Worker::apply_topology(std::shared_ptr<const Topology> topology) {
       route.stats = std::make_shared<PoolStats>();
       pool_stats_[pool.config.name] = route.stats;
     }
-    ServerSettings settings{pool.config.name, pool.config.timeout_ms.value_or(-1),
+    ServerSettings settings{pool.config.name,
+                            pool.config.timeout_ms.value_or(-1),
                             pool.config.server_connections,
                             pool.config.auto_eject_hosts ? pool.config.server_failure_limit : 0,
-                            pool.config.item_size_max, pool.server_tls};
+                            pool.config.item_size_max,
+                            pool.server_tls};
     // The worker's backend for a server of this pool: kept from the last
     // topology when it had one (same connections), else new.
     const auto backend_for = [&](const ServerInfo& server) -> BackendServer* {

@@ -169,8 +169,7 @@ class Conn {
   bool process_binary_input(int64_t now);
   // A get's value for `key` arrived: matched against the keys the get asked
   // for (those skipped are misses) and checked byte for byte.
-  void got_value(Pending& p, std::string_view key, uint32_t flags, const char* data,
-                 size_t bytes);
+  void got_value(Pending& p, std::string_view key, uint32_t flags, const char* data, size_t bytes);
   // A get's reply is over: the keys not seen are misses.
   void end_get(Pending& p);
   void complete(int64_t now);
@@ -632,8 +631,14 @@ void Conn::add_set(uint32_t key, const ValuePattern& pat, size_t size, int64_t n
     // SET: extras are the flags and an exptime of 0, then key and value.
     add_binary_header(0x01, name.size(), 8, 8 + name.size() + size);
     const uint32_t flags = pat.flags(name);
-    char extras[8] = {static_cast<char>(flags >> 24), static_cast<char>(flags >> 16),
-                      static_cast<char>(flags >> 8), static_cast<char>(flags), 0, 0, 0, 0};
+    char extras[8] = {static_cast<char>(flags >> 24),
+                      static_cast<char>(flags >> 16),
+                      static_cast<char>(flags >> 8),
+                      static_cast<char>(flags),
+                      0,
+                      0,
+                      0,
+                      0};
     out_.append(extras, sizeof extras);
     out_ += name;
     size_t at = out_.size();
@@ -722,20 +727,20 @@ void Conn::got_value(Pending& p, std::string_view key, uint32_t flags, const cha
     ++p.cursor;
     ++st.misses;
     if (!o.allow_misses)
-      report_error(o,
-                   "connection %d: miss on key '%s' (keys are expected to be there; "
-                   "--allow-misses accepts misses)",
-                   index_,
-                   printable(key_name(
-                                 static_cast<uint32_t>((p.first_key + uint64_t{p.cursor} - 1) % o.keys),
-                                 kb))
-                       .c_str());
+      report_error(
+          o,
+          "connection %d: miss on key '%s' (keys are expected to be there; "
+          "--allow-misses accepts misses)",
+          index_,
+          printable(
+              key_name(static_cast<uint32_t>((p.first_key + uint64_t{p.cursor} - 1) % o.keys), kb))
+              .c_str());
   }
   if (p.cursor >= p.nkeys) {
     ++st.mismatches;
-    report_error(o,
-                 "connection %d: VALUE for key '%s' that this get did not ask for (or out of order)",
-                 index_, printable(key).c_str());
+    report_error(
+        o, "connection %d: VALUE for key '%s' that this get did not ask for (or out of order)",
+        index_, printable(key).c_str());
     return;
   }
   ++p.cursor;
@@ -750,9 +755,10 @@ void Conn::got_value(Pending& p, std::string_view key, uint32_t flags, const cha
                    printable(key).c_str(), flags, pat.flags(key));
     } else {
       size_t at = pat.first_difference(key, data, bytes);
-      report_error(o, "connection %d: key '%s': value differs from byte %zu on: '%s'", index_,
-                   printable(key).c_str(), at,
-                   printable(std::string_view(data + at, std::min<size_t>(bytes - at, 40))).c_str());
+      report_error(
+          o, "connection %d: key '%s': value differs from byte %zu on: '%s'", index_,
+          printable(key).c_str(), at,
+          printable(std::string_view(data + at, std::min<size_t>(bytes - at, 40))).c_str());
     }
   } else {
     ++st.hits;
@@ -771,7 +777,8 @@ void Conn::end_get(Pending& p) {
           "connection %d: miss on key '%s' (keys are expected to be there; --allow-misses "
           "accepts misses)",
           index_,
-          printable(key_name(static_cast<uint32_t>((p.first_key + uint64_t{p.cursor}) % o.keys), kb))
+          printable(
+              key_name(static_cast<uint32_t>((p.first_key + uint64_t{p.cursor}) % o.keys), kb))
               .c_str());
     }
     ++p.cursor;
@@ -844,8 +851,8 @@ bool Conn::process_binary_input(int64_t now) {
         fail("get hit with %zu bytes of extras", extras_length);
         return false;
       }
-      const uint32_t flags = static_cast<uint32_t>(u[24]) << 24 | uint32_t{u[25]} << 16 |
-                             uint32_t{u[26]} << 8 | u[27];
+      const uint32_t flags =
+          static_cast<uint32_t>(u[24]) << 24 | uint32_t{u[25]} << 16 | uint32_t{u[26]} << 8 | u[27];
       const std::string_view key(b + 24 + 4, key_length);
       got_value(p, key, flags, b + 24 + 4 + key_length, body - 4 - key_length);
     } else if (status != 1 || !single) {

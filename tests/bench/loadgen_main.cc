@@ -70,8 +70,9 @@ void print_text(FILE* f, const Options& o, const std::string& where, const Phase
   std::fprintf(f,
                "memshard-load: %s %s conns=%d idle=%d%s threads=%d depth=%d keys=%u value=%zu "
                "get=%.2f multiget=%d\n",
-               where.c_str(), o.binary ? "binary" : "text", o.conns, o.idle, o.idle_burst ? " (burst)" : "", o.threads, o.depth,
-               o.keys, o.value_size, o.get_ratio, o.multiget);
+               where.c_str(), o.binary ? "binary" : "text", o.conns, o.idle,
+               o.idle_burst ? " (burst)" : "", o.threads, o.depth, o.keys, o.value_size,
+               o.get_ratio, o.multiget);
   std::fprintf(f, "  requests %llu (gets %llu, sets %llu) in %.2f s: %.0f req/s, %.0f keys/s\n",
                static_cast<unsigned long long>(n), static_cast<unsigned long long>(s.gets),
                static_cast<unsigned long long>(s.sets), secs, rps,
@@ -103,7 +104,8 @@ void print_json(const Options& o, const std::string& where, const PhaseResult& r
   uint64_t n = s.latency.total();
   auto ull = [](uint64_t v) { return static_cast<unsigned long long>(v); };
   std::printf(
-      "{\"target\":\"%s\",\"protocol\":\"%s\",\"conns\":%d,\"idle\":%d,\"idle_burst\":%s,\"threads\":%d,"
+      "{\"target\":\"%s\",\"protocol\":\"%s\",\"conns\":%d,\"idle\":%d,\"idle_burst\":%s,"
+      "\"threads\":%d,"
       "\"depth\":%d,\"keys\":%u,"
       "\"value_size\":%zu,\"get_ratio\":%.3f,\"multiget\":%d,\"seconds\":%.4f,\"requests\":%llu,"
       "\"gets\":%llu,\"sets\":%llu,\"keys_read\":%llu,\"rps\":%.1f,\"keys_per_s\":%.1f,"
@@ -113,10 +115,9 @@ void print_json(const Options& o, const std::string& where, const PhaseResult& r
       "\"hits\":%llu,\"misses\":%llu,\"errors\":%llu,"
       "\"mismatches\":%llu,\"server_errors\":%llu,\"protocol_errors\":%llu,\"conn_errors\":%llu,"
       "\"timeouts\":%llu,\"ok\":%s}\n",
-      where.c_str(), o.binary ? "binary" : "text", o.conns, o.idle,
-      o.idle_burst ? "true" : "false", o.threads, o.depth, o.keys,
-      o.value_size, o.get_ratio, o.multiget, secs, ull(n), ull(s.gets), ull(s.sets),
-      ull(s.keys_read), secs > 0 ? static_cast<double>(n) / secs : 0.0,
+      where.c_str(), o.binary ? "binary" : "text", o.conns, o.idle, o.idle_burst ? "true" : "false",
+      o.threads, o.depth, o.keys, o.value_size, o.get_ratio, o.multiget, secs, ull(n), ull(s.gets),
+      ull(s.sets), ull(s.keys_read), secs > 0 ? static_cast<double>(n) / secs : 0.0,
       secs > 0 ? static_cast<double>(s.keys_read) / secs : 0.0, us(s.latency.quantile(0.5)),
       us(s.latency.quantile(0.9)), us(s.latency.quantile(0.99)), us(s.latency.quantile(0.999)),
       us(s.latency.max()), s.latency.mean() / 1000.0, r.cpu ? r.cpu->total() : -1.0,

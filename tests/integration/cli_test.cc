@@ -363,7 +363,8 @@ TEST_F(Cli, RingDiffTellsWhatReloadWarmupWillFind) {
   const double moved = parse_diff(r.out, rows);
   std::smatch m;
   ASSERT_TRUE(std::regex_search(
-      r.out, m, std::regex(R"(reload_warmup: 60000 ms: reads of the ([0-9.]+%) of keys that move)")))
+      r.out, m,
+      std::regex(R"(reload_warmup: 60000 ms: reads of the ([0-9.]+%) of keys that move)")))
       << r.out;
   EXPECT_EQ(percent(m[1]), moved) << "the share the warm-up looks up is the moved share";
   EXPECT_GT(moved, 0.1);

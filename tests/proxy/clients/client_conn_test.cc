@@ -41,7 +41,8 @@ class FakeContext final : public ClientContext {
     pc.name = "main";
     ketama::ServerEntry entry;
     entry.host = "127.0.0.1";
-    pool_ = std::make_unique<Pool>(Pool{pc, ketama::Ring::build({entry}, {}), {}, {}, {}, {}, {}, {}, {}});
+    pool_ = std::make_unique<Pool>(
+        Pool{pc, ketama::Ring::build({entry}, {}), {}, {}, {}, {}, {}, {}, {}});
     route_.pool = pool_.get();
     route_.stats = std::make_shared<PoolStats>();
     // The pool's routes as build_routes() makes them, over the fake
@@ -302,7 +303,6 @@ TEST_F(ClientConnTest, PoolGoneBetweenRequests) {
   EXPECT_EQ(received_, "END\r\nSERVER_ERROR pool not configured\r\n");
   EXPECT_EQ(ops(0).size(), 1u);
 }
-
 
 // --- Binary-protocol clients ----------------------------------------------
 

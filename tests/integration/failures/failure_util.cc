@@ -70,6 +70,25 @@ bool eventually(const std::function<bool()>& pred, std::chrono::milliseconds lim
   }
 }
 
+bool proxy_settled(uint16_t port, std::chrono::milliseconds limit) {
+  return eventually(
+      [&] {
+        if (proxy_stat(port, "curr_connections") != 1) return false;
+        try {
+          RawClient c(port);
+          std::istringstream lines(c.roundtrip("stats servers\r\n", "END\r\n"));
+          for (std::string line; std::getline(lines, line);) {
+            const size_t at = line.find(":out_queue ");
+            if (at != std::string::npos && line.compare(at + 11, 2, "0\r") != 0) return false;
+          }
+          return true;
+        } catch (const std::exception&) {
+          return false;
+        }
+      },
+      limit);
+}
+
 Proxy::Proxy(const TempDir& dir, const std::vector<std::string>& servers, Directives directives,
              std::vector<std::string> extra_args, std::vector<std::string> launcher) {
   port_ = free_port();

@@ -52,6 +52,13 @@ std::map<std::string, uint64_t> proxy_stats(uint16_t port);
 uint64_t proxy_stat(uint16_t port, const std::string& name);
 // Polls `pred` every 20 ms until it holds or `limit` passes.
 bool eventually(const std::function<bool()>& pred, std::chrono::milliseconds limit);
+// Polls (up to `limit`) until the proxy holds no client connection but the
+// one asking and owes no server a reply: what the clients of a finished
+// test case sent has all reached the servers. A case that ended with the
+// connection closed or left waiting may still have writes on their way,
+// through another worker's server connection, which must not land after the
+// next case's flush_all.
+bool proxy_settled(uint16_t port, std::chrono::milliseconds limit);
 
 // memshard on a fresh port in front of `servers`, one pool "main".
 class Proxy {

@@ -1,0 +1,158 @@
+#include "proxy/runtime/worker_governor.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <numeric>
+
+namespace memshard::proxy {
+
+namespace {
+constexpr size_t kRecentTicks = 8;
+
+std::string describe(const char* what, double a, double b) {
+  char buf[160];
+  std::snprintf(buf, sizeof buf, what, a, b);
+  return buf;
+}
+}  // namespace
+
+WorkerGovernor::WorkerGovernor(Settings settings) : s_(settings) {
+  if (s_.max_workers == 0) s_.max_workers = 1;
+  backoff_usec_ = s_.backoff_usec;
+}
+
+double WorkerGovernor::window_rps(size_t ticks) const {
+  ticks = std::min(ticks, recent_rps_.size());
+  if (ticks == 0) return 0;
+  return std::accumulate(recent_rps_.end() - static_cast<std::ptrdiff_t>(ticks), recent_rps_.end(),
+                         0.0) /
+         static_cast<double>(ticks);
+}
+
+void WorkerGovernor::change(size_t to, uint64_t now_usec, double baseline_rps, std::string why) {
+  (void)now_usec;
+  from_ = active_;
+  active_ = to;
+  baseline_rps_ = baseline_rps;
+  trial_rps_sum_ = 0;
+  state_ = State::settling;
+  state_ticks_ = 0;
+  saturated_ticks_ = 0;
+  light_ticks_ = 0;
+  reason_ = std::move(why);
+}
+
+void WorkerGovernor::judge_trial(uint64_t now_usec) {
+  const double rps = trial_rps_sum_ / s_.trial_ticks;
+  state_ = State::steady;
+  state_ticks_ = 0;
+  if (active_ > from_) {
+    if (rps >= baseline_rps_ * (1 + s_.grow_gain)) {
+      backoff_usec_ = s_.backoff_usec;
+      grow_after_usec_ = 0;
+      reason_ = describe("%.0f requests/s with one worker more, up from %.0f: kept", rps,
+                         baseline_rps_);
+      return;
+    }
+    // Did not pay: back, and not again for a while at this load.
+    failed_at_rps_ = baseline_rps_;
+    grow_after_usec_ = now_usec + backoff_usec_;
+    reason_ = describe("%.0f requests/s with one worker more, against %.0f: back, and no new try "
+                       "for a while at this load",
+                       rps, baseline_rps_);
+    backoff_usec_ = std::min(backoff_usec_ * 2, s_.max_backoff_usec);
+    active_ = from_;
+    // The ticks measured with more workers are not this count's.
+    recent_rps_.clear();
+    return;
+  }
+  if (rps >= baseline_rps_ * (1 - s_.shrink_loss)) {
+    reason_ = describe("%.0f requests/s with one worker fewer, against %.0f: kept", rps,
+                       baseline_rps_);
+    return;
+  }
+  reason_ = describe("%.0f requests/s with one worker fewer, down from %.0f: back", rps,
+                     baseline_rps_);
+  shrink_after_usec_ = now_usec + s_.backoff_usec;
+  active_ = from_;
+  recent_rps_.clear();
+}
+
+size_t WorkerGovernor::tick(uint64_t now_usec, std::span<const Figures> workers) {
+  const size_t max = std::min(s_.max_workers, std::max<size_t>(workers.size(), 1));
+  active_ = std::clamp<size_t>(active_, 1, max);
+  if (last_.size() != workers.size() || last_usec_ == 0 || now_usec <= last_usec_) {
+    last_.assign(workers.begin(), workers.end());
+    last_usec_ = now_usec;
+    return active_;
+  }
+  const double seconds = static_cast<double>(now_usec - last_usec_) / 1e6;
+  double busy_sum = 0;
+  uint64_t requests = 0, active_requests = 0, active_wakeups = 0;
+  for (size_t i = 0; i < workers.size(); ++i) {
+    const uint64_t busy = workers[i].busy_usec - last_[i].busy_usec;
+    const uint64_t req = workers[i].requests - last_[i].requests;
+    requests += req;
+    if (i < active_) {
+      busy_sum += std::min(1.0, static_cast<double>(busy) / 1e6 / seconds);
+      active_requests += req;
+      active_wakeups += workers[i].wakeups - last_[i].wakeups;
+    }
+  }
+  last_.assign(workers.begin(), workers.end());
+  last_usec_ = now_usec;
+  const double rps = static_cast<double>(requests) / seconds;
+  last_busy_ = busy_sum / static_cast<double>(active_);
+  last_per_wakeup_ = active_wakeups == 0 ? 0
+                                         : static_cast<double>(active_requests) /
+                                               static_cast<double>(active_wakeups);
+
+  switch (state_) {
+    case State::settling:
+      if (++state_ticks_ >= s_.settle_ticks) {
+        state_ = State::trial;
+        state_ticks_ = 0;
+      }
+      return active_;
+    case State::trial:
+      trial_rps_sum_ += rps;
+      if (++state_ticks_ >= s_.trial_ticks) judge_trial(now_usec);
+      return active_;
+    case State::steady:
+      break;
+  }
+
+  recent_rps_.push_back(rps);
+  if (recent_rps_.size() > kRecentTicks) recent_rps_.erase(recent_rps_.begin());
+
+  // A growth that did not pay holds until its time is up, or until the load
+  // is no longer the one it was judged at.
+  if (grow_after_usec_ != 0) {
+    const double judged = failed_at_rps_;
+    const bool changed = judged > 0 && (rps > judged * (1 + s_.load_change) ||
+                                        rps < judged * (1 - s_.load_change));
+    if (changed) backoff_usec_ = s_.backoff_usec;
+    if (changed || now_usec >= grow_after_usec_) grow_after_usec_ = 0;
+  }
+
+  const bool saturated = last_busy_ >= s_.grow_busy;
+  saturated_ticks_ = saturated ? saturated_ticks_ + 1 : 0;
+  const bool light =
+      active_ > 1 && busy_sum < s_.shrink_busy * static_cast<double>(active_ - 1);
+  light_ticks_ = light ? light_ticks_ + 1 : 0;
+
+  if (saturated_ticks_ >= s_.grow_ticks && active_ < max && grow_after_usec_ == 0) {
+    const double base = window_rps(static_cast<size_t>(s_.grow_ticks));
+    change(active_ + 1, now_usec, base,
+           describe("workers saturated (%.0f%% busy, %.1f requests per wake-up): one more",
+                    last_busy_ * 100, last_per_wakeup_));
+  } else if (light_ticks_ >= s_.shrink_ticks && now_usec >= shrink_after_usec_) {
+    const double base = window_rps(static_cast<size_t>(s_.grow_ticks));
+    change(active_ - 1, now_usec, base,
+           describe("load light (%.0f%% busy, %.1f requests per wake-up): one worker fewer",
+                    last_busy_ * 100, last_per_wakeup_));
+  }
+  return active_;
+}
+
+}  // namespace memshard::proxy

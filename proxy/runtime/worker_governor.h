@@ -1,0 +1,114 @@
+// How many workers take connections: as few as keep up with the load.
+//
+// Measured on the 2-vCPU bench machine (issue 25), neither fixed count wins
+// everywhere: with one client thread one worker gives 28% more throughput
+// than two, at two thirds of the CPU per request (every request handed
+// between two workers' CPUs pays a cross-CPU wake-up); with two client
+// threads two workers give 19% more. What decides it is not visible in a
+// worker's own figures alone (a saturated worker looks the same in both
+// cases), so the governor does what an operator would: when the active
+// workers are saturated it tries one more, keeps it only if throughput
+// rose, and otherwise goes back and waits before trying again. When the
+// load falls so far that one worker fewer would carry it, it takes one away
+// (and puts it back if throughput fell).
+//
+// Saturation is a worker's busy share: the wall-clock time it spent
+// outside epoll_wait (running, or runnable and waiting for a CPU) per
+// second. Requests per wake-up are reported beside it (a saturated worker
+// finds many requests per wake-up), but a worker sharing its CPU with the
+// load's own clients can be the bottleneck at 1.5 requests per wake-up, so
+// the decision rests on the busy share and on the trial.
+//
+// Pure: figures in, a count out. The caller samples the workers on a timer
+// and moves connections (worker.h); the unit tests drive it with a fake
+// clock and fake figures.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace memshard::proxy {
+
+class WorkerGovernor {
+ public:
+  // A worker's counters since it started; only their growth is read.
+  struct Figures {
+    uint64_t busy_usec = 0;  // outside epoll_wait: on a CPU or waiting for one
+    uint64_t requests = 0;   // client requests answered
+    uint64_t wakeups = 0;    // loop iterations
+  };
+
+  struct Settings {
+    size_t max_workers = 1;  // --threads
+    // A tick is one sample; decisions need several in a row.
+    uint64_t tick_usec = 250'000;
+    // Saturated: the active workers' mean busy share at least this.
+    double grow_busy = 0.80;
+    int grow_ticks = 3;
+    // Light: the active workers' busy shares summed would keep one worker
+    // fewer below this each.
+    double shrink_busy = 0.45;
+    int shrink_ticks = 16;
+    // A trial: `settle_ticks` for connections to move, then `trial_ticks`
+    // measured against the ticks before the change.
+    int settle_ticks = 2;
+    int trial_ticks = 4;
+    // One more worker stays only for at least this much more throughput;
+    // one fewer stays unless throughput fell by more than this.
+    double grow_gain = 0.05;
+    double shrink_loss = 0.05;
+    // After a growth that did not pay: no new try for this long, doubled
+    // after each failure up to `max_backoff_usec`, unless the load changes
+    // by more than `load_change` (then the failed answer no longer holds).
+    uint64_t backoff_usec = 20'000'000;
+    uint64_t max_backoff_usec = 320'000'000;
+    double load_change = 0.25;
+  };
+
+  explicit WorkerGovernor(Settings settings);
+
+  // One sample: `now_usec` on any monotonic clock, `workers[i]` worker i's
+  // counters (all workers, active or not). Returns the active count from
+  // now on; `reason()` says why it changed.
+  size_t tick(uint64_t now_usec, std::span<const Figures> workers);
+
+  size_t active() const { return active_; }
+  const std::string& reason() const { return reason_; }
+  // The last tick's view, for stats: the active workers' mean busy share
+  // and requests per wake-up.
+  double busy() const { return last_busy_; }
+  double requests_per_wakeup() const { return last_per_wakeup_; }
+
+ private:
+  enum class State { steady, settling, trial };
+  // Begins a trial of `to` workers, measured against `baseline_rps`.
+  void change(size_t to, uint64_t now_usec, double baseline_rps, std::string why);
+  void judge_trial(uint64_t now_usec);
+  double window_rps(size_t ticks) const;
+
+  Settings s_;
+  size_t active_ = 1;
+  State state_ = State::steady;
+  int state_ticks_ = 0;
+  size_t from_ = 1;  // the count before the trial
+  double baseline_rps_ = 0;
+  double trial_rps_sum_ = 0;
+  int saturated_ticks_ = 0;
+  int light_ticks_ = 0;
+  // No growth before this (0: none pending), and the load it was judged at.
+  uint64_t grow_after_usec_ = 0;
+  uint64_t backoff_usec_ = 0;
+  double failed_at_rps_ = 0;
+  uint64_t shrink_after_usec_ = 0;  // after a shrink that cost throughput
+  uint64_t last_usec_ = 0;
+  std::vector<Figures> last_;
+  std::vector<double> recent_rps_;  // the last few ticks' throughput, newest last
+  std::string reason_;
+  double last_busy_ = 0;
+  double last_per_wakeup_ = 0;
+};
+
+}  // namespace memshard::proxy

@@ -1,0 +1,195 @@
+// The governor's decisions alone: a fake clock and a fake load, whose
+// throughput and busy share depend on how many workers are active, stand
+// in for the workers.
+#include "proxy/runtime/worker_governor.h"
+
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <vector>
+
+namespace memshard::proxy {
+namespace {
+
+// What the load does with n active workers.
+struct Shape {
+  double rps = 0;   // requests per second, all workers together
+  double busy = 0;  // each active worker's busy share
+};
+using Load = std::function<Shape(size_t active, uint64_t now_usec)>;
+
+class Harness {
+ public:
+  explicit Harness(size_t workers, WorkerGovernor::Settings s = {}) : figures_(workers) {
+    if (s.max_workers == 1) s.max_workers = workers;
+    settings_ = s;
+    governor_ = std::make_unique<WorkerGovernor>(s);
+  }
+
+  // Runs `seconds` of ticks under `load`; returns how many times the count
+  // changed.
+  int run(double seconds, const Load& load) {
+    int changes = 0;
+    const auto ticks = static_cast<int>(seconds * 1e6 / static_cast<double>(settings_.tick_usec));
+    for (int t = 0; t < ticks; ++t) {
+      const size_t n = governor_->active();
+      const Shape shape = load(n, now_);
+      const double dt = static_cast<double>(settings_.tick_usec) / 1e6;
+      for (size_t i = 0; i < n && i < figures_.size(); ++i) {
+        figures_[i].busy_usec += static_cast<uint64_t>(shape.busy * dt * 1e6);
+        figures_[i].requests += static_cast<uint64_t>(shape.rps * dt / static_cast<double>(n));
+        figures_[i].wakeups += static_cast<uint64_t>(shape.rps * dt / static_cast<double>(n) / 2);
+      }
+      now_ += settings_.tick_usec;
+      const size_t after = governor_->tick(now_, figures_);
+      EXPECT_GE(after, 1u);
+      EXPECT_LE(after, settings_.max_workers);
+      EXPECT_LE(after, figures_.size());
+      max_seen_ = std::max(max_seen_, after);
+      if (after != n) ++changes;
+      ticks_at_[after] += 1;
+    }
+    return changes;
+  }
+
+  size_t active() const { return governor_->active(); }
+  size_t max_seen() const { return max_seen_; }
+  // Ticks spent at `n` active workers since the last reset.
+  int ticks_at(size_t n) { return ticks_at_[n]; }
+  void reset_counts() { ticks_at_.assign(ticks_at_.size(), 0); }
+  const WorkerGovernor& governor() const { return *governor_; }
+
+ private:
+  WorkerGovernor::Settings settings_;
+  std::unique_ptr<WorkerGovernor> governor_;
+  std::vector<WorkerGovernor::Figures> figures_;
+  std::vector<int> ticks_at_ = std::vector<int>(17, 0);
+  uint64_t now_ = 1'000'000;
+  size_t max_seen_ = 0;
+};
+
+// A closed-loop load that saturates one worker and gains `gain` from a
+// second (negative: loses).
+Load saturating(double one_rps, double gain) {
+  return [=](size_t n, uint64_t) {
+    if (n == 1) return Shape{one_rps, 0.95};
+    return Shape{one_rps * (1 + gain), 0.75};
+  };
+}
+
+TEST(WorkerGovernor, StartsWithOneWorker) {
+  Harness h(2);
+  EXPECT_EQ(h.active(), 1u);
+  h.run(2, [](size_t, uint64_t) { return Shape{0, 0}; });
+  EXPECT_EQ(h.active(), 1u);
+}
+
+TEST(WorkerGovernor, GrowsUnderSustainedSaturationWhenItPays) {
+  Harness h(2);
+  h.run(5, saturating(36'000, 0.19));
+  EXPECT_EQ(h.active(), 2u) << h.governor().reason();
+  // And stays: a steady load does not take it back.
+  EXPECT_EQ(h.run(60, saturating(36'000, 0.19)), 0) << h.governor().reason();
+  EXPECT_EQ(h.active(), 2u);
+}
+
+TEST(WorkerGovernor, ABriefBurstDoesNotGrow) {
+  Harness h(2);
+  // Saturated for two ticks in every eight: never three in a row.
+  int t = 0;
+  h.run(30, [&](size_t, uint64_t) { return Shape{30'000, (t++ % 8) < 2 ? 0.95 : 0.3}; });
+  EXPECT_EQ(h.max_seen(), 1u);
+}
+
+TEST(WorkerGovernor, GoesBackWhenAnotherWorkerDoesNotPay) {
+  Harness h(2);
+  // One client thread: a second worker costs 22% of the throughput.
+  h.run(5, saturating(47'000, -0.22));
+  EXPECT_EQ(h.active(), 1u) << h.governor().reason();
+  EXPECT_EQ(h.max_seen(), 2u) << "it must have tried";
+  // Backs off: over the next ten minutes at the same load, a handful of
+  // tries (20 s, then doubling), most of the time at one worker.
+  h.reset_counts();
+  const int changes = h.run(600, saturating(47'000, -0.22));
+  EXPECT_LE(changes, 2 * 6);
+  EXPECT_GE(h.ticks_at(1), h.ticks_at(2) * 50) << "time at 2 workers must be a sliver";
+}
+
+TEST(WorkerGovernor, AChangedLoadIsTriedAgainAtOnce) {
+  Harness h(2);
+  h.run(5, saturating(47'000, -0.22));
+  ASSERT_EQ(h.active(), 1u);
+  // The load changes (more clients, fewer requests each: a second worker
+  // now pays): no waiting out the backoff.
+  h.run(5, saturating(30'000, 0.19));
+  EXPECT_EQ(h.active(), 2u) << h.governor().reason();
+}
+
+TEST(WorkerGovernor, DoesNotFlapUnderASteadyLoadAtTheThreshold) {
+  WorkerGovernor::Settings s;
+  Harness h(2, s);
+  // Busy right at the threshold, jittering across it; more workers change
+  // nothing.
+  int t = 0;
+  const int changes = h.run(600, [&](size_t n, uint64_t) {
+    const double jitter = (t++ % 2) ? 0.01 : -0.01;
+    return Shape{40'000, (n == 1 ? s.grow_busy : s.grow_busy / 2) + jitter};
+  });
+  EXPECT_LE(changes, 2 * 6);
+  EXPECT_GE(h.ticks_at(1), h.ticks_at(2) * 50);
+}
+
+TEST(WorkerGovernor, ShrinksAfterSustainedIdleness) {
+  Harness h(2);
+  h.run(5, saturating(36'000, 0.19));
+  ASSERT_EQ(h.active(), 2u);
+  // A second of quiet is not enough.
+  h.run(1, [](size_t, uint64_t) { return Shape{100, 0.01}; });
+  EXPECT_EQ(h.active(), 2u);
+  h.run(10, [](size_t, uint64_t) { return Shape{100, 0.01}; });
+  EXPECT_EQ(h.active(), 1u) << h.governor().reason();
+}
+
+TEST(WorkerGovernor, AShrinkThatCostsThroughputIsUndone) {
+  Harness h(2);
+  h.run(5, saturating(36'000, 0.19));
+  ASSERT_EQ(h.active(), 2u);
+  // Light by busy share, yet one worker serves 30% less (a latency-bound
+  // load): back to two, and no new shrink soon.
+  const int changes = h.run(15, [](size_t n, uint64_t) {
+    return n == 2 ? Shape{20'000, 0.15} : Shape{14'000, 0.3};
+  });
+  EXPECT_EQ(h.active(), 2u) << h.governor().reason();
+  EXPECT_LE(changes, 2);
+}
+
+TEST(WorkerGovernor, NeverExceedsTheMaximum) {
+  WorkerGovernor::Settings s;
+  s.max_workers = 3;
+  Harness h(8, s);
+  // Every worker more pays, forever.
+  h.run(120, [](size_t n, uint64_t) { return Shape{10'000.0 * static_cast<double>(n), 0.99}; });
+  EXPECT_EQ(h.active(), 3u);
+  EXPECT_EQ(h.max_seen(), 3u);
+
+  WorkerGovernor::Settings one;
+  one.max_workers = 1;
+  Harness single(1, one);
+  single.run(60, [](size_t n, uint64_t) { return Shape{10'000.0 * static_cast<double>(n), 0.99}; });
+  EXPECT_EQ(single.max_seen(), 1u);
+}
+
+TEST(WorkerGovernor, GrowsStepByStepWhileEachStepPays) {
+  WorkerGovernor::Settings s;
+  s.max_workers = 4;
+  Harness h(4, s);
+  // Up to three workers pay; a fourth does not.
+  h.run(60, [](size_t n, uint64_t) {
+    const double rps = 10'000.0 * static_cast<double>(std::min<size_t>(n, 3));
+    return Shape{rps, 0.95};
+  });
+  EXPECT_EQ(h.active(), 3u) << h.governor().reason();
+}
+
+}  // namespace
+}  // namespace memshard::proxy

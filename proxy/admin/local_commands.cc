@@ -34,6 +34,7 @@ void append_stats_reply(const StatsView& p, const std::vector<std::string_view>&
   stat(out, "time", static_cast<uint64_t>(time(nullptr)));
   out.append("STAT version " MEMSHARD_VERSION "\r\n");
   stat(out, "threads", static_cast<uint64_t>(p.thread_count()));
+  stat(out, "active_threads", static_cast<uint64_t>(p.active_threads()));
   stat(out, "config_generation", p.generation());
   stat(out, "config_reloads", p.reloads());
   stat(out, "config_reload_failures", p.reload_failures());

@@ -103,6 +103,9 @@ void render_twemproxy_json(const StatsView& p, std::string& out) {
   json_field(out, "total_connections", total("total_connections"), first);
   json_field(out, "curr_connections", total("curr_connections"), first);
   json_field(out, "parked_connections", total("parked_connections"), first);
+  json_field(out, "moved_connections", total("moved_connections"), first);
+  json_field(out, "threads", static_cast<uint64_t>(p.thread_count()), first);
+  json_field(out, "active_threads", static_cast<uint64_t>(p.active_threads()), first);
   json_field(out, "binary_connections", total("binary_connections"), first);
   json_field(out, "binary_requests", total("binary_requests"), first);
   json_field(out, "cmd_get", total("cmd_get"), first);
@@ -245,6 +248,10 @@ void render_prometheus(const StatsView& p, std::string& out) {
   f.sample("memshard_commands_total", "command=\"other\"", total("cmd_other"));
   f.header("memshard_binary_requests_total", "counter", "Binary-protocol request frames received.");
   f.sample("memshard_binary_requests_total", "", total("binary_requests"));
+  f.header("memshard_active_workers", "gauge",
+           "Worker threads taking connections now, of memshard_worker_connections' workers "
+           "(--threads): as few as keep up with the load.");
+  f.sample("memshard_active_workers", "", static_cast<uint64_t>(p.active_threads()));
   f.header("memshard_worker_connections", "gauge",
            "Client connections open, per worker thread (parked ones included).");
   std::vector<uint64_t> per_worker = p.worker_connections();

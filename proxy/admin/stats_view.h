@@ -48,6 +48,8 @@ class StatsView {
  public:
   virtual uint64_t uptime_seconds() const = 0;
   virtual int thread_count() const = 0;
+  // Of those, the workers taking connections now (worker_governor.h).
+  virtual int active_threads() const = 0;
   // Client connections each worker holds (by index), parked ones included.
   virtual std::vector<uint64_t> worker_connections() const = 0;
   virtual StatsSnapshot snapshot() const = 0;

@@ -170,7 +170,11 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("-m,--mbuf-size", mbuf_size, "accepted for nutcracker compatibility; unused");
   app.add_option("--threads", threads,
-                 "worker threads (default: one per CPU this process may run on)");
+                 "worker threads at most (default: one per CPU this process may run on); as "
+                 "many take connections as keep up with the load");
+  bool fixed_threads = false;
+  app.add_flag("--fixed-threads", fixed_threads,
+               "every worker thread takes connections all the time, whatever the load");
   bool watch = false;
   app.add_flag("--watch", watch, "reload when the configuration file changes (no SIGHUP needed)");
   int drain_timeout_ms = 10000;
@@ -269,7 +273,7 @@ int main(int argc, char** argv) {
   try {
     memshard::proxy::Proxy proxy(memshard::proxy::ProxyOptions{
         conf_file, threads, watch, drain_timeout_ms, stats_addr, static_cast<uint16_t>(stats_port),
-        park_after_ms, !no_io_uring});
+        park_after_ms, !no_io_uring, fixed_threads});
     proxy.start();
     if (!pid_file.empty() && !write_pid_file(pid_file)) {
       return fail("cannot write pid file '" + pid_file + "': " + strerror(errno));

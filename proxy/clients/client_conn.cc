@@ -35,7 +35,7 @@ bool is_storage(proto::Command c) {
 }  // namespace
 
 ClientConn::ClientConn(ClientContext& context, int fd, std::shared_ptr<const ClientOrigin> origin,
-                       uint64_t id, bool resumed)
+                       uint64_t id, Arrival arrival)
     : context_(context),
       work_(context.scratch()),
       stream_(context.streams(), fd, &ClientConn::on_stream, this, kMemcachedReadBuffer,
@@ -45,14 +45,27 @@ ClientConn::ClientConn(ClientContext& context, int fd, std::shared_ptr<const Cli
       id_(id),
       last_input_usec_(context.now_usec()) {
   use_route(context_.route(origin_->pool_name));
-  // Only text connections are parked (parkable()), so one that resumes
-  // keeps speaking text.
-  if (resumed) {
-    protocol_ = Protocol::text;
-    return;
+  switch (arrival) {
+    case Arrival::unparked:
+      // Only text connections are parked (parkable()), so one that resumes
+      // keeps speaking text.
+      protocol_ = Protocol::text;
+      return;
+    case Arrival::moved_text:
+      protocol_ = Protocol::text;
+      break;
+    case Arrival::moved_binary:
+      protocol_ = Protocol::binary;
+      binary_ = std::make_unique<Binary>();
+      context_.stats().binary_connections.add();
+      break;
+    case Arrival::moved_undecided:
+    case Arrival::accepted:
+      break;
   }
   pool_stats_.client_connections.add();
   context_.stats().curr_connections.add();
+  if (arrival != Arrival::accepted) return;  // TLS clients never move (movable())
   context_.stats().total_connections.add();
   if (route_ != nullptr && route_->pool->client_tls) start_tls(*route_->pool->client_tls);
 }
@@ -512,6 +525,23 @@ bool ClientConn::parkable(uint64_t idle_since_usec) const {
   return protocol_ != Protocol::binary && !stream_.tls() && last_input_usec_ <= idle_since_usec &&
          slots_.empty() && !closing_ && !closed_ && !paused_ && !in_process_ &&
          awaiting_bytes_ == 0 && swallow_left_ == 0 && stream_.quiet();
+}
+
+bool ClientConn::movable() const {
+  return !stream_.tls() && slots_.empty() && !closing_ && !closed_ && !paused_ && !in_process_ &&
+         awaiting_bytes_ == 0 && swallow_left_ == 0 && stream_.quiet();
+}
+
+std::pair<int, ClientConn::Arrival> ClientConn::release_for_move() {
+  Arrival how = Arrival::moved_undecided;
+  if (protocol_ == Protocol::text) how = Arrival::moved_text;
+  if (protocol_ == Protocol::binary) {
+    how = Arrival::moved_binary;
+    context_.stats().binary_connections.sub();
+  }
+  context_.stats().curr_connections.sub();
+  pool_stats_.client_connections.sub();
+  return {stream_.release_fd(), how};
 }
 
 void ClientConn::shut() {

@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "proxy/backends/reply_slot.h"
@@ -49,9 +50,14 @@ inline constexpr size_t kMemcachedReadBuffer = 16 * 1024;
 
 class ClientConn final : public SlotOwner {
  public:
-  // `resumed`: a parked connection coming back, already counted as open.
+  // How the socket came to this worker. A parked connection coming back is
+  // already counted here; one moved from another worker (which counted it
+  // out) is counted again, not as a new connection, and keeps the protocol
+  // it spoke there.
+  enum class Arrival : uint8_t { accepted, unparked, moved_undecided, moved_text, moved_binary };
+
   ClientConn(ClientContext& context, int fd, std::shared_ptr<const ClientOrigin> origin,
-             uint64_t id, bool resumed);
+             uint64_t id, Arrival arrival);
   ~ClientConn();
   ClientConn(const ClientConn&) = delete;
   ClientConn& operator=(const ClientConn&) = delete;
@@ -79,6 +85,15 @@ class ClientConn final : public SlotOwner {
   // Hands over the socket, no longer watched, for parking; the connection
   // is then destroyed without being counted as closed.
   int release_for_parking() { return stream_.release_fd(); }
+  // Owed nothing, nothing buffered either way, not mid-request, not TLS
+  // (its session lives in the stream): the next byte the client sends is
+  // still in the kernel, so another worker can take the socket over and
+  // no reply can be lost or reordered.
+  bool movable() const;
+  // For a movable connection: counts it out of this worker and hands over
+  // the socket, with how the taking worker must resume it. The connection
+  // is then destroyed.
+  std::pair<int, Arrival> release_for_move();
 
  private:
   static void on_stream(void* self, Stream::Happened what);

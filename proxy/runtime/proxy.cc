@@ -14,6 +14,7 @@
 #include <stdexcept>
 
 #include "proxy/runtime/ring_warnings.h"
+#include "proxy/runtime/thread_busy.h"
 #include "proxy/support/clock.h"
 #include "proxy/support/log.h"
 
@@ -73,6 +74,7 @@ Proxy::~Proxy() {
   watch_.reset();
   if (drain_timer_ != nullptr) event_free(drain_timer_);
   if (warmup_timer_ != nullptr) event_free(warmup_timer_);
+  if (governor_timer_ != nullptr) event_free(governor_timer_);
   for (event* e : signal_events_) event_free(e);
   over_budget_warning_.reset();
   main_loop_.reset();
@@ -114,6 +116,7 @@ void Proxy::start() {
   if (options_.batch_writes && !batching)
     log_warn("io_uring is not available (%s): each socket is written with its own writev",
              strerror(workers_.front()->streams().batching_error()));
+  cpus_ = cpus;
   picker_ = std::make_unique<WorkerPicker>(workers_.size(), std::move(cpus));
   health_ = std::make_unique<ServerHealth>(*main_loop_, [this] { install_on_workers(); });
   health_->set_topology(topology_);
@@ -132,6 +135,15 @@ void Proxy::start() {
     listeners_.push_back(std::move(l));
   }
   for (auto& w : workers_) w->start(topology_);
+  set_active_workers(options_.fixed_threads ? workers_.size() : 1);
+  if (!options_.fixed_threads && workers_.size() > 1) {
+    WorkerGovernor::Settings settings;
+    settings.max_workers = workers_.size();
+    governor_ = std::make_unique<WorkerGovernor>(settings);
+    governor_timer_ = event_new(base_, -1, EV_PERSIST, &Proxy::on_governor_tick, this);
+    const timeval tick{0, static_cast<suseconds_t>(settings.tick_usec)};
+    event_add(governor_timer_, &tick);
+  }
 
   if (options_.stats_port != 0) {
     try {
@@ -150,8 +162,9 @@ void Proxy::start() {
     watch_ = std::make_unique<ConfigWatch>(base_, options_.config_file, [this] { reload(); });
   }
   set_descriptor_budget(true);
-  log_notice("memshard %s started: %zu pool(s), %d worker thread(s), writes %s", MEMSHARD_VERSION,
-             topology_->pools.size(), threads,
+  log_notice("memshard %s started: %zu pool(s), %d worker thread(s)%s, writes %s",
+             MEMSHARD_VERSION, topology_->pools.size(), threads,
+             governor_ ? " (as many active as the load needs)" : "",
              batching ? "batched (io_uring)" : "one writev per socket");
 }
 
@@ -289,9 +302,62 @@ std::vector<uint64_t> Proxy::worker_connections() const {
 }
 
 Worker& Proxy::worker_for(int cpu) {
-  loads_.resize(workers_.size());
-  for (size_t i = 0; i < workers_.size(); ++i) loads_[i] = workers_[i]->client_load();
+  const size_t active = static_cast<size_t>(active_.load(std::memory_order_relaxed));
+  loads_.resize(active);
+  for (size_t i = 0; i < active; ++i) loads_[i] = workers_[i]->client_load();
   return *workers_[picker_->pick(cpu, loads_)];
+}
+
+void Proxy::on_governor_tick(evutil_socket_t, short, void* self) {
+  auto* p = static_cast<Proxy*>(self);
+  if (p->drain_timer_ != nullptr) return;  // draining: nothing moves any more
+  p->figures_.resize(p->workers_.size());
+  for (size_t i = 0; i < p->workers_.size(); ++i) {
+    const Worker& w = *p->workers_[i];
+    p->figures_[i] = {thread_busy_usec(w.thread_id()), w.requests(), w.wakeups()};
+  }
+  const size_t was = static_cast<size_t>(p->active_.load(std::memory_order_relaxed));
+  const size_t now = p->governor_->tick(monotonic_usec(), p->figures_);
+  if (now == was) return;
+  log_info("workers: %zu of %zu active (%s)", now, p->workers_.size(),
+           p->governor_->reason().c_str());
+  p->set_active_workers(now);
+}
+
+// Connections are counted by worker (parked ones aside: they cost no
+// worker time, and one that wakes on a worker no longer active moves then).
+// Each active worker above an even share sends its excess to those below.
+void Proxy::set_active_workers(size_t n) {
+  n = std::clamp<size_t>(n, 1, workers_.size());
+  active_.store(static_cast<int>(n), std::memory_order_relaxed);
+  picker_ = std::make_unique<WorkerPicker>(n, cpus_);
+  std::vector<uint64_t> load(workers_.size());
+  uint64_t total = 0;
+  for (size_t i = 0; i < workers_.size(); ++i) {
+    const WorkerStats& st = workers_[i]->stats();
+    const uint64_t open = st.curr_connections.get(), parked = st.parked_connections.get();
+    load[i] = open > parked ? open - parked : 0;
+    total += load[i];
+  }
+  const uint64_t share = (total + n - 1) / n;
+  std::vector<int> worker_of_cpu = picker_->first_worker_by_cpu();
+  for (size_t i = 0; i < workers_.size(); ++i) {
+    Worker::Placement p;
+    p.active = n;
+    p.worker_of_cpu = worker_of_cpu;
+    p.send.assign(workers_.size(), 0);
+    if (i < n && load[i] > share) {
+      uint64_t excess = load[i] - share;
+      for (size_t j = 0; j < n && excess > 0; ++j) {
+        if (j == i || load[j] >= share) continue;
+        const uint64_t give = std::min(excess, share - load[j]);
+        p.send[j] = give;
+        load[j] += give;
+        excess -= give;
+      }
+    }
+    workers_[i]->place(std::move(p));
+  }
 }
 
 void Proxy::close_listener(Listener& l) {
@@ -341,7 +407,8 @@ void Proxy::begin_drain() {
 void Proxy::on_drain_tick(evutil_socket_t, short, void* arg) {
   auto* self = static_cast<Proxy*>(arg);
   uint64_t open = 0;
-  for (const auto& w : self->workers_) open += w->stats().curr_connections.get();
+  // client_load: a connection on its way between workers counts too.
+  for (const auto& w : self->workers_) open += w->client_load();
   if (open == 0) {
     log_notice("all clients answered; exiting");
     event_base_loopexit(self->base_, nullptr);

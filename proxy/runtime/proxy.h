@@ -29,6 +29,7 @@
 #include "proxy/runtime/migration.h"
 #include "proxy/runtime/name_refresh.h"
 #include "proxy/runtime/worker.h"
+#include "proxy/runtime/worker_governor.h"
 #include "proxy/runtime/worker_picker.h"
 #include "proxy/support/warning_throttle.h"
 #include "proxy/transport/accept_guard.h"
@@ -44,6 +45,9 @@ struct ProxyOptions {
   uint16_t stats_port = 22222;  // 0: no stats port
   int park_after_ms = 1000;     // idle this long, a client is parked; 0: never
   bool batch_writes = true;     // io_uring write batches when the kernel allows (stream.h)
+  // Every worker takes connections all the time; otherwise as few as keep
+  // up with the load (worker_governor.h), `threads` at most.
+  bool fixed_threads = false;
 };
 
 class Proxy final : public StatsView, public WorkerHost {
@@ -62,6 +66,7 @@ class Proxy final : public StatsView, public WorkerHost {
   // Safe from any thread.
   uint64_t uptime_seconds() const override;
   int thread_count() const override { return static_cast<int>(workers_.size()); }
+  int active_threads() const override { return active_.load(std::memory_order_relaxed); }
   // Client connections each worker holds (by index), parked ones included.
   std::vector<uint64_t> worker_connections() const override;
   // Per-pool and per-server counters summed over the workers.
@@ -98,6 +103,10 @@ class Proxy final : public StatsView, public WorkerHost {
     names_->connect_failed(pool, identity);
   }
   const StatsView& stats_view() const override { return *this; }
+  void hand_over(size_t to, int fd, std::string pool_name, std::shared_ptr<ClientCount> pool_clients,
+                 ClientConn::Arrival arrival) override {
+    workers_[to]->adopt_client(fd, std::move(pool_name), std::move(pool_clients), arrival);
+  }
   // Lookups of a server's name that found other addresses than before, and
   // lookups that failed (the server keeps its last addresses).
   uint64_t dns_address_changes() const override {
@@ -180,6 +189,16 @@ class Proxy final : public StatsView, public WorkerHost {
   uint32_t open_when_refused_ = 0;
   std::unique_ptr<WarningThrottle> over_budget_warning_;
   std::unique_ptr<WorkerPicker> picker_;
+  // Workers 0 .. active_ - 1 take connections (worker_governor.h).
+  std::atomic<int> active_{1};
+  std::vector<int> cpus_;  // the CPUs this process may run on
+  std::unique_ptr<WorkerGovernor> governor_;
+  event* governor_timer_ = nullptr;
+  std::vector<WorkerGovernor::Figures> figures_;  // scratch, main thread only
+  static void on_governor_tick(evutil_socket_t, short, void* self);
+  // Makes `n` workers the active ones and tells every worker where its
+  // connections belong now.
+  void set_active_workers(size_t n);
   std::vector<uint64_t> loads_;  // scratch for picker_, main thread only
   uint64_t started_at_ = 0;
   std::atomic<uint64_t> generation_{0};

@@ -32,12 +32,16 @@
 
 namespace memshard::proxy {
 
-class ClientConn;
 
 // What a worker needs of the proxy that runs it: where to report servers
 // and the counters `stats` shows. Proxy implements it; a test can fake it.
 class WorkerHost {
  public:
+  // Gives a client's socket, moved off this worker (worker_governor.h), to
+  // worker `to`.
+  virtual void hand_over(size_t to, int fd, std::string pool_name,
+                         std::shared_ptr<ClientCount> pool_clients,
+                         ClientConn::Arrival arrival) = 0;
   virtual void server_failing(const std::string& pool, const std::string& identity) = 0;
   virtual void server_unreachable(const std::string& pool, const std::string& identity) = 0;
   virtual const StatsView& stats_view() const = 0;
@@ -65,7 +69,26 @@ class Worker final : public BackendContext, public ClientContext {
   // Thread-safe: hands an accepted socket to this worker. `pool_clients`
   // counts the listener's open client connections, already including this
   // one, which leaves the count when it closes.
-  void adopt_client(int fd, std::string pool_name, std::shared_ptr<ClientCount> pool_clients);
+  void adopt_client(int fd, std::string pool_name, std::shared_ptr<ClientCount> pool_clients,
+                    ClientConn::Arrival arrival = ClientConn::Arrival::accepted);
+  // Where this worker's connections belong now that `active` workers take
+  // them (thread-safe; the governor's decision, proxy.cc). A worker at or
+  // past `active` hands every connection it can move to the active ones,
+  // as each comes to owe nothing, and so does every one of its parked
+  // connections that wakes. An active worker hands `send[j]` connections
+  // to worker j, of those whose packets arrive on a CPU that
+  // `worker_of_cpu` gives to j (for 2 s at most).
+  struct Placement {
+    size_t active = 1;
+    std::vector<int> worker_of_cpu;  // by CPU number; -1: none
+    std::vector<uint64_t> send;      // by worker
+  };
+  void place(Placement placement);
+  // Thread-safe: what the governor reads of this worker. Busy time comes
+  // from the kernel's account of the thread (thread_busy.h).
+  int thread_id() const { return tid_.load(std::memory_order_relaxed); }
+  uint64_t wakeups() const { return wakeups_.load(std::memory_order_relaxed); }
+  uint64_t requests() const;
   // Thread-safe: the client connections this worker holds, counting those
   // handed to it that it has not adopted yet (a burst of accepts is
   // balanced before the worker has run).
@@ -106,7 +129,14 @@ class Worker final : public BackendContext, public ClientContext {
   // The origin shared by the clients of this pool's listener.
   std::shared_ptr<const ClientOrigin> origin_for(const std::string& pool_name,
                                                  std::shared_ptr<ClientCount> clients);
-  ClientConn* add_client(int fd, std::shared_ptr<const ClientOrigin> origin, bool resumed);
+  ClientConn* add_client(int fd, std::shared_ptr<const ClientOrigin> origin,
+                         ClientConn::Arrival arrival);
+  // Hands the movable clients that Placement sends elsewhere to their new
+  // workers; called after each loop iteration while moves are pending.
+  void move_clients();
+  // The worker a moving socket goes to: by the CPU its packets arrive on,
+  // else the active worker owed the most. -1: none (this one keeps it).
+  int destination(int fd, bool any);
   // Takes the clients in `gone` (sorted here) off the client list.
   void forget_clients(std::vector<ClientConn*>& gone);
   void destroy_client(ClientConn* client);
@@ -171,6 +201,13 @@ class Worker final : public BackendContext, public ClientContext {
   std::vector<ClientConn*> retired_;
   std::vector<ReplySlot*> free_slots_;
   WorkerStats stats_;
+  // Connection moves (place()): worker thread only.
+  Placement placement_;
+  bool moving_ = false;
+  uint64_t moves_until_usec_ = 0;            // an active worker stops trying then
+  bool clients_draining_ = false;            // moved-in clients close once idle
+  std::atomic<int> tid_{0};
+  std::atomic<uint64_t> wakeups_{0};
   // Counters readable from other threads; the mutex guards the maps only
   // (taken on reload and by readers), never the counting itself.
   mutable std::mutex stats_mu_;

@@ -39,6 +39,8 @@ void WorkerGovernor::change(size_t to, uint64_t now_usec, double baseline_rps, s
   state_ticks_ = 0;
   saturated_ticks_ = 0;
   light_ticks_ = 0;
+  // The ticks before were measured at the old count.
+  recent_rps_.clear();
   reason_ = std::move(why);
 }
 
@@ -101,7 +103,7 @@ size_t WorkerGovernor::tick(uint64_t now_usec, std::span<const Figures> workers)
   }
   last_.assign(workers.begin(), workers.end());
   last_usec_ = now_usec;
-  const double rps = static_cast<double>(requests) / seconds;
+  double rps = static_cast<double>(requests) / seconds;
   last_busy_ = busy_sum / static_cast<double>(active_);
   last_per_wakeup_ = active_wakeups == 0 ? 0
                                          : static_cast<double>(active_requests) /
@@ -127,8 +129,10 @@ size_t WorkerGovernor::tick(uint64_t now_usec, std::span<const Figures> workers)
 
   // A growth that did not pay holds until its time is up, or until the load
   // is no longer the one it was judged at.
-  if (grow_after_usec_ != 0) {
+  if (grow_after_usec_ != 0 && recent_rps_.size() >= static_cast<size_t>(s_.trial_ticks)) {
+    // Judged over as many ticks as a trial: one noisy tick is no change.
     const double judged = failed_at_rps_;
+    rps = window_rps(static_cast<size_t>(s_.trial_ticks));
     const bool changed = judged > 0 && (rps > judged * (1 + s_.load_change) ||
                                         rps < judged * (1 - s_.load_change));
     if (changed) backoff_usec_ = s_.backoff_usec;
@@ -142,12 +146,12 @@ size_t WorkerGovernor::tick(uint64_t now_usec, std::span<const Figures> workers)
   light_ticks_ = light ? light_ticks_ + 1 : 0;
 
   if (saturated_ticks_ >= s_.grow_ticks && active_ < max && grow_after_usec_ == 0) {
-    const double base = window_rps(static_cast<size_t>(s_.grow_ticks));
+    const double base = window_rps(kRecentTicks);
     change(active_ + 1, now_usec, base,
            describe("workers saturated (%.0f%% busy, %.1f requests per wake-up): one more",
                     last_busy_ * 100, last_per_wakeup_));
   } else if (light_ticks_ >= s_.shrink_ticks && now_usec >= shrink_after_usec_) {
-    const double base = window_rps(static_cast<size_t>(s_.grow_ticks));
+    const double base = window_rps(kRecentTicks);
     change(active_ - 1, now_usec, base,
            describe("load light (%.0f%% busy, %.1f requests per wake-up): one worker fewer",
                     last_busy_ * 100, last_per_wakeup_));

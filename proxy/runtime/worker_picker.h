@@ -35,6 +35,10 @@ class WorkerPicker {
   // (unix sockets); then workers take turns. `loads[i]`: worker i's open
   // client connections, including those handed to it and not yet adopted.
   size_t pick(int incoming_cpu, std::span<const uint64_t> loads);
+  // By CPU number, the first worker of the CPU's group (-1: not in the
+  // mask): where a connection moving between workers goes
+  // (Worker::Placement).
+  std::vector<int> first_worker_by_cpu() const { return group_of_cpu_; }
 
   // How far above the least-loaded worker a preferred worker may be: a
   // few connections of imbalance cost nothing; beyond that, a quarter of

@@ -123,7 +123,7 @@ class ClientConnTest : public testing::Test {
     ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, fds), 0)
         << strerror(errno);
     peer_ = fds[1];
-    client_ = new ClientConn(ctx_, fds[0], origin_, 7, false);
+    client_ = new ClientConn(ctx_, fds[0], origin_, 7, ClientConn::Arrival::accepted);
   }
 
   void send_client(std::string_view bytes) {

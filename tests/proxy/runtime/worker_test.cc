@@ -54,6 +54,7 @@ bool eventually(const std::function<bool()>& done) {
 struct FakeStatsView final : StatsView {
   uint64_t uptime_seconds() const override { return 0; }
   int thread_count() const override { return 1; }
+  int active_threads() const override { return 1; }
   std::vector<uint64_t> worker_connections() const override { return {}; }
   StatsSnapshot snapshot() const override { return {}; }
   std::vector<std::pair<std::string_view, uint64_t>> counter_totals() const override { return {}; }
@@ -73,6 +74,17 @@ struct FakeStatsView final : StatsView {
 // Records what the worker reports (called on the worker's thread).
 class FakeHost final : public WorkerHost {
  public:
+  // Moves go to these workers (by index), when set.
+  std::vector<Worker*> workers;
+  void hand_over(size_t to, int fd, std::string pool, std::shared_ptr<ClientCount> clients,
+                 ClientConn::Arrival arrival) override {
+    if (to < workers.size()) {
+      workers[to]->adopt_client(fd, std::move(pool), std::move(clients), arrival);
+    } else {
+      close(fd);
+      clients->remove();
+    }
+  }
   void server_failing(const std::string& pool, const std::string& identity) override {
     std::lock_guard<std::mutex> lock(mu_);
     failing_.push_back(pool + "/" + identity);

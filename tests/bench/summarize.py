@@ -1,12 +1,15 @@
 #!/usr/bin/env python3
 """Summarizes a scripts/bench run: medians over rounds per workload and target,
 memshard's ratios to nutcracker, memory per idle connection (staggered and
-burst requests), syscalls per request.
+burst requests), syscalls per request, and memshard's default parallelism
+against fixed thread counts, nutcracker and direct (per workload and per
+memcaslap client shape, with the targets of issue 25 beside the ratios).
 
     summarize.py OUT_DIR
 
-reads OUT_DIR/results.jsonl (one line per loadgen run), OUT_DIR/memory.jsonl
-and OUT_DIR/syscalls.jsonl (both optional), OUT_DIR/meta.json; prints the
+reads OUT_DIR/results.jsonl (one line per loadgen run), OUT_DIR/memory.jsonl,
+OUT_DIR/syscalls.jsonl, OUT_DIR/memcaslap.jsonl and
+OUT_DIR/memcaslap_shapes.jsonl (all optional), OUT_DIR/meta.json; prints the
 tables and writes OUT_DIR/summary.json.
 """
 import json
@@ -19,6 +22,19 @@ MEMORY_MODES = ["staggered", "burst"]
 # How close a reported latency percentile is to the true value: memshard-load's
 # histogram has 32 linear steps per power of two (tests/bench/loadgen_hist.h).
 ADDED_P50_RESOLUTION = 0.03
+# Issue 25's targets for memshard's default parallelism, printed beside the
+# ratios and never asserted: within 5% of the best fixed thread count
+# (throughput at least 0.95x of the fastest, CPU per request at most 1.05x
+# of the cheapest), throughput 1.3x nutcracker's (1.5x on the pipelined
+# (f)), CPU per request 0.65x nutcracker's on the single-key workloads.
+FIXED_THROUGHPUT_MIN = 0.95
+FIXED_CPU_MAX = 1.05
+NUT_THROUGHPUT_MIN = 1.3
+NUT_THROUGHPUT_MIN_BY_WORKLOAD = {"f": 1.5}
+NUT_CPU_MAX = 0.65
+NUT_CPU_WORKLOADS = {"a", "d", "e", "g", "i"}
+# memcaslap's client shapes (scripts/bench): client threads x connections.
+MEMCASLAP_SHAPES = {"1x32": "memcaslap -T 1 -c 32", "2x16": "memcaslap -T 2 -c 16"}
 
 
 def load_lines(path):
@@ -82,6 +98,97 @@ def print_cpu_split(workloads, med, proxies, w_desc):
     print()
 
 
+def judge(value, limit, higher_is_better):
+    """A ratio against its target: ' ok', ' LOW' or ' HIGH'; '' without one of them."""
+    if value is None or limit is None:
+        return ""
+    if higher_is_better:
+        return " ok" if value >= limit else " LOW"
+    return " ok" if value <= limit else " HIGH"
+
+
+def default_case(wid, per_target, fixed):
+    """memshard's default against the best fixed thread count, nutcracker and
+    direct, from per_target {target: {"rps": median, "cpu_us_per_req":
+    median}}: the ratios of the medians, and the targets they are read
+    against (for memcaslap, an operation is a request)."""
+    d, n, direct = per_target.get("memshard"), per_target.get("nutcracker"), per_target.get("direct")
+    fx = [(t, per_target[t]) for t in fixed if t in per_target]
+    fastest = max((x for x in fx if x[1]["rps"] is not None), key=lambda x: x[1]["rps"], default=None)
+    cheapest = min((x for x in fx if x[1]["cpu_us_per_req"] is not None),
+                   key=lambda x: x[1]["cpu_us_per_req"], default=None)
+    dr = d["rps"] if d else None
+    dc = d["cpu_us_per_req"] if d else None
+    c = {
+        "medians": per_target,
+        "fastest_fixed": fastest[0] if fastest else None,
+        "cheapest_fixed": cheapest[0] if cheapest else None,
+        # Throughput: over the fastest fixed target's. CPU per request: over
+        # the cheapest one's (lower is better).
+        "default_to_best_fixed": {"throughput": ratio(dr, fastest[1]["rps"]) if fastest else None,
+                                  "cpu_per_request": ratio(dc, cheapest[1]["cpu_us_per_req"]) if cheapest else None},
+        "default_to_nutcracker": {"throughput": ratio(dr, n["rps"]) if n else None,
+                                  "cpu_per_request": ratio(dc, n["cpu_us_per_req"]) if n else None},
+        "default_to_direct": {"throughput": ratio(dr, direct["rps"]) if direct else None},
+    }
+    goals = {
+        "best_fixed_throughput_min": FIXED_THROUGHPUT_MIN,
+        "best_fixed_cpu_per_request_max": FIXED_CPU_MAX,
+        "nutcracker_throughput_min": NUT_THROUGHPUT_MIN_BY_WORKLOAD.get(wid, NUT_THROUGHPUT_MIN),
+        "nutcracker_cpu_per_request_max": NUT_CPU_MAX if wid in NUT_CPU_WORKLOADS else None,
+    }
+    values = {
+        "best_fixed_throughput_min": c["default_to_best_fixed"]["throughput"],
+        "best_fixed_cpu_per_request_max": c["default_to_best_fixed"]["cpu_per_request"],
+        "nutcracker_throughput_min": c["default_to_nutcracker"]["throughput"],
+        "nutcracker_cpu_per_request_max": c["default_to_nutcracker"]["cpu_per_request"],
+    }
+    c["targets"] = {k: {"limit": lim, "met": (None if values[k] is None or lim is None else
+                                              (values[k] >= lim if k.endswith("_min") else values[k] <= lim))}
+                    for k, lim in goals.items()}
+    return c
+
+
+def print_default_case(title, unit, c, shown, name):
+    """One workload's (or memcaslap shape's) table: throughput and CPU per
+    request of each target, then memshard's default over the others, each
+    ratio with its target beside it."""
+    print(title)
+    w = max(22, len(name) + len(" / nutcracker"))
+    cols = " ".join(["{:>12}"] * len(shown))
+    med = c["medians"]
+    print(("  {:<{w}} " + cols).format("", *shown, w=w))
+    print(("  {:<{w}} " + cols).format(
+        "req/s" if unit == "req" else "ops/s", *[fmt(med[t]["rps"] if t in med else None, "{:.0f}") for t in shown],
+        w=w))
+    print(("  {:<{w}} " + cols).format(w=w, *[
+        f"cpu us/{unit}"] + [fmt(med[t]["cpu_us_per_req"] if t in med else None, "{:.2f}") for t in shown]))
+    g = c["targets"]
+
+    def cell(v, key=None, higher=True):
+        lim = g[key]["limit"] if key else None
+        goal = ""
+        if lim is not None:
+            goal = f"  ({'>=' if higher else '<='} {lim:.2f}x:{judge(v, lim, higher) or ' -'})"
+        # Three decimals: a ratio a hair under its target must not print as it.
+        return fmt(v, "{:.3f}x") + goal
+
+    row = "  {:<%d} {:<29} {}" % w
+    print(row.format("", "throughput", f"cpu/{unit} (lower is better)"))
+    bf = c["default_to_best_fixed"]
+    if c["fastest_fixed"] or c["cheapest_fixed"]:
+        print(row.format(f"{name} / best fixed", cell(bf["throughput"], "best_fixed_throughput_min"),
+                         cell(bf["cpu_per_request"], "best_fixed_cpu_per_request_max", False)
+                         + f"    (fastest fixed: {c['fastest_fixed'] or '-'}, cheapest: {c['cheapest_fixed'] or '-'})"))
+    nut = c["default_to_nutcracker"]
+    if "nutcracker" in med:
+        print(row.format(f"{name} / nutcracker", cell(nut["throughput"], "nutcracker_throughput_min"),
+                         cell(nut["cpu_per_request"], "nutcracker_cpu_per_request_max", False)))
+    else:
+        print(row.format(f"{name} / nutcracker", "- (no nutcracker run: it speaks text only)", "").rstrip())
+    print(row.format(f"{name} / direct", cell(c["default_to_direct"]["throughput"]), "").rstrip())
+
+
 def main():
     out = sys.argv[1]
     meta = json.load(open(os.path.join(out, "meta.json")))
@@ -90,9 +197,15 @@ def main():
     syscalls = load_lines(os.path.join(out, "syscalls.jsonl"))
     workloads = meta["workloads"]  # [[id, description], ...]
     global TARGETS
-    alt = meta.get("alt_threads", 0)
-    if alt:
-        TARGETS = TARGETS + [f"memshard-{alt}t"]
+    # memshard-Nt: memshard with --threads N, beside memshard as started
+    # without --threads (its default) or, when meta's threads is set, with
+    # that. Runs from before fixed_threads had one alt_threads target.
+    fixed_ns = meta.get("fixed_threads")
+    if fixed_ns is None:
+        alt = meta.get("alt_threads", 0)
+        fixed_ns = [alt] if alt else []
+    fixed = [f"memshard-{n}t" for n in fixed_ns]
+    TARGETS = TARGETS + fixed
     proxies = [t for t in TARGETS if t.startswith("memshard")]
 
     med = {}
@@ -114,9 +227,11 @@ def main():
             }
 
     print()
-    print("memshard bench: {rounds} round(s) x {duration} s (+{warmup} s warmup) per run; memshard --threads {threads}{alt}; "
+    threads = meta.get("threads")
+    print("memshard bench: {rounds} round(s) x {duration} s (+{warmup} s warmup) per run; memshard {ms}{fx}; "
           "loadgen {lg_threads} threads; medians over rounds".format(
-              alt=f" (memshard-{alt}t: --threads {alt})" if alt else "", **meta))
+              ms=f"--threads {threads}" if threads else "with its default threads (no --threads)",
+              fx="".join(f", {t}: --threads {n}" for t, n in zip(fixed, fixed_ns)), **meta))
     print("cpu us/req = the target process's utime+stime over the measured window / requests "
           "(for direct: memcached's own)")
     la = [meta.get("loadavg_start"), meta.get("loadavg_end")]
@@ -334,6 +449,51 @@ def main():
         print("(staggered: each connection sends its get once connected, few in flight at once; "
               "burst: all connect, then all send at once)")
 
+    # memshard's default parallelism (issue 25): every workload, then every
+    # memcaslap client shape, against the fixed thread counts, nutcracker
+    # and direct; ratios of the medians over rounds.
+    shapes_runs = load_lines(os.path.join(out, "memcaslap_shapes.jsonl"))
+    default_cases = {"workloads": {}, "memcaslap_shapes": {}}
+    name = "default" if not threads else f"memshard (--threads {threads})"
+    cases = []
+    for wid, desc in workloads:
+        per_target = {t: {"rps": m["rps"], "cpu_us_per_req": m["cpu_us_per_req"]}
+                      for t in TARGETS if (m := med.get((wid, t)))}
+        if "memshard" not in per_target:
+            continue
+        c = default_case(wid, per_target, fixed)
+        default_cases["workloads"][wid] = c
+        cases.append((f"({wid}) {desc} (memshard-load)", "req", c))
+    for shape, cmd in MEMCASLAP_SHAPES.items():
+        per_target = {}
+        for t in TARGETS:
+            rs = [x for x in shapes_runs if x["shape"] == shape and x["target"] == t and x.get("tps") is not None]
+            if rs:
+                per_target[t] = {"rps": median([x["tps"] for x in rs]),
+                                 "cpu_us_per_req": median([x.get("cpu_us_per_op") for x in rs]), "runs": len(rs)}
+        if "memshard" not in per_target:
+            continue
+        c = default_case(f"memcaslap {shape}", per_target, fixed)
+        default_cases["memcaslap_shapes"][shape] = c
+        cases.append((f"memcaslap {shape}: {cmd} -X 100, its 90/10 gets/sets "
+                      f"(+{meta.get('memcaslap_warmup', 0)} s unmeasured warm-up each)", "op", c))
+    if cases:
+        print()
+        print(f"memshard's default parallelism: {name} beside "
+              + (", ".join(fixed) if fixed else "no fixed thread counts") + ", nutcracker and direct")
+        print("(medians over rounds, and ratios of the medians; best fixed: throughput over the fastest fixed")
+        print(" target's, cpu per request over the cheapest one's; the issue's targets in parentheses, printed,")
+        print(" never asserted)")
+        for title, unit, c in cases:
+            print()
+            print_default_case(title, unit, c, [t for t in TARGETS if t in c["medians"]], name)
+        failed_shapes = [x for x in shapes_runs if x.get("rc", 0) != 0]
+        if failed_shapes:
+            print()
+            print(f"{len(failed_shapes)} memcaslap run(s) exited non-zero or printed no TPS:")
+            for x in failed_shapes:
+                print(f"  {x['shape']} on {x['target']} round {x['round']}: exit {x['rc']}, see {x['log']}")
+
     failures = [r for r in runs if r["rc"] != 0] + [m for m in memory if m.get("rc", 0) != 0]
     print()
     if failures:
@@ -351,7 +511,8 @@ def main():
                    "ratios_of_medians_memshard_to_nutcracker": ratios_of_medians, "memory": memory,
                    "memory_kb_per_conn_ratio_memshard_to_nutcracker": memory_ratios, "syscalls": syscalls,
                    "binary_to_text_throughput": binary_ratios, "memcaslap": memcaslap,
-                   "memcaslap_binary_to_text": memcaslap_ratio,
+                   "memcaslap_binary_to_text": memcaslap_ratio, "memcaslap_shapes": shapes_runs,
+                   "default_parallelism": default_cases,
                    "failures": len(failures)}, f, indent=1)
 
 

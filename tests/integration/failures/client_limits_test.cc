@@ -231,7 +231,7 @@ TEST_F(ClientLimits, SixthConnectionIsRefusedAndAcceptedAgainOnceOneCloses) {
 // itself runs out of descriptors, however many the test process may open.
 Proxy limited_proxy(const TempDir& dir, const Fleet& fleet, int soft, int hard,
                     Directives directives = {}) {
-  return Proxy(dir, fleet.server_lines(), std::move(directives), {"--threads", "2", "-s", "0"},
+  return Proxy(dir, fleet.server_lines(), std::move(directives), {"--threads", "2", "--fixed-threads", "-s", "0"},
                {"prlimit", "--nofile=" + std::to_string(soft) + ":" + std::to_string(hard), "--"});
 }
 
@@ -506,7 +506,7 @@ TEST_F(ClientLimits, StartIsRefusedWhenTheDescriptorLimitLeavesNoRoomForClients)
   pool.servers = fleet.server_lines();
   std::string config = dir_.write("tight.yml", pool_yaml(pool));
   CommandResult r = run_command({"prlimit", "--nofile=40:40", "--", memshard_binary(), "-c", config,
-                                 "-s", "0", "--threads", "2"},
+                                 "-s", "0", "--threads", "2", "--fixed-threads"},
                                 {}, 20s);
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_NE(r.err.find("descriptor limit 40: room for 0 client connections (3 for server "
@@ -520,7 +520,7 @@ TEST_F(ClientLimits, StartIsRefusedWhenTheDescriptorLimitLeavesNoRoomForClients)
 // max_connections falls by what they can take.
 TEST_F(ClientLimits, ReloadSetsAsideTheDescriptorsOfWhatItAdds) {
   Fleet fleet(3);
-  Proxy proxy(dir_, {fleet.server_lines()[0]}, {}, {"--threads", "2", "-s", "0"},
+  Proxy proxy(dir_, {fleet.server_lines()[0]}, {}, {"--threads", "2", "--fixed-threads", "-s", "0"},
               {"prlimit", "--nofile=1000:1000", "--"});
   RawClient c(proxy.port());
   auto max_connections = [&] {
@@ -613,7 +613,7 @@ TEST_F(ClientLimits, SigtermDrainsRequestsInFlightThenExitsZero) {
 TEST_F(ClientLimits, DrainTimeoutBoundsTheWaitForAStuckServer) {
   Fleet fleet(1);
   Proxy proxy(dir_, fleet.server_lines(), {},
-              {"--threads", "2", "-s", "0", "--drain-timeout", "1000"});
+              {"--threads", "2", "--fixed-threads", "-s", "0", "--drain-timeout", "1000"});
   RawClient c(proxy.port());
   ASSERT_EQ(c.roundtrip(set_command("k", "v")), "STORED\r\n");
   ASSERT_TRUE(fleet[0].process().suspend()) << "memcached did not stop";

@@ -57,7 +57,7 @@ class WorkerSteering : public ::testing::Test {
     PoolSpec pool{
         "alpha", "127.0.0.1:" + std::to_string(port_), {}, {(*fleet_)[0].address() + ":1"}};
     // memshard inherits this process's CPUs: its worker k matches the k-th.
-    proxy_ = start_proxy(dir_, config_yaml({pool}), port_, {"--threads", "2"});
+    proxy_ = start_proxy(dir_, config_yaml({pool}), port_, {"--threads", "2", "--fixed-threads"});
   }
 
   // Opens `count` connections from a thread on `cpu`; each answers a

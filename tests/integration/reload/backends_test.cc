@@ -58,7 +58,7 @@ TEST(ReloadBackends, ServersThatStayKeepTheirConnections) {
 
   TempDir dir;
   const std::string path = dir.write("memshard.yml", yaml(before));
-  Memshard ms(path, memshard_args({"--threads", std::to_string(threads)}), port);
+  Memshard ms(path, memshard_args({"--threads", std::to_string(threads), "--fixed-threads"}), port);
   ASSERT_TRUE(wait_ready(port));
 
   // Every worker connects to every server; then clients that stay open
@@ -130,7 +130,7 @@ TEST(ReloadBackends, InFlightMultiGetCompletesOnTheRemovedServer) {
 
   TempDir dir;
   const std::string path = dir.write("memshard.yml", old_text);
-  Memshard ms(path, memshard_args({"--threads", "2"}), port);
+  Memshard ms(path, memshard_args({"--threads", "2", "--fixed-threads"}), port);
   ASSERT_TRUE(wait_ready(port));
 
   Conn c(port);

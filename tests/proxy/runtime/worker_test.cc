@@ -515,5 +515,67 @@ TEST_F(WorkerTest, StopEndsARunningLoopAndClosesWhatIsHandedOverAfter) {
   EXPECT_EQ(pool_clients_->open(), 1u);  // the adopted one closes with the worker
 }
 
+// Worker::place with one active worker: the other hands its client over
+// (through the host, as Proxy::hand_over does), and the client goes on as
+// if nothing happened.
+TEST_F(WorkerTest, AWorkerNoLongerActiveHandsItsClientsToAnActiveOne) {
+  FakeServer server("tag");
+  Worker first(host_, 0, 0), second(host_, 1, 0);
+  host_.workers = {&first, &second};
+  first.start(topology_for(server.address(), 1));
+  second.start(topology_for(server.address(), 1));
+  std::unique_ptr<TestClient> client = hand_over(second);
+  client->send("set k 0 0 5\r\nhello\r\n");
+  ASSERT_EQ(client->read_until("\r\n"), "STORED\r\n");
+  ASSERT_EQ(second.stats().curr_connections.get(), 1u);
+
+  for (Worker* w : {&first, &second}) w->place(Worker::Placement{1, {}, {0, 0}});
+  EXPECT_TRUE(eventually([&] { return first.stats().curr_connections.get() == 1; }));
+  EXPECT_EQ(second.stats().curr_connections.get(), 0u);
+  EXPECT_EQ(second.stats().moved_connections.get(), 1u);
+  // Counted once by its listener throughout, and never as a new connection.
+  EXPECT_EQ(pool_clients_->open(), 1u);
+  EXPECT_EQ(first.stats().total_connections.get(), 0u);
+
+  // Pipelined, right after the move: answered in order by the new worker.
+  client->send("get k\r\nset k 0 0 3\r\nbye\r\nget k\r\n");
+  EXPECT_EQ(client->read_until("END\r\n"), "VALUE k 0 5\r\nhello\r\nEND\r\n");
+  EXPECT_EQ(client->read_until("\r\n"), "STORED\r\n");
+  EXPECT_EQ(client->read_until("END\r\n"), "VALUE k 0 3\r\nbye\r\nEND\r\n");
+  EXPECT_EQ(first.stats().moved_connections.get(), 0u);
+
+  client->close_now();
+  EXPECT_TRUE(eventually([&] { return pool_clients_->open() == 0; }));
+  EXPECT_EQ(first.stats().curr_connections.get(), 0u);
+}
+
+// A client that is owed a reply stays until it has it: moving it then
+// could reorder or lose the reply.
+TEST_F(WorkerTest, AClientOwedAReplyMovesOnlyOnceAnswered) {
+  FakeServer server("tag");
+  Worker first(host_, 0, 0), second(host_, 1, 0);
+  host_.workers = {&first, &second};
+  first.start(topology_for(server.address(), 1));
+  second.start(topology_for(server.address(), 1));
+  std::unique_ptr<TestClient> client = hand_over(second);
+  client->send("get warm\r\n");
+  ASSERT_EQ(client->read_until("END\r\n"), "VALUE warm 0 3\r\ntag\r\nEND\r\n");
+
+  server.set_hold(true);
+  client->send("get k\r\n");
+  EXPECT_TRUE(eventually([&] { return server.requests() == 2; }));
+  for (Worker* w : {&first, &second}) w->place(Worker::Placement{1, {}, {0, 0}});
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_EQ(second.stats().curr_connections.get(), 1u) << "moved while owed a reply";
+  EXPECT_EQ(second.stats().moved_connections.get(), 0u);
+
+  server.release();
+  EXPECT_EQ(client->read_until("END\r\n"), "VALUE k 0 3\r\ntag\r\nEND\r\n");
+  EXPECT_TRUE(eventually([&] { return first.stats().curr_connections.get() == 1; }));
+  EXPECT_EQ(second.stats().moved_connections.get(), 1u);
+  client->send("get k\r\n");
+  EXPECT_EQ(client->read_until("END\r\n"), "VALUE k 0 3\r\ntag\r\nEND\r\n");
+}
+
 }  // namespace
 }  // namespace memshard::proxy

@@ -162,8 +162,8 @@ void Proxy::start() {
     watch_ = std::make_unique<ConfigWatch>(base_, options_.config_file, [this] { reload(); });
   }
   set_descriptor_budget(true);
-  log_notice("memshard %s started: %zu pool(s), %d worker thread(s)%s, writes %s",
-             MEMSHARD_VERSION, topology_->pools.size(), threads,
+  log_notice("memshard %s started: %zu pool(s), %d worker thread(s)%s, writes %s", MEMSHARD_VERSION,
+             topology_->pools.size(), threads,
              governor_ ? " (as many active as the load needs)" : "",
              batching ? "batched (io_uring)" : "one writev per socket");
 }

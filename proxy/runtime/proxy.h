@@ -103,8 +103,8 @@ class Proxy final : public StatsView, public WorkerHost {
     names_->connect_failed(pool, identity);
   }
   const StatsView& stats_view() const override { return *this; }
-  void hand_over(size_t to, int fd, std::string pool_name, std::shared_ptr<ClientCount> pool_clients,
-                 ClientConn::Arrival arrival) override {
+  void hand_over(size_t to, int fd, std::string pool_name,
+                 std::shared_ptr<ClientCount> pool_clients, ClientConn::Arrival arrival) override {
     workers_[to]->adopt_client(fd, std::move(pool_name), std::move(pool_clients), arrival);
   }
   // Lookups of a server's name that found other addresses than before, and

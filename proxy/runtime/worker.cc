@@ -53,8 +53,8 @@ Worker::Worker(WorkerHost& host, int index, int park_after_ms, StreamLoop::Write
       if (const int to = destination(e.fd, true); to >= 0) {
         stats_.curr_connections.sub();
         e.origin->stats->client_connections.sub();
-        host_.hand_over(static_cast<size_t>(to), e.fd, e.origin->pool_name,
-                        e.origin->pool_clients, ClientConn::Arrival::moved_text);
+        host_.hand_over(static_cast<size_t>(to), e.fd, e.origin->pool_name, e.origin->pool_clients,
+                        ClientConn::Arrival::moved_text);
         return;
       }
     }
@@ -175,8 +175,8 @@ void Worker::move_clients() {
     moving_ = !clients_.empty() && !clients_draining_;
     return;
   }
-  const bool owed = std::any_of(placement_.send.begin(), placement_.send.end(),
-                                [](uint64_t n) { return n > 0; });
+  const bool owed =
+      std::any_of(placement_.send.begin(), placement_.send.end(), [](uint64_t n) { return n > 0; });
   moving_ = owed && now < moves_until_usec_ && !clients_draining_;
 }
 
@@ -203,24 +203,23 @@ void Worker::adopt_client(int fd, std::string pool_name, std::shared_ptr<ClientC
   // Counted before the task is posted: the mailbox's lock orders this before
   // the task's decrement, so the count never dips below what is in flight.
   handed_over_.fetch_add(1, std::memory_order_relaxed);
-  mailbox_->post(
-      [this, fd, pool = std::move(pool_name), clients = std::move(pool_clients),
-       arrival]() mutable {
-        if (stopping_.load(std::memory_order_relaxed)) {
-          close(fd);
-          clients->remove();
-          handed_over_.fetch_sub(1, std::memory_order_relaxed);
-          return;
-        }
-        ClientConn* c = add_client(fd, origin_for(pool, std::move(clients)), arrival);
-        // Moved in after a drain began: it gets what the others get.
-        if (clients_draining_) c->close_when_idle();
-        // Sent here just as this worker stopped taking connections: on.
-        if (static_cast<size_t>(index_) >= placement_.active && !clients_draining_) moving_ = true;
-        // Counted as a connection now (the ClientConn counts itself), so no
-        // longer as handed over; release pairs with client_load().
-        handed_over_.fetch_sub(1, std::memory_order_release);
-      });
+  mailbox_->post([this, fd, pool = std::move(pool_name), clients = std::move(pool_clients),
+                  arrival]() mutable {
+    if (stopping_.load(std::memory_order_relaxed)) {
+      close(fd);
+      clients->remove();
+      handed_over_.fetch_sub(1, std::memory_order_relaxed);
+      return;
+    }
+    ClientConn* c = add_client(fd, origin_for(pool, std::move(clients)), arrival);
+    // Moved in after a drain began: it gets what the others get.
+    if (clients_draining_) c->close_when_idle();
+    // Sent here just as this worker stopped taking connections: on.
+    if (static_cast<size_t>(index_) >= placement_.active && !clients_draining_) moving_ = true;
+    // Counted as a connection now (the ClientConn counts itself), so no
+    // longer as handed over; release pairs with client_load().
+    handed_over_.fetch_sub(1, std::memory_order_release);
+  });
 }
 
 uint64_t Worker::client_load() const {

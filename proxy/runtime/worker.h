@@ -32,7 +32,6 @@
 
 namespace memshard::proxy {
 
-
 // What a worker needs of the proxy that runs it: where to report servers
 // and the counters `stats` shows. Proxy implements it; a test can fake it.
 class WorkerHost {
@@ -204,8 +203,8 @@ class Worker final : public BackendContext, public ClientContext {
   // Connection moves (place()): worker thread only.
   Placement placement_;
   bool moving_ = false;
-  uint64_t moves_until_usec_ = 0;            // an active worker stops trying then
-  bool clients_draining_ = false;            // moved-in clients close once idle
+  uint64_t moves_until_usec_ = 0;  // an active worker stops trying then
+  bool clients_draining_ = false;  // moved-in clients close once idle
   std::atomic<int> tid_{0};
   std::atomic<uint64_t> wakeups_{0};
   // Counters readable from other threads; the mutex guards the maps only

@@ -52,16 +52,17 @@ void WorkerGovernor::judge_trial(uint64_t now_usec) {
     if (rps >= baseline_rps_ * (1 + s_.grow_gain)) {
       backoff_usec_ = s_.backoff_usec;
       grow_after_usec_ = 0;
-      reason_ = describe("%.0f requests/s with one worker more, up from %.0f: kept", rps,
-                         baseline_rps_);
+      reason_ =
+          describe("%.0f requests/s with one worker more, up from %.0f: kept", rps, baseline_rps_);
       return;
     }
     // Did not pay: back, and not again for a while at this load.
     failed_at_rps_ = baseline_rps_;
     grow_after_usec_ = now_usec + backoff_usec_;
-    reason_ = describe("%.0f requests/s with one worker more, against %.0f: back, and no new try "
-                       "for a while at this load",
-                       rps, baseline_rps_);
+    reason_ = describe(
+        "%.0f requests/s with one worker more, against %.0f: back, and no new try "
+        "for a while at this load",
+        rps, baseline_rps_);
     backoff_usec_ = std::min(backoff_usec_ * 2, s_.max_backoff_usec);
     active_ = from_;
     // The ticks measured with more workers are not this count's.
@@ -69,12 +70,12 @@ void WorkerGovernor::judge_trial(uint64_t now_usec) {
     return;
   }
   if (rps >= baseline_rps_ * (1 - s_.shrink_loss)) {
-    reason_ = describe("%.0f requests/s with one worker fewer, against %.0f: kept", rps,
-                       baseline_rps_);
+    reason_ =
+        describe("%.0f requests/s with one worker fewer, against %.0f: kept", rps, baseline_rps_);
     return;
   }
-  reason_ = describe("%.0f requests/s with one worker fewer, down from %.0f: back", rps,
-                     baseline_rps_);
+  reason_ =
+      describe("%.0f requests/s with one worker fewer, down from %.0f: back", rps, baseline_rps_);
   shrink_after_usec_ = now_usec + s_.backoff_usec;
   active_ = from_;
   recent_rps_.clear();
@@ -133,16 +134,15 @@ size_t WorkerGovernor::tick(uint64_t now_usec, std::span<const Figures> workers)
     // Judged over as many ticks as a trial: one noisy tick is no change.
     const double judged = failed_at_rps_;
     rps = window_rps(static_cast<size_t>(s_.trial_ticks));
-    const bool changed = judged > 0 && (rps > judged * (1 + s_.load_change) ||
-                                        rps < judged * (1 - s_.load_change));
+    const bool changed =
+        judged > 0 && (rps > judged * (1 + s_.load_change) || rps < judged * (1 - s_.load_change));
     if (changed) backoff_usec_ = s_.backoff_usec;
     if (changed || now_usec >= grow_after_usec_) grow_after_usec_ = 0;
   }
 
   const bool saturated = last_busy_ >= s_.grow_busy;
   saturated_ticks_ = saturated ? saturated_ticks_ + 1 : 0;
-  const bool light =
-      active_ > 1 && busy_sum < s_.shrink_busy * static_cast<double>(active_ - 1);
+  const bool light = active_ > 1 && busy_sum < s_.shrink_busy * static_cast<double>(active_ - 1);
   light_ticks_ = light ? light_ticks_ + 1 : 0;
 
   if (saturated_ticks_ >= s_.grow_ticks && active_ < max && grow_after_usec_ == 0) {

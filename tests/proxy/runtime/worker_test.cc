@@ -354,6 +354,19 @@ class WorkerTest : public testing::Test {
     return std::make_unique<TestClient>(fds[1]);
   }
 
+  // Two workers the host moves clients between; the client starts on the
+  // second.
+  std::unique_ptr<TestClient> two_workers(FakeServer& server, Worker& first, Worker& second) {
+    host_.workers = {&first, &second};
+    first.start(topology_for(server.address(), 1));
+    second.start(topology_for(server.address(), 1));
+    return hand_over(second);
+  }
+  // What Proxy::set_active_workers(1) tells them.
+  static void only_first_active(Worker& first, Worker& second) {
+    for (Worker* w : {&first, &second}) w->place(Worker::Placement{1, {}, {0, 0}});
+  }
+
   std::shared_ptr<std::atomic<uint32_t>> proxy_total_ = std::make_shared<std::atomic<uint32_t>>(0);
   std::shared_ptr<ClientCount> pool_clients_ = std::make_shared<ClientCount>(proxy_total_);
   FakeHost host_;
@@ -521,15 +534,12 @@ TEST_F(WorkerTest, StopEndsARunningLoopAndClosesWhatIsHandedOverAfter) {
 TEST_F(WorkerTest, AWorkerNoLongerActiveHandsItsClientsToAnActiveOne) {
   FakeServer server("tag");
   Worker first(host_, 0, 0), second(host_, 1, 0);
-  host_.workers = {&first, &second};
-  first.start(topology_for(server.address(), 1));
-  second.start(topology_for(server.address(), 1));
-  std::unique_ptr<TestClient> client = hand_over(second);
+  std::unique_ptr<TestClient> client = two_workers(server, first, second);
   client->send("set k 0 0 5\r\nhello\r\n");
   ASSERT_EQ(client->read_until("\r\n"), "STORED\r\n");
   ASSERT_EQ(second.stats().curr_connections.get(), 1u);
 
-  for (Worker* w : {&first, &second}) w->place(Worker::Placement{1, {}, {0, 0}});
+  only_first_active(first, second);
   EXPECT_TRUE(eventually([&] { return first.stats().curr_connections.get() == 1; }));
   EXPECT_EQ(second.stats().curr_connections.get(), 0u);
   EXPECT_EQ(second.stats().moved_connections.get(), 1u);
@@ -554,17 +564,14 @@ TEST_F(WorkerTest, AWorkerNoLongerActiveHandsItsClientsToAnActiveOne) {
 TEST_F(WorkerTest, AClientOwedAReplyMovesOnlyOnceAnswered) {
   FakeServer server("tag");
   Worker first(host_, 0, 0), second(host_, 1, 0);
-  host_.workers = {&first, &second};
-  first.start(topology_for(server.address(), 1));
-  second.start(topology_for(server.address(), 1));
-  std::unique_ptr<TestClient> client = hand_over(second);
+  std::unique_ptr<TestClient> client = two_workers(server, first, second);
   client->send("get warm\r\n");
   ASSERT_EQ(client->read_until("END\r\n"), "VALUE warm 0 3\r\ntag\r\nEND\r\n");
 
   server.set_hold(true);
   client->send("get k\r\n");
   EXPECT_TRUE(eventually([&] { return server.requests() == 2; }));
-  for (Worker* w : {&first, &second}) w->place(Worker::Placement{1, {}, {0, 0}});
+  only_first_active(first, second);
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   EXPECT_EQ(second.stats().curr_connections.get(), 1u) << "moved while owed a reply";
   EXPECT_EQ(second.stats().moved_connections.get(), 0u);

@@ -52,6 +52,7 @@ Worker::Worker(WorkerHost& host, int index, int park_after_ms, StreamLoop::Write
     if (static_cast<size_t>(index_) >= placement_.active) {
       if (const int to = destination(e.fd, true); to >= 0) {
         stats_.curr_connections.sub();
+        stats_.moved_connections.add();
         e.origin->stats->client_connections.sub();
         host_.hand_over(static_cast<size_t>(to), e.fd, e.origin->pool_name, e.origin->pool_clients,
                         ClientConn::Arrival::moved_text);

@@ -728,4 +728,27 @@ bool run_traffic(uint16_t port, const std::map<std::string, std::vector<std::str
   return true;
 }
 
+std::vector<int> allowed_cpus() {
+  std::vector<int> cpus;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) != 0) return cpus;
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+    if (CPU_ISSET(cpu, &set)) cpus.push_back(cpu);
+  }
+  return cpus;
+}
+
+PinnedTo::PinnedTo(int cpu) {
+  pthread_getaffinity_np(pthread_self(), sizeof(saved_), &saved_);
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(cpu, &one);
+  ok_ = pthread_setaffinity_np(pthread_self(), sizeof(one), &one) == 0;
+}
+
+PinnedTo::~PinnedTo() {
+  pthread_setaffinity_np(pthread_self(), sizeof(saved_), &saved_);
+}
+
 }  // namespace memshard::testing::ops

@@ -4,6 +4,8 @@
 // and bounded waits on files and conditions.
 #pragma once
 
+#include <pthread.h>
+#include <sched.h>
 #include <sys/types.h>
 
 #include <chrono>
@@ -187,5 +189,25 @@ struct Traffic {
 // Returns false with `failure` when a reply is not the expected one.
 bool run_traffic(uint16_t port, const std::map<std::string, std::vector<std::string>>& keys,
                  Traffic& out, std::string* failure);
+
+// The CPUs this process may run on, ascending.
+std::vector<int> allowed_cpus();
+
+// Runs this thread on `cpu` alone while in scope: on loopback a
+// connection's packets arrive on the sending thread's CPU (its handshake
+// too), which is what memshard reads back (SO_INCOMING_CPU) to pick a
+// connection's worker.
+class PinnedTo {
+ public:
+  explicit PinnedTo(int cpu);
+  ~PinnedTo();
+  PinnedTo(const PinnedTo&) = delete;
+  PinnedTo& operator=(const PinnedTo&) = delete;
+  bool ok() const { return ok_; }
+
+ private:
+  cpu_set_t saved_;
+  bool ok_ = false;
+};
 
 }  // namespace memshard::testing::ops

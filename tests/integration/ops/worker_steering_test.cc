@@ -14,39 +14,6 @@
 namespace memshard::testing::ops {
 namespace {
 
-std::vector<int> allowed_cpus() {
-  std::vector<int> cpus;
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof(set), &set) != 0) return cpus;
-  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
-    if (CPU_ISSET(cpu, &set)) cpus.push_back(cpu);
-  }
-  return cpus;
-}
-
-// Runs this thread on `cpu` alone while in scope. On loopback the kernel
-// handles a connection's handshake on the connecting thread's CPU, which is
-// what the proxy reads back as the connection's incoming CPU.
-class PinnedTo {
- public:
-  explicit PinnedTo(int cpu) {
-    pthread_getaffinity_np(pthread_self(), sizeof(saved_), &saved_);
-    cpu_set_t one;
-    CPU_ZERO(&one);
-    CPU_SET(cpu, &one);
-    ok_ = pthread_setaffinity_np(pthread_self(), sizeof(one), &one) == 0;
-  }
-  ~PinnedTo() { pthread_setaffinity_np(pthread_self(), sizeof(saved_), &saved_); }
-  PinnedTo(const PinnedTo&) = delete;
-  PinnedTo& operator=(const PinnedTo&) = delete;
-  bool ok() const { return ok_; }
-
- private:
-  cpu_set_t saved_;
-  bool ok_ = false;
-};
-
 class WorkerSteering : public ::testing::Test {
  protected:
   void SetUp() override {

@@ -529,7 +529,26 @@ bool ClientConn::parkable(uint64_t idle_since_usec) const {
 
 bool ClientConn::movable() const {
   return !stream_.tls() && slots_.empty() && !closing_ && !closed_ && !paused_ && !in_process_ &&
-         awaiting_bytes_ == 0 && swallow_left_ == 0 && stream_.quiet();
+         awaiting_bytes_ == 0 && swallow_left_ == 0 &&
+         (held_for_move_ ? stream_.settled() : stream_.quiet());
+}
+
+bool ClientConn::hold_for_move() {
+  if (held_for_move_) return true;
+  // Only between whole requests: half of one buffered would need the rest
+  // read to be answered.
+  if (stream_.tls() || closing_ || closed_ || in_process_ || awaiting_bytes_ != 0 ||
+      swallow_left_ != 0 || stream_.input_length() != 0)
+    return false;
+  held_for_move_ = true;
+  stream_.set_reading(false);
+  return true;
+}
+
+void ClientConn::release_hold() {
+  if (!held_for_move_) return;
+  held_for_move_ = false;
+  if (!closing_ && !closed_ && !paused_) stream_.set_reading(true);
 }
 
 std::pair<int, ClientConn::Arrival> ClientConn::release_for_move() {

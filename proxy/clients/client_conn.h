@@ -90,6 +90,15 @@ class ClientConn final : public SlotOwner {
   // still in the kernel, so another worker can take the socket over and
   // no reply can be lost or reordered.
   bool movable() const;
+  // For a connection that keeps requests in flight all the time (a deep
+  // pipeline never owes nothing): stops reading from its socket, so that
+  // once what it already sent is answered it is movable, the rest of its
+  // requests waiting in the kernel for the new worker. False when it
+  // cannot be held (TLS, closing, half a request buffered).
+  bool hold_for_move();
+  // Reads again: the move it was held for is off.
+  void release_hold();
+  bool held_for_move() const { return held_for_move_; }
   // For a movable connection: counts it out of this worker and hands over
   // the socket, with how the taking worker must resume it. The connection
   // is then destroyed.
@@ -167,8 +176,9 @@ class ClientConn final : public SlotOwner {
   std::unique_ptr<Binary> binary_;
   bool in_process_ = false;
   bool paused_ = false;
-  bool closing_ = false;  // no more input; close once replies are written
-  bool closed_ = false;   // socket gone; waiting for owed slots to finish
+  bool closing_ = false;        // no more input; close once replies are written
+  bool closed_ = false;         // socket gone; waiting for owed slots to finish
+  bool held_for_move_ = false;  // not reading, until moved (hold_for_move)
 };
 
 }  // namespace memshard::proxy

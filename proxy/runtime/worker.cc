@@ -156,15 +156,35 @@ void Worker::move_clients() {
   // qualifies (one client thread) the extra worker gets nothing, and its
   // trial finds no gain, which is the right answer for that load.
   const bool any = inactive;
+  uint64_t owed = 0;
+  for (uint64_t n : placement_.send) owed += n;
   size_t moved = 0;
   std::erase_if(clients_, [&](ClientConn* c) {
-    if (!c->movable()) return false;
+    const bool held = c->held_for_move();
+    if (!c->movable()) {
+      // A client that never pauses (a deep pipeline) is held still until
+      // what it sent is answered; no more are held than are to move.
+      if (!held && (inactive || held_ < owed) && destination(c->fd(), any) >= 0 &&
+          c->hold_for_move())
+        ++held_;
+      return false;
+    }
     const int to = destination(c->fd(), any);
-    if (to < 0) return false;
+    if (to < 0) {
+      if (held) {
+        c->release_hold();
+        --held_;
+      }
+      return false;
+    }
+    if (held) --held_;
     auto [fd, arrival] = c->release_for_move();
     const std::shared_ptr<const ClientOrigin> origin = c->origin();
     destroy_client(c);
-    if (!inactive) --placement_.send[static_cast<size_t>(to)];
+    if (!inactive) {
+      --placement_.send[static_cast<size_t>(to)];
+      --owed;
+    }
     host_.hand_over(static_cast<size_t>(to), fd, origin->pool_name, origin->pool_clients, arrival);
     ++moved;
     return true;
@@ -174,11 +194,14 @@ void Worker::move_clients() {
     // Until every client that can move has: those in the middle of a
     // request go when it is done.
     moving_ = !clients_.empty() && !clients_draining_;
-    return;
+  } else {
+    moving_ = owed > 0 && now < moves_until_usec_ && !clients_draining_;
   }
-  const bool owed =
-      std::any_of(placement_.send.begin(), placement_.send.end(), [](uint64_t n) { return n > 0; });
-  moving_ = owed && now < moves_until_usec_ && !clients_draining_;
+  if (moving_ || held_ == 0) return;
+  // The moves are over (done, out of time, or draining): whoever is still
+  // held reads again.
+  for (ClientConn* c : clients_) c->release_hold();
+  held_ = 0;
 }
 
 void Worker::stop() {

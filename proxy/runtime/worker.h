@@ -203,6 +203,7 @@ class Worker final : public BackendContext, public ClientContext {
   // Connection moves (place()): worker thread only.
   Placement placement_;
   bool moving_ = false;
+  size_t held_ = 0;                // clients held still to be moved (ClientConn::hold_for_move)
   uint64_t moves_until_usec_ = 0;  // an active worker stops trying then
   bool clients_draining_ = false;  // moved-in clients close once idle
   std::atomic<int> tid_{0};

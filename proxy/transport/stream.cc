@@ -218,8 +218,8 @@ void Stream::close() {
   if (output_ != nullptr) evbuffer_drain(output_, evbuffer_get_length(output_));
 }
 
-bool Stream::quiet() const {
-  return fd_ >= 0 && !dirty_ && !blocked_ && !connecting_ && !eof_ && !failed_ && reading_ &&
+bool Stream::settled() const {
+  return fd_ >= 0 && !dirty_ && !blocked_ && !connecting_ && !eof_ && !failed_ &&
          input_length() == 0 && output_length() == 0;
 }
 

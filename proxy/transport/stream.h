@@ -186,7 +186,10 @@ class Stream {
 
   // Nothing buffered, owed or pending: no input, no output (written or
   // waiting to be), and reading on and healthy.
-  bool quiet() const;
+  bool quiet() const { return settled() && reading_; }
+  // The same, whether reading is on or off (a connection held still to be
+  // handed to another thread).
+  bool settled() const;
   // Speaks TLS through `ssl` (owned) from now on: as the accepting side at
   // once, or, on a stream that connect()s, as the connecting side once the
   // connection is made ("connected" is then reported after the handshake).

@@ -47,7 +47,9 @@ class HotKeys : public ::testing::Test {
     port_ = free_port();
     PoolSpec alpha{"alpha", "127.0.0.1:" + std::to_string(port_), std::move(directives),
                    fleet_->server_lines()};
-    proxy_ = start_proxy(dir_, config_yaml({alpha}), port_, {"--threads", "2"},
+    // Both workers take connections, one client each, as these tests were
+    // written for: each worker's sketch sees its own client's traffic.
+    proxy_ = start_proxy(dir_, config_yaml({alpha}), port_, {"--threads", "2", "--fixed-threads"},
                          dir_.path() + "/stderr.log");
     for (int i = 0; i < 2; ++i) clients_.push_back(std::make_unique<RawClient>(port_));
   }

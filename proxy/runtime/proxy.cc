@@ -17,6 +17,7 @@
 #include "proxy/runtime/thread_busy.h"
 #include "proxy/support/clock.h"
 #include "proxy/support/log.h"
+#include "proxy/transport/socket_address.h"
 
 namespace memshard::proxy {
 
@@ -33,14 +34,6 @@ std::vector<int> allowed_cpus() {
     }
   }
   return cpus;
-}
-
-// The CPU the kernel last received this connection's packets on, or -1.
-int incoming_cpu(int fd) {
-  int cpu = -1;
-  socklen_t len = sizeof(cpu);
-  if (getsockopt(fd, SOL_SOCKET, SO_INCOMING_CPU, &cpu, &len) != 0) return -1;
-  return cpu;
 }
 }  // namespace
 

@@ -1,7 +1,6 @@
 #include "proxy/runtime/worker.h"
 
 #include <malloc.h>
-#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -12,6 +11,7 @@
 #include "proxy/admin/local_commands.h"
 #include "proxy/clients/client_conn.h"
 #include "proxy/support/clock.h"
+#include "proxy/transport/socket_address.h"
 
 namespace memshard::proxy {
 
@@ -123,9 +123,7 @@ void Worker::place(Placement placement) {
 int Worker::destination(int fd, bool any) {
   const Placement& p = placement_;
   const bool inactive = static_cast<size_t>(index_) >= p.active;
-  int cpu = -1;
-  socklen_t len = sizeof(cpu);
-  if (getsockopt(fd, SOL_SOCKET, SO_INCOMING_CPU, &cpu, &len) != 0) cpu = -1;
+  const int cpu = incoming_cpu(fd);
   if (cpu >= 0 && static_cast<size_t>(cpu) < p.worker_of_cpu.size()) {
     const int to = p.worker_of_cpu[static_cast<size_t>(cpu)];
     if (to >= 0 && to != index_ && static_cast<size_t>(to) < p.active &&

@@ -33,7 +33,7 @@ class Counter {
 #define MEMSHARD_WORKER_COUNTERS(X)                                                      \
   X(curr_connections)                                                                    \
   X(parked_connections) /* gauge: of those, idle ones held as a bare socket */           \
-  X(moved_connections)  /* handed to another worker (worker_governor.h) */                \
+  X(moved_connections)  /* handed to another worker (worker_governor.h) */               \
   X(total_connections)                                                                   \
   X(binary_connections) /* gauge: of curr_connections, those speaking binary */          \
   X(cmd_get)            /* keys requested by get-family commands */                      \

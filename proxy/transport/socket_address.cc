@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/un.h>
 
 #include <algorithm>
@@ -90,6 +91,13 @@ AddressList resolve_addresses(const std::string& host, uint16_t port, bool is_un
 
 SocketAddress resolve_address(const std::string& host, uint16_t port, bool is_unix) {
   return resolve_addresses(host, port, is_unix).front();
+}
+
+int incoming_cpu(int fd) {
+  int cpu = -1;
+  socklen_t len = sizeof(cpu);
+  if (getsockopt(fd, SOL_SOCKET, SO_INCOMING_CPU, &cpu, &len) != 0) return -1;
+  return cpu;
 }
 
 }  // namespace memshard::proxy

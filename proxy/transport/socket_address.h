@@ -38,5 +38,8 @@ AddressList resolve_addresses(const std::string& host, uint16_t port, bool is_un
 bool is_ip_literal(const std::string& host);
 // "a, b, c" of AddressList::text(), for logs.
 std::string describe(const AddressList& addresses);
+// The CPU the kernel last received this socket's packets on
+// (SO_INCOMING_CPU: the sender's CPU on loopback), or -1 when unknown.
+int incoming_cpu(int fd);
 
 }  // namespace memshard::proxy

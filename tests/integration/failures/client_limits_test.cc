@@ -231,7 +231,8 @@ TEST_F(ClientLimits, SixthConnectionIsRefusedAndAcceptedAgainOnceOneCloses) {
 // itself runs out of descriptors, however many the test process may open.
 Proxy limited_proxy(const TempDir& dir, const Fleet& fleet, int soft, int hard,
                     Directives directives = {}) {
-  return Proxy(dir, fleet.server_lines(), std::move(directives), {"--threads", "2", "--fixed-threads", "-s", "0"},
+  return Proxy(dir, fleet.server_lines(), std::move(directives),
+               {"--threads", "2", "--fixed-threads", "-s", "0"},
                {"prlimit", "--nofile=" + std::to_string(soft) + ":" + std::to_string(hard), "--"});
 }
 

@@ -27,7 +27,8 @@ class ReloadBrokenConfig : public ::testing::Test {
     good_ = yaml(p);
     path_ = dir_.write("memshard.yml", good_);
     log_ = dir_.path() + "/memshard.log";
-    ms_ = std::make_unique<Memshard>(path_, memshard_args({"--threads", "2", "--fixed-threads", "-o", log_}), port_);
+    ms_ = std::make_unique<Memshard>(
+        path_, memshard_args({"--threads", "2", "--fixed-threads", "-o", log_}), port_);
     ASSERT_TRUE(wait_ready(port_));
     ASSERT_TRUE(keys_land_per_config(port_, good_, ports_, "before:"));
   }

@@ -196,7 +196,8 @@ TEST(ReloadUnderLoad, FiftyReloadsGrowShrinkSwapReweightWithBrokenConfigs) {
 
   const std::string path = dir.write("memshard.yml", initial);
   const std::string log = dir.path() + "/memshard.log";
-  Memshard ms(path, memshard_args({"--threads", "2", "--fixed-threads", "-o", log, "-v", "6"}), port);
+  Memshard ms(path, memshard_args({"--threads", "2", "--fixed-threads", "-o", log, "-v", "6"}),
+              port);
   ASSERT_TRUE(wait_ready(port)) << "memshard does not answer stats";
   const pid_t pid = ms.process().pid();
   const std::vector<uint16_t> initial_servers = {ports[0], ports[1], ports[2]};

@@ -190,9 +190,9 @@ int main(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber);
   bool no_io_uring = false;
   app.add_flag("--no-io-uring", no_io_uring,
-               "write each socket with its own writev, rather than all the writes of an event "
-               "loop iteration in one io_uring submission (the default, when the kernel allows "
-               "io_uring)");
+               "read and write each socket with its own system call, rather than all the reads, "
+               "then all the writes, of an event loop iteration in one io_uring submission each "
+               "(the default, when the kernel allows io_uring)");
   CLI::App* ring = app.add_subcommand("ring", "inspect the rings a configuration builds");
   ring->require_subcommand(1);
   std::string ring_conf, ring_pool, diff_old, diff_new;

@@ -107,7 +107,8 @@ void Proxy::start() {
   // Said once: every worker's ring is set up alike, so they all batch or none.
   const bool batching = workers_.front()->streams().batching();
   if (options_.batch_writes && !batching)
-    log_warn("io_uring is not available (%s): each socket is written with its own writev",
+    log_warn("io_uring is not available (%s): each socket is read and written with its own "
+             "system call",
              strerror(workers_.front()->streams().batching_error()));
   cpus_ = cpus;
   picker_ = std::make_unique<WorkerPicker>(workers_.size(), std::move(cpus));
@@ -155,10 +156,11 @@ void Proxy::start() {
     watch_ = std::make_unique<ConfigWatch>(base_, options_.config_file, [this] { reload(); });
   }
   set_descriptor_budget(true);
-  log_notice("memshard %s started: %zu pool(s), %d worker thread(s)%s, writes %s", MEMSHARD_VERSION,
+  log_notice("memshard %s started: %zu pool(s), %d worker thread(s)%s, reads and writes %s",
+             MEMSHARD_VERSION,
              topology_->pools.size(), threads,
              governor_ ? " (as many active as the load needs)" : "",
-             batching ? "batched (io_uring)" : "one writev per socket");
+             batching ? "batched (io_uring)" : "one system call per socket");
 }
 
 void Proxy::set_descriptor_budget(bool starting) {

@@ -42,6 +42,9 @@ Worker::Worker(WorkerHost& host, int index, int park_after_ms, StreamLoop::Write
   base_ = event_base_new_with_config(cfg);
   event_config_free(cfg);
   streams_ = std::make_unique<StreamLoop>(base_, writes);
+  // Batched writes bring batched reads: run() reads each iteration's
+  // readable sockets together (StreamLoop::read_ready).
+  streams_->batch_reads(writes == StreamLoop::Writes::batched);
   mailbox_ = std::make_unique<Mailbox>(base_);
   reap_event_ = event_new(base_, -1, 0, &Worker::on_reap, this);
   housekeeping_event_ = event_new(base_, -1, EV_PERSIST, &Worker::on_housekeeping, this);
@@ -86,7 +89,8 @@ void Worker::start(std::shared_ptr<const Topology> topology) {
   thread_ = std::thread([this] { run(); });
 }
 
-// One loop iteration runs every ready callback, then writes what they all
+// One loop iteration runs every ready callback, reads every socket that
+// was readable (in one system call when batched), then writes what they all
 // produced: each socket gets one write per iteration however many requests
 // or replies went to it.
 void Worker::run() {
@@ -94,6 +98,7 @@ void Worker::run() {
   running_ = true;
   while (running_) {
     event_base_loop(base_, EVLOOP_ONCE);
+    streams_->read_ready();
     streams_->flush();
     // After the flush: a client whose reply just went out owes nothing.
     if (moving_) move_clients();

@@ -53,7 +53,8 @@ class Worker final : public BackendContext, public ClientContext {
  public:
   // `park_after_ms`: how long a client connection must have been idle to be
   // parked (parked_clients.h); 0 never parks. `writes`: how the worker's
-  // streams are written (StreamLoop::Writes).
+  // streams are written (StreamLoop::Writes); batched writes come with
+  // batched reads.
   Worker(WorkerHost& host, int index, int park_after_ms,
          StreamLoop::Writes writes = StreamLoop::Writes::batched);
   ~Worker();

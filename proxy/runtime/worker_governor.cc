@@ -19,6 +19,7 @@ std::string describe(const char* what, double a, double b) {
 WorkerGovernor::WorkerGovernor(Settings settings) : s_(settings) {
   if (s_.max_workers == 0) s_.max_workers = 1;
   backoff_usec_ = s_.backoff_usec;
+  recheck_interval_usec_ = s_.recheck_usec;
 }
 
 double WorkerGovernor::window_rps(size_t ticks) const {
@@ -44,39 +45,70 @@ void WorkerGovernor::change(size_t to, uint64_t now_usec, double baseline_rps, s
   reason_ = std::move(why);
 }
 
+void WorkerGovernor::no_growth_for_a_while(uint64_t now_usec, double judged_at_rps) {
+  failed_at_rps_ = judged_at_rps;
+  grow_after_usec_ = now_usec + backoff_usec_;
+  backoff_usec_ = std::min(backoff_usec_ * 2, s_.max_backoff_usec);
+}
+
 void WorkerGovernor::judge_trial(uint64_t now_usec) {
   const double rps = trial_rps_sum_ / s_.trial_ticks;
+  const bool recheck = rechecking_;
+  rechecking_ = false;
   state_ = State::steady;
   state_ticks_ = 0;
   if (active_ > from_) {
     if (rps >= baseline_rps_ * (1 + s_.grow_gain)) {
       backoff_usec_ = s_.backoff_usec;
       grow_after_usec_ = 0;
+      recheck_interval_usec_ = s_.recheck_usec;
+      recheck_at_usec_ = now_usec + recheck_interval_usec_;
       reason_ =
           describe("%.0f requests/s with one worker more, up from %.0f: kept", rps, baseline_rps_);
       return;
     }
     // Did not pay: back, and not again for a while at this load.
-    failed_at_rps_ = baseline_rps_;
-    grow_after_usec_ = now_usec + backoff_usec_;
+    no_growth_for_a_while(now_usec, baseline_rps_);
     reason_ = describe(
         "%.0f requests/s with one worker more, against %.0f: back, and no new try "
         "for a while at this load",
         rps, baseline_rps_);
-    backoff_usec_ = std::min(backoff_usec_ * 2, s_.max_backoff_usec);
     active_ = from_;
     // The ticks measured with more workers are not this count's.
     recent_rps_.clear();
     return;
   }
   if (rps >= baseline_rps_ * (1 - s_.shrink_loss)) {
+    if (recheck) {
+      // The growth did not pay after all: as after a failed trial, no new
+      // try for a while at this load. A growth it had made kept before
+      // (three workers, now two) is checked again in its turn.
+      no_growth_for_a_while(now_usec, rps);
+      recheck_interval_usec_ = s_.recheck_usec;
+      recheck_at_usec_ = active_ > 1 ? now_usec + recheck_interval_usec_ : 0;
+      reason_ = describe(
+          "%.0f requests/s with one worker fewer, against %.0f: the last growth did not pay, "
+          "kept",
+          rps, baseline_rps_);
+      return;
+    }
+    recheck_at_usec_ = 0;
     reason_ =
         describe("%.0f requests/s with one worker fewer, against %.0f: kept", rps, baseline_rps_);
     return;
   }
-  reason_ =
-      describe("%.0f requests/s with one worker fewer, down from %.0f: back", rps, baseline_rps_);
-  shrink_after_usec_ = now_usec + s_.backoff_usec;
+  if (recheck) {
+    // The growth still pays: checked again after twice as long.
+    recheck_interval_usec_ = std::min(recheck_interval_usec_ * 2, s_.max_recheck_usec);
+    recheck_at_usec_ = now_usec + recheck_interval_usec_;
+    reason_ = describe(
+        "%.0f requests/s with one worker fewer, down from %.0f: the last growth pays, back",
+        rps, baseline_rps_);
+  } else {
+    reason_ =
+        describe("%.0f requests/s with one worker fewer, down from %.0f: back", rps, baseline_rps_);
+    shrink_after_usec_ = now_usec + s_.backoff_usec;
+  }
   active_ = from_;
   recent_rps_.clear();
 }
@@ -155,6 +187,14 @@ size_t WorkerGovernor::tick(uint64_t now_usec, std::span<const Figures> workers)
     change(active_ - 1, now_usec, base,
            describe("load light (%.0f%% busy, %.1f requests per wake-up): one worker fewer",
                     last_busy_ * 100, last_per_wakeup_));
+  } else if (recheck_at_usec_ != 0 && now_usec >= recheck_at_usec_ && active_ > 1 &&
+             recent_rps_.size() >= kRecentTicks) {
+    const double base = window_rps(kRecentTicks);
+    change(active_ - 1, now_usec, base,
+           describe("checking that the last growth still pays (%.0f requests/s, %.0f%% busy): "
+                    "one worker fewer",
+                    base, last_busy_ * 100));
+    rechecking_ = true;
   }
   return active_;
 }

@@ -12,6 +12,16 @@
 // load falls so far that one worker fewer would carry it, it takes one away
 // (and puts it back if throughput fell).
 //
+// A trial is short and throughput noisy (on the bench machine a steady
+// closed-loop load swings by 15% from one second to the next), so a growth
+// that did not really pay can pass its trial by luck, and nothing else
+// would take it back while the load stays high. Each kept growth is
+// therefore checked again later: after `recheck_usec` the governor tries
+// one worker fewer, and if throughput holds it stays there (as after a
+// failed growth); if throughput falls it goes back and checks again after
+// twice as long. A true gain costs a trial at the worse count every few
+// minutes; a lucky one lasts `recheck_usec`.
+//
 // Saturation is a worker's busy share: the wall-clock time it spent
 // outside epoll_wait (running, or runnable and waiting for a CPU) per
 // second. Requests per wake-up are reported beside it (a saturated worker
@@ -66,6 +76,10 @@ class WorkerGovernor {
     uint64_t backoff_usec = 20'000'000;
     uint64_t max_backoff_usec = 320'000'000;
     double load_change = 0.25;
+    // A kept growth is tried without again after this long, doubled after
+    // each check it passes, up to `max_recheck_usec`.
+    uint64_t recheck_usec = 30'000'000;
+    uint64_t max_recheck_usec = 240'000'000;
   };
 
   explicit WorkerGovernor(Settings settings);
@@ -87,6 +101,9 @@ class WorkerGovernor {
   // Begins a trial of `to` workers, measured against `baseline_rps`.
   void change(size_t to, uint64_t now_usec, double baseline_rps, std::string why);
   void judge_trial(uint64_t now_usec);
+  // One more worker did not pay at `judged_at_rps`: no growth until the
+  // backoff has passed or the load changed, and a longer backoff next.
+  void no_growth_for_a_while(uint64_t now_usec, double judged_at_rps);
   double window_rps(size_t ticks) const;
 
   Settings s_;
@@ -103,6 +120,11 @@ class WorkerGovernor {
   uint64_t backoff_usec_ = 0;
   double failed_at_rps_ = 0;
   uint64_t shrink_after_usec_ = 0;  // after a shrink that cost throughput
+  // The next check of a kept growth (0: none due), how long after the one
+  // before, and whether the trial under way is one.
+  uint64_t recheck_at_usec_ = 0;
+  uint64_t recheck_interval_usec_ = 0;
+  bool rechecking_ = false;
   uint64_t last_usec_ = 0;
   std::vector<Figures> last_;
   std::vector<double> recent_rps_;  // the last few ticks' throughput, newest last

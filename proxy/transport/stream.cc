@@ -30,7 +30,7 @@ static_assert(offsetof(evbuffer_iovec, iov_base) == offsetof(iovec, iov_base));
 static_assert(offsetof(evbuffer_iovec, iov_len) == offsetof(iovec, iov_len));
 
 StreamLoop::StreamLoop(event_base* base, Writes writes) : base_(base) {
-  if (writes == Writes::batched) batch_ = std::make_unique<WriteBatch>();
+  if (writes == Writes::batched) batch_ = std::make_unique<IoBatch>();
   spare_.reserve(kMaxSpareBuffers);
 }
 
@@ -109,7 +109,7 @@ void StreamLoop::send_batched(size_t begin, size_t end) {
   size_t next = begin;
   while (next < end && batching()) {
     batch_members_.clear();
-    for (; next < end && batch_members_.size() < WriteBatch::kMaxSends; ++next) {
+    for (; next < end && batch_members_.size() < IoBatch::kMaxOps; ++next) {
       Stream* s = dirty_[next];
       if (s == nullptr || !s->sendable()) continue;
       // A session that cannot make records fails in its finish.
@@ -118,7 +118,7 @@ void StreamLoop::send_batched(size_t begin, size_t end) {
     }
     // One stream alone gains nothing from the ring: its finish writes it.
     if (batch_members_.size() < 2) continue;
-    // Grown to the largest submission so far (at most kMaxSends streams'
+    // Grown to the largest submission so far (at most kMaxOps streams'
     // worth), before any send points into it.
     if (iov_.size() < batch_members_.size() * kIovPerSend)
       iov_.resize(batch_members_.size() * kIovPerSend);
@@ -129,16 +129,143 @@ void StreamLoop::send_batched(size_t begin, size_t end) {
       // writes the rest.
       int n = evbuffer_peek(s->wire(), -1, nullptr, reinterpret_cast<evbuffer_iovec*>(iov),
                             kIovPerSend);
-      batch_->add(s->fd_, iov, static_cast<size_t>(std::min(n, kIovPerSend)));
+      batch_->add_send(s->fd_, iov, static_cast<size_t>(std::min(n, kIovPerSend)));
     }
     std::span<const int> results = batch_->submit();
     ++batches_;
     batched_sends_ += batch_members_.size();
-    if (!batching())
-      log_warn(
-          "io_uring stopped taking sends: each socket is written with its own writev from now on");
+    if (!batching()) log_ring_lost();
     for (size_t k = 0; k < batch_members_.size(); ++k) sent_[batch_members_[k]] = results[k];
   }
+}
+
+void StreamLoop::read_ready() {
+  if (readable_.empty()) return;
+  read_outcomes_.assign(readable_.size(), ReadOutcome{});
+  receive_batched();
+  // Reports may destroy or close streams further on (their entries turn
+  // null) but add none: only the loop's dispatch queues reads.
+  for (size_t i = 0; i < readable_.size(); ++i) {
+    Stream* s = readable_[i];
+    if (s == nullptr) continue;
+    readable_[i] = nullptr;
+    s->read_queued_ = false;
+    const ReadOutcome& o = read_outcomes_[i];
+    s->after_read(o.got, o.eof, o.error);
+  }
+  readable_.clear();
+}
+
+void StreamLoop::receive_batched() {
+  // One stream alone gains nothing from the ring, and without the ring
+  // each reads for itself.
+  if (readable_.size() < 2 || !batching()) {
+    for (size_t i = 0; i < readable_.size(); ++i) {
+      Stream* s = readable_[i];
+      ReadOutcome& o = read_outcomes_[i];
+      if (s != nullptr && s->wants_read())
+        s->read_plain(o.got, o.eof, o.error, kMaxReadsPerEvent);
+    }
+    return;
+  }
+  if (arena_ == nullptr) arena_.reset(new char[kReadsPerSubmission * kMaxReadChunk]);
+  landings_.resize(kReadsPerSubmission);
+  iov_.resize(std::max(iov_.size(), kReadsPerSubmission * 2));
+  size_t next = 0;
+  while (next < readable_.size()) {
+    batch_members_.clear();
+    for (; next < readable_.size() && batch_members_.size() < kReadsPerSubmission; ++next) {
+      Stream* s = readable_[next];
+      if (s == nullptr || !s->wants_read()) continue;
+      const size_t k = batch_members_.size();
+      Landing& l = landings_[k];
+      iovec* iov = &iov_[k * 2];
+      const size_t have = s->input_length();
+      l.want = std::min(s->read_chunk_, s->input_limit_ - have);
+      if (s->reads_ == Stream::Reads::compact && have == 0) {
+        l.slot = &arena_[k * kMaxReadChunk];
+        l.nvec = 1;
+        iov[0] = {l.slot, l.want};
+      } else {
+        // As Stream::read_plain: into all of the reserved space, never
+        // past the input limit.
+        l.slot = nullptr;
+        l.nvec = evbuffer_reserve_space(s->input(), static_cast<ev_ssize_t>(l.want), l.vec, 2);
+        if (l.nvec <= 0) {
+          read_outcomes_[next].error = true;
+          continue;
+        }
+        size_t room = s->input_limit_ - have, want = 0;
+        for (int v = 0; v < l.nvec; ++v) {
+          iov[v] = {l.vec[v].iov_base, std::min(l.vec[v].iov_len, room - want)};
+          want += iov[v].iov_len;
+        }
+        l.want = want;
+      }
+      batch_->add_recv(s->fd_, iov, static_cast<size_t>(l.nvec));
+      batch_members_.push_back(next);
+    }
+    if (batch_members_.empty()) break;
+    std::span<const int> results = batch_->submit();
+    ++batches_;
+    batched_reads_ += batch_members_.size();
+    for (size_t k = 0; k < batch_members_.size(); ++k) {
+      Stream* s = readable_[batch_members_[k]];
+      ReadOutcome& o = read_outcomes_[batch_members_[k]];
+      Landing& l = landings_[k];
+      int n = results[k];
+      if (n > 0) {
+        const size_t got = static_cast<size_t>(n);
+        if (l.slot != nullptr) {
+          evbuffer_add(s->input(), l.slot, got);
+        } else {
+          // Commit only the vectors the bytes reached.
+          size_t left = got;
+          int used = 0;
+          for (; used < l.nvec && left > 0; ++used) {
+            l.vec[used].iov_len = std::min(l.vec[used].iov_len, left);
+            left -= l.vec[used].iov_len;
+          }
+          evbuffer_commit_space(s->input_, l.vec, used);
+        }
+        o.got = got;
+        // The space came back full: more may wait, read as a readiness
+        // would (the rest of its rounds).
+        if (got == l.want) s->read_plain(o.got, o.eof, o.error, kMaxReadsPerEvent - 1);
+      } else if (n == 0) {
+        o.eof = true;
+      } else if (n != -EAGAIN && n != -EWOULDBLOCK && n != -EINTR) {
+        // A receive the kernel never made comes back -EAGAIN (IoBatch):
+        // the next readiness reads it.
+        errno = -n;
+        o.error = true;
+      }
+    }
+    if (!batching()) {
+      log_ring_lost();
+      // The receives the kernel did not make, and the streams this
+      // submission did not reach, read the usual way.
+      for (size_t k = 0; k < batch_members_.size(); ++k) {
+        Stream* s = readable_[batch_members_[k]];
+        ReadOutcome& o = read_outcomes_[batch_members_[k]];
+        if (results[k] == -EAGAIN && s->wants_read())
+          s->read_plain(o.got, o.eof, o.error, kMaxReadsPerEvent);
+      }
+      for (; next < readable_.size(); ++next) {
+        Stream* s = readable_[next];
+        ReadOutcome& o = read_outcomes_[next];
+        if (s != nullptr && s->wants_read())
+          s->read_plain(o.got, o.eof, o.error, kMaxReadsPerEvent);
+      }
+    }
+  }
+}
+
+void StreamLoop::log_ring_lost() {
+  // Said once: the ring is dropped with the failed submission.
+  log_warn(
+      "io_uring stopped taking submissions: each socket is read and written with its own system "
+      "call from now on");
 }
 
 Stream::Stream(StreamLoop& loop, int fd, Callback callback, void* owner, size_t read_chunk,
@@ -209,6 +336,12 @@ void Stream::close() {
     auto it = std::find(loop_.dirty_.begin(), loop_.dirty_.end(), this);
     if (it != loop_.dirty_.end()) *it = nullptr;
     dirty_ = false;
+  }
+  if (read_queued_) {
+    // Its bytes, if read_ready() already took them, go with it.
+    auto it = std::find(loop_.readable_.begin(), loop_.readable_.end(), this);
+    if (it != loop_.readable_.end()) *it = nullptr;
+    read_queued_ = false;
   }
   if (interest_ != 0) event_del(&event_);
   interest_ = 0;
@@ -346,7 +479,18 @@ void Stream::on_event(evutil_socket_t, short what, void* self) {
   }
   // A write that failed leaves the stream unusable: nothing more to read
   // or report.
-  if ((what & EV_READ) && s->fd_ >= 0 && !s->failed_ && s->reading_) s->handle_read();
+  if ((what & EV_READ) && s->fd_ >= 0 && !s->failed_ && s->reading_) {
+    if (s->tls_ == nullptr && s->loop_.batching_reads()) {
+      // Read with the others at the end of the iteration (read_ready):
+      // readiness is level-triggered, so nothing is missed meanwhile.
+      if (!s->read_queued_) {
+        s->read_queued_ = true;
+        s->loop_.readable_.push_back(s);
+      }
+    } else {
+      s->handle_read();
+    }
+  }
 }
 
 void Stream::handle_write() {
@@ -379,8 +523,12 @@ void Stream::handle_read() {
   if (tls_ != nullptr) {
     tls_read(got, eof, error);
   } else {
-    read_plain(got, eof, error);
+    read_plain(got, eof, error, kMaxReadsPerEvent);
   }
+  after_read(got, eof, error);
+}
+
+void Stream::after_read(size_t got, bool eof, bool error) {
   if (eof || error) {
     eof_ = true;
     failed_ = error;
@@ -397,8 +545,8 @@ void Stream::handle_read() {
   }
 }
 
-void Stream::read_plain(size_t& got, bool& eof, bool& error) {
-  for (int round = 0; round < kMaxReadsPerEvent; ++round) {
+void Stream::read_plain(size_t& got, bool& eof, bool& error, int rounds) {
+  for (int round = 0; round < rounds; ++round) {
     size_t have = input_length();
     if (have >= input_limit_) break;
     size_t want = std::min(read_chunk_, input_limit_ - have);

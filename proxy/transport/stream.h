@@ -14,7 +14,8 @@
 //    produced for a socket leave in one writev;
 //  - asks for write readiness only when the kernel refused bytes;
 //  - hands all of an iteration's writes to the kernel in one system call
-//    when it can (io_uring, see write_batch.h).
+//    when it can (io_uring, see io_batch.h), and, where the loop's owner
+//    asks for it, all of an iteration's reads too.
 #pragma once
 
 #include <event2/buffer.h>
@@ -34,7 +35,7 @@
 
 #include "proxy/transport/socket_address.h"
 #include "proxy/transport/tls_link.h"
-#include "proxy/transport/write_batch.h"
+#include "proxy/transport/io_batch.h"
 
 namespace memshard::proxy {
 
@@ -60,6 +61,19 @@ class StreamLoop {
   void flush();
   // Whether flush() batches its writes now.
   bool batching() const { return batch_ != nullptr && batch_->available(); }
+  // Reads batched too: a stream that becomes readable during an iteration
+  // waits, and read_ready() reads every such stream in one submission,
+  // before any of them reports its input. Only for an owner that calls
+  // read_ready() after every iteration, before flush(); only while
+  // batching() (the ring is the writes').
+  void batch_reads(bool on) { batch_reads_ = on; }
+  bool batching_reads() const { return batch_reads_ && batching(); }
+  // Reads the streams that became readable in this iteration, then
+  // reports what each got (input, eof, error), in the order they became
+  // readable.
+  void read_ready();
+  // Reads made in read_ready()'s submissions so far.
+  uint64_t batched_reads() const { return batched_reads_; }
   // Empty buffers kept for the loop's streams, at most kMaxSpareBuffers.
   size_t spare_buffers() const { return spare_.size(); }
   // Why batching was asked for and is not available (an errno), else 0.
@@ -72,18 +86,48 @@ class StreamLoop {
   friend class Stream;
   void flush_batched();
   // Queues the sends of dirty_[begin, end) on batch_, kMaxSends at a time,
-  // and records in sent_ what each made (WriteBatch::submit).
+  // and records in sent_ what each made (IoBatch::submit).
   void send_batched(size_t begin, size_t end);
+  // read_ready()'s first half: every stream's bytes into its input, none
+  // reported yet, so no owner acts (closes, moves a connection to another
+  // thread) on a stream whose bytes are read but not yet in its input.
+  void receive_batched();
+  // A submission was refused: the ring is gone, and every later read and
+  // write is one system call per socket.
+  static void log_ring_lost();
 
   event_base* base_;
   std::vector<Stream*> dirty_;  // null: the stream was destroyed meanwhile
-  std::unique_ptr<WriteBatch> batch_;
+  std::unique_ptr<IoBatch> batch_;
   // Per stream of a batch: iovecs, kIovPerSend each, and what the send made.
   std::vector<iovec> iov_;
   std::vector<int> sent_;
   std::vector<size_t> batch_members_;  // of one submission, as offsets in the round
   uint64_t batches_ = 0;
   uint64_t batched_sends_ = 0;
+  bool batch_reads_ = false;
+  // Streams readable this iteration (null: destroyed or closed meanwhile),
+  // and what reading each found.
+  struct ReadOutcome {
+    size_t got = 0;
+    bool eof = false;
+    bool error = false;
+  };
+  std::vector<Stream*> readable_;
+  std::vector<ReadOutcome> read_outcomes_;
+  // Where one submission's receives land: a compact stream with an empty
+  // input gets a slot of the arena (copied out afterwards, as its plain
+  // reads are from scratch_), any other reads into space reserved in its
+  // input.
+  struct Landing {
+    evbuffer_iovec vec[2];
+    int nvec = 0;
+    char* slot = nullptr;  // the arena's, else vec is reserved space
+    size_t want = 0;
+  };
+  std::vector<Landing> landings_;
+  std::unique_ptr<char[]> arena_;  // kReadsPerSubmission slots of kMaxReadChunk, made on first use
+  uint64_t batched_reads_ = 0;
   static constexpr int kIovPerSend = 64;
   // Shared landing space for reads into an empty input (see Stream::Reads).
   std::vector<char> scratch_ = std::vector<char>(kMaxReadChunk);
@@ -98,6 +142,9 @@ class StreamLoop {
 
  public:
   static constexpr size_t kMaxReadChunk = 64 * 1024;
+  // Receives per read_ready() submission: bounds the arena (4 MiB of
+  // address space; a slot's pages are touched only as far as reads reach).
+  static constexpr size_t kReadsPerSubmission = 64;
   static constexpr size_t kMaxSpareBuffers = 64;
 };
 
@@ -214,7 +261,16 @@ class Stream {
   friend class StreamLoop;
   static void on_event(evutil_socket_t fd, short what, void* self);
   void handle_read();
-  void read_plain(size_t& got, bool& eof, bool& error);
+  // Reads until the socket is drained, the input limit is reached, or
+  // `rounds` reads were made.
+  void read_plain(size_t& got, bool& eof, bool& error, int rounds);
+  // The rest of a read: flags, interest, reports (which may destroy the
+  // stream).
+  void after_read(size_t got, bool eof, bool error);
+  // Whether a read now could take bytes.
+  bool wants_read() const {
+    return fd_ >= 0 && !failed_ && reading_ && !eof_ && tls_ == nullptr && input_length() < input_limit_;
+  }
   void handle_write();
   // Connected (and past any TLS handshake), not failed, not closed: bytes
   // may be written.
@@ -273,6 +329,7 @@ class Stream {
   bool failed_ = false;
   bool watch_writes_ = false;
   bool watch_flush_ = false;
+  bool read_queued_ = false;  // in loop_.readable_
   bool* alive_ = nullptr;               // cleared by the destructor, for callers of report()
   std::vector<SocketAddress> targets_;  // what connect() may still try
   size_t target_ = 0;

@@ -1,12 +1,13 @@
-// Both ways a worker writes its sockets (proxy/transport/stream.h, StreamLoop::Writes):
-// batched in one io_uring submission per loop iteration (the default), and
-// one writev per socket (--no-io-uring). Many clients send at once, so that
+// Both ways a worker reads and writes its sockets (proxy/transport/stream.h,
+// StreamLoop::Writes, batch_reads): batched in io_uring submissions, one for
+// a loop iteration's reads and one for its writes (the default), and one
+// system call per socket (--no-io-uring). Many clients send at once, so that
 // each iteration has many sockets to write, with values large enough that
 // the kernel takes some writes only in part; every reply must come back
 // byte for byte. The startup line says which way the proxy writes.
 // Where the kernel refuses io_uring (a container's seccomp profile, here
 // tests/integration/ops/refuse_syscall.cc), the proxy says so and falls back
-// to one writev per socket: at startup when the ring cannot be made, at the
+// to one system call per socket: at startup when the ring cannot be made, at the
 // first submission when the ring is made but never takes one.
 #include <gtest/gtest.h>
 
@@ -83,16 +84,16 @@ TEST_P(WriteModes, ManyClientsAtOnceGetEveryReplyIntact) {
     case Mode::batched:
     case Mode::enter_refused:
       if (refused_here) GTEST_SKIP() << "the kernel refuses io_uring here: " << log();
-      EXPECT_NE(started.find("writes batched (io_uring)"), std::string::npos) << started;
+      EXPECT_NE(started.find("reads and writes batched (io_uring)"), std::string::npos) << started;
       break;
     case Mode::one_by_one:
-      EXPECT_NE(started.find("writes one writev per socket"), std::string::npos) << started;
+      EXPECT_NE(started.find("reads and writes one system call per socket"), std::string::npos) << started;
       break;
     case Mode::setup_refused:
       EXPECT_NE(log().find("io_uring is not available (Operation not permitted)"),
                 std::string::npos)
           << log();
-      EXPECT_NE(started.find("writes one writev per socket"), std::string::npos) << started;
+      EXPECT_NE(started.find("reads and writes one system call per socket"), std::string::npos) << started;
       break;
   }
 
@@ -137,10 +138,10 @@ TEST_P(WriteModes, ManyClientsAtOnceGetEveryReplyIntact) {
     ASSERT_EQ(got.size(), want[c].size()) << "client " << c;
     EXPECT_TRUE(got == want[c]) << "client " << c << ": the reply differs";
   }
-  // Sends a refused submission carried were written one by one instead, as
+  // Reads and sends a refused submission carried were made one by one instead, as
   // the byte-exact replies above show. Each worker has its own ring and
   // says so once, when its ring first fails.
-  const size_t warnings = count_of(log(), "io_uring stopped taking sends");
+  const size_t warnings = count_of(log(), "io_uring stopped taking submissions");
   if (GetParam() == Mode::enter_refused) {
     EXPECT_GE(warnings, 1u) << log();
     EXPECT_LE(warnings, 2u) << "more than once per worker: " << log();

@@ -201,9 +201,12 @@ struct Owner {
 
 // ---------------------------------------------------------------------------
 
-// Every test runs twice: with the loop's writes batched in one io_uring
-// submission (the proxy's default), and one writev per stream.
-class StreamTest : public testing::TestWithParam<StreamLoop::Writes> {
+// Every test runs three times: with each iteration's reads and writes
+// batched in io_uring submissions (the proxy's default), with the writes
+// alone batched, and with one read and one writev per stream.
+enum class Mode { batched_io, batched_writes, one_by_one };
+
+class StreamTest : public testing::TestWithParam<Mode> {
  protected:
   // A write to a closed peer must fail with EPIPE, not kill the test.
   static void SetUpTestSuite() { signal(SIGPIPE, SIG_IGN); }
@@ -214,6 +217,7 @@ class StreamTest : public testing::TestWithParam<StreamLoop::Writes> {
     timeval tv{0, kTickUsec};
     event_add(tick_, &tv);
     events_without_streams_ = event_base_get_num_events(base_, EVENT_BASE_COUNT_ADDED);
+    loop_.batch_reads(GetParam() == Mode::batched_io);
   }
   ~StreamTest() override {
     event_free(tick_);
@@ -223,22 +227,30 @@ class StreamTest : public testing::TestWithParam<StreamLoop::Writes> {
     if (batched() && !loop_.batching())
       GTEST_SKIP() << "io_uring is not available here: " << strerror(loop_.batching_error());
   }
-  static bool batched() { return GetParam() == StreamLoop::Writes::batched; }
+  static bool batched() { return GetParam() != Mode::one_by_one; }
+  static StreamLoop::Writes writes() {
+    return batched() ? StreamLoop::Writes::batched : StreamLoop::Writes::one_by_one;
+  }
 
   static void on_tick(evutil_socket_t, short, void*) {}
 
   // One worker iteration: wait for events (a tick at most), run their
-  // callbacks, then write what they produced. Without `flush`, only the
-  // loop's own events can write (a blocked stream's write readiness).
+  // callbacks, read what became readable, then write what they produced.
+  // Without `flush`, only the loop's own events can write (a blocked
+  // stream's write readiness).
   void iterate(bool flush = true) {
     event_base_loop(base_, EVLOOP_ONCE);
+    loop_.read_ready();
     if (flush) loop_.flush();
   }
 
-  // Runs the callbacks of what is ready now, once, without waiting. (Not
-  // EVLOOP_NONBLOCK alone: that goes on while anything is ready, forever
-  // for a stream that spins.)
-  void poll_once() { event_base_loop(base_, EVLOOP_ONCE | EVLOOP_NONBLOCK); }
+  // Runs the callbacks of what is ready now, once, without waiting, and
+  // the reads they queued. (Not EVLOOP_NONBLOCK alone: that goes on while
+  // anything is ready, forever for a stream that spins.)
+  void poll_once() {
+    event_base_loop(base_, EVLOOP_ONCE | EVLOOP_NONBLOCK);
+    loop_.read_ready();
+  }
 
   // Iterates until `done` (which may also play the peer's part) returns
   // true; false when the budget ran out first.
@@ -282,7 +294,7 @@ class StreamTest : public testing::TestWithParam<StreamLoop::Writes> {
   }
 
   event_base* base_ = event_base_new();
-  StreamLoop loop_{base_, GetParam()};
+  StreamLoop loop_{base_, writes()};
   event* tick_ = nullptr;
   int events_without_streams_ = 0;
 };
@@ -1113,7 +1125,7 @@ TEST_P(StreamTest, ReleasedSocketIsLeftOpenAndUnwatched) {
 // More streams than one submission carries: each peer gets exactly its own
 // bytes, in order, and every stream reports one write.
 TEST_P(StreamTest, ManyStreamsInOneFlushEachGetTheirOwnBytes) {
-  constexpr size_t kStreams = WriteBatch::kMaxSends + 44;
+  constexpr size_t kStreams = IoBatch::kMaxOps + 44;
   std::vector<SocketPair> pairs;
   std::vector<std::unique_ptr<Owner>> owners;
   std::vector<std::string> want(kStreams);
@@ -1138,7 +1150,7 @@ TEST_P(StreamTest, ManyStreamsInOneFlushEachGetTheirOwnBytes) {
     EXPECT_EQ(owners[i]->count(Happened::written), 1) << "stream " << i;
   }
   if (batched()) {
-    EXPECT_EQ(loop_.batches() - batches, 2u) << "one submission per kMaxSends streams";
+    EXPECT_EQ(loop_.batches() - batches, 2u) << "one submission per kMaxOps streams";
     EXPECT_EQ(loop_.batched_sends() - sends, kStreams);
   } else {
     EXPECT_EQ(loop_.batches(), 0u);
@@ -1213,12 +1225,144 @@ TEST_P(StreamTest, OutputInManyChainsArrivesWhole) {
   EXPECT_EQ(got, "END\r\n");
 }
 
-INSTANTIATE_TEST_SUITE_P(Writes, StreamTest,
-                         testing::Values(StreamLoop::Writes::batched,
-                                         StreamLoop::Writes::one_by_one),
-                         [](const testing::TestParamInfo<StreamLoop::Writes>& param) {
-                           return param.param == StreamLoop::Writes::batched ? "Batched"
-                                                                             : "OneByOne";
+// ---------------------------------------------------------------------------
+// 12. Reads: many streams readable in one iteration (one read_ready(),
+// batched or not).
+
+// More streams than one submission reads, compact and reserved, some with
+// more than a read chunk waiting: each gets exactly its peer's bytes, in
+// order, and with batched reads they come in two submissions.
+TEST_P(StreamTest, ManyStreamsReadableAtOnceEachGetTheirOwnBytes) {
+  constexpr size_t kStreams = StreamLoop::kReadsPerSubmission + 10;
+  constexpr size_t kChunk = 4096;
+  std::vector<SocketPair> pairs;
+  std::vector<std::unique_ptr<Owner>> owners;
+  std::vector<std::string> want(kStreams);
+  for (size_t i = 0; i < kStreams; ++i) {
+    pairs.push_back(socket_pair());
+    owners.push_back(std::make_unique<Owner>(loop_, pairs.back().ours, kChunk,
+                                             i % 2 == 0 ? Reads::compact : Reads::reserved));
+    // Every seventh peer sends more than the stream's read chunk.
+    want[i] = pattern(i % 7 == 0 ? 3 * kChunk + i : 20 + i, static_cast<uint32_t>(i));
+  }
+  for (size_t i = 0; i < kStreams; ++i) send_all_now(pairs[i].peer.get(), want[i]);
+  const uint64_t reads = loop_.batched_reads(), batches = loop_.batches();
+  ASSERT_TRUE(run_until([&] {
+    for (size_t i = 0; i < kStreams; ++i)
+      if (owners[i]->received.size() < want[i].size()) return false;
+    return true;
+  }));
+  if (GetParam() == Mode::batched_io) {
+    // libevent hands out at most 32 ready sockets from its first epoll_wait
+    // (more later), so the first reads of all of them take two iterations
+    // or more, each reading in submissions of kReadsPerSubmission at most.
+    const uint64_t batched = loop_.batched_reads() - reads;
+    EXPECT_GE(batched, kStreams);
+    EXPECT_GE(loop_.batches() - batches, 2u);
+    EXPECT_GE((loop_.batches() - batches) * StreamLoop::kReadsPerSubmission, batched);
+  } else {
+    EXPECT_EQ(loop_.batched_reads(), 0u);
+  }
+  for (size_t i = 0; i < kStreams; ++i) {
+    EXPECT_TRUE(same_bytes(owners[i]->received, want[i])) << "stream " << i;
+    EXPECT_FALSE(owners[i]->empty_input_report) << "stream " << i;
+    EXPECT_EQ(owners[i]->count(Happened::eof), 0) << "stream " << i;
+  }
+}
+
+// Input and end of file from many peers at once: each stream reports its
+// input, then one eof.
+TEST_P(StreamTest, InputThenEofFromManyPeersAtOnce) {
+  constexpr size_t kStreams = 6;
+  std::vector<SocketPair> pairs;
+  std::vector<std::unique_ptr<Owner>> owners;
+  for (size_t i = 0; i < kStreams; ++i) {
+    pairs.push_back(socket_pair());
+    owners.push_back(std::make_unique<Owner>(loop_, pairs.back().ours, 16 * 1024,
+                                             i % 2 == 0 ? Reads::compact : Reads::reserved));
+    send_all_now(pairs[i].peer.get(), "quit " + std::to_string(i) + "\r\n");
+    pairs[i].peer.reset();
+  }
+  ASSERT_TRUE(run_until([&] {
+    for (const auto& o : owners)
+      if (o->count(Happened::eof) == 0) return false;
+    return true;
+  }));
+  for (size_t i = 0; i < kStreams; ++i) {
+    EXPECT_EQ(owners[i]->received, "quit " + std::to_string(i) + "\r\n") << "stream " << i;
+    ASSERT_EQ(owners[i]->events.size(), 2u) << "stream " << i;
+    EXPECT_EQ(owners[i]->events[0], Happened::input);
+    EXPECT_EQ(owners[i]->events[1], Happened::eof);
+  }
+}
+
+// A report that destroys or closes streams whose reads were made in the
+// same iteration: they report nothing more, and the others are unharmed.
+TEST_P(StreamTest, StreamsDestroyedOrClosedByAnotherStreamsReport) {
+  SocketPair a = socket_pair(), b = socket_pair(), c = socket_pair(), d = socket_pair();
+  Owner first(loop_, a.ours, 16 * 1024, Reads::compact);
+  Owner destroyed(loop_, b.ours, 16 * 1024, Reads::compact);
+  Owner closed(loop_, c.ours, 16 * 1024, Reads::reserved);
+  Owner last(loop_, d.ours, 16 * 1024, Reads::reserved);
+  // Whichever of them reports first ends the two in the middle.
+  auto end_middle = [&](Owner&, Happened what) {
+    if (what != Happened::input) return;
+    destroyed.stream.reset();
+    if (closed.stream != nullptr) closed.stream->close();
+  };
+  first.then = end_middle;
+  last.then = end_middle;
+  for (SocketPair* p : {&a, &b, &c, &d}) send_all_now(p->peer.get(), "get k\r\n");
+  ASSERT_TRUE(run_until([&] { return first.received.size() == 7 && last.received.size() == 7; }));
+  run_iterations(3);
+  EXPECT_EQ(first.received, "get k\r\n");
+  EXPECT_EQ(last.received, "get k\r\n");
+  EXPECT_TRUE(destroyed.events.empty());
+  EXPECT_TRUE(closed.events.empty());
+  EXPECT_EQ(closed.stream->fd(), -1);
+}
+
+// Reading turned off by another stream's report, after this stream became
+// readable in the same iteration: no byte is lost or read twice. Bytes
+// already read (batched reads take every readable socket's before any
+// report) are reported; the rest wait in the kernel, and nothing more is
+// read until reading is on again.
+TEST_P(StreamTest, ReadingTurnedOffByAnotherReportLosesNothing) {
+  SocketPair a = socket_pair(), b = socket_pair();
+  Owner first(loop_, a.ours, 16 * 1024, Reads::compact);
+  Owner held(loop_, b.ours, 16 * 1024, Reads::compact);
+  first.then = [&](Owner&, Happened what) {
+    if (what == Happened::input) held.stream->set_reading(false);
+  };
+  send_all_now(a.peer.get(), "get a\r\n");
+  send_all_now(b.peer.get(), "get b\r\n");
+  ASSERT_TRUE(run_until([&] { return first.received == "get a\r\n"; }));
+  run_iterations(3);
+  EXPECT_EQ(held.received.size() + static_cast<size_t>(unread_bytes(b.ours)), 7u);
+  EXPECT_TRUE(held.received.empty() || held.received == "get b\r\n") << held.received;
+  // While reading is off, nothing more is read.
+  const size_t before = held.received.size();
+  send_all_now(b.peer.get(), "get c\r\n");
+  run_iterations(3);
+  EXPECT_EQ(held.received.size(), before);
+  first.then = nullptr;
+  held.stream->set_reading(true);
+  ASSERT_TRUE(run_until([&] { return held.received.size() == 14; }));
+  EXPECT_EQ(held.received, "get b\r\nget c\r\n");
+}
+
+INSTANTIATE_TEST_SUITE_P(Io, StreamTest,
+                         testing::Values(Mode::batched_io, Mode::batched_writes, Mode::one_by_one),
+                         [](const testing::TestParamInfo<Mode>& param) {
+                           switch (param.param) {
+                             case Mode::batched_io:
+                               return "Batched";
+                             case Mode::batched_writes:
+                               return "BatchedWrites";
+                             case Mode::one_by_one:
+                               break;
+                           }
+                           return "OneByOne";
                          });
 
 }  // namespace

@@ -312,11 +312,13 @@ void Proxy::on_governor_tick(evutil_socket_t, short, void* self) {
     p->figures_[i] = {thread_busy_usec(w.thread_id()), w.requests(), w.wakeups()};
   }
   const size_t was = static_cast<size_t>(p->active_.load(std::memory_order_relaxed));
+  const uint64_t decided = p->governor_->decisions();
   const size_t now = p->governor_->tick(monotonic_usec(), p->figures_);
-  if (now == was) return;
+  // A trial's verdict is said even when it keeps the count.
+  if (now == was && p->governor_->decisions() == decided) return;
   log_info("workers: %zu of %zu active (%s)", now, p->workers_.size(),
            p->governor_->reason().c_str());
-  p->set_active_workers(now);
+  if (now != was) p->set_active_workers(now);
 }
 
 // Connections are counted by worker (parked ones aside: they cost no

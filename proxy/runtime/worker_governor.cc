@@ -1,6 +1,7 @@
 #include "proxy/runtime/worker_governor.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <numeric>
 
@@ -9,9 +10,10 @@ namespace memshard::proxy {
 namespace {
 constexpr size_t kRecentTicks = 8;
 
-std::string describe(const char* what, double a, double b) {
-  char buf[160];
-  std::snprintf(buf, sizeof buf, what, a, b);
+// `what` takes two or three %f conversions.
+std::string describe(const char* what, double a, double b, double c = 0) {
+  char buf[256];
+  std::snprintf(buf, sizeof buf, what, a, b, c);
   return buf;
 }
 }  // namespace
@@ -30,12 +32,24 @@ double WorkerGovernor::window_rps(size_t ticks) const {
          static_cast<double>(ticks);
 }
 
+bool WorkerGovernor::baseline_steady() const {
+  if (recent_rps_.size() < kRecentTicks) return false;
+  const size_t half = kRecentTicks / 2;
+  const double newer = window_rps(half);
+  const double older =
+      std::accumulate(recent_rps_.end() - static_cast<std::ptrdiff_t>(kRecentTicks),
+                      recent_rps_.end() - static_cast<std::ptrdiff_t>(half), 0.0) /
+      static_cast<double>(half);
+  return std::abs(newer - older) <= s_.steady_within * older;
+}
+
 void WorkerGovernor::change(size_t to, uint64_t now_usec, double baseline_rps, std::string why) {
   (void)now_usec;
   from_ = active_;
   active_ = to;
   baseline_rps_ = baseline_rps;
   trial_rps_sum_ = 0;
+  trial_busy_sum_ = 0;
   state_ = State::settling;
   state_ticks_ = 0;
   saturated_ticks_ = 0;
@@ -43,6 +57,7 @@ void WorkerGovernor::change(size_t to, uint64_t now_usec, double baseline_rps, s
   // The ticks before were measured at the old count.
   recent_rps_.clear();
   reason_ = std::move(why);
+  ++decisions_;
 }
 
 void WorkerGovernor::no_growth_for_a_while(uint64_t now_usec, double judged_at_rps) {
@@ -53,11 +68,24 @@ void WorkerGovernor::no_growth_for_a_while(uint64_t now_usec, double judged_at_r
 
 void WorkerGovernor::judge_trial(uint64_t now_usec) {
   const double rps = trial_rps_sum_ / s_.trial_ticks;
+  ++decisions_;
   const bool recheck = rechecking_;
   rechecking_ = false;
   state_ = State::steady;
   state_ticks_ = 0;
   if (active_ > from_) {
+    if (trial_busy_sum_ / s_.trial_ticks < s_.shrink_busy) {
+      // The workers were not kept busy: the load fell during the trial (a
+      // client between runs, a lull), which says nothing about whether one
+      // worker more pays. Back, free to try again.
+      reason_ = describe(
+          "the load fell during the trial (%.0f requests/s against %.0f, workers %.0f%% busy): "
+          "back, undecided",
+          rps, baseline_rps_, trial_busy_sum_ / s_.trial_ticks * 100);
+      active_ = from_;
+      recent_rps_.clear();
+      return;
+    }
     if (rps >= baseline_rps_ * (1 + s_.grow_gain)) {
       backoff_usec_ = s_.backoff_usec;
       grow_after_usec_ = 0;
@@ -151,6 +179,7 @@ size_t WorkerGovernor::tick(uint64_t now_usec, std::span<const Figures> workers)
       return active_;
     case State::trial:
       trial_rps_sum_ += rps;
+      trial_busy_sum_ += last_busy_;
       if (++state_ticks_ >= s_.trial_ticks) judge_trial(now_usec);
       return active_;
     case State::steady:
@@ -177,7 +206,8 @@ size_t WorkerGovernor::tick(uint64_t now_usec, std::span<const Figures> workers)
   const bool light = active_ > 1 && busy_sum < s_.shrink_busy * static_cast<double>(active_ - 1);
   light_ticks_ = light ? light_ticks_ + 1 : 0;
 
-  if (saturated_ticks_ >= s_.grow_ticks && active_ < max && grow_after_usec_ == 0) {
+  if (saturated_ticks_ >= s_.grow_ticks && active_ < max && grow_after_usec_ == 0 &&
+      baseline_steady()) {
     const double base = window_rps(kRecentTicks);
     change(active_ + 1, now_usec, base,
            describe("workers saturated (%.0f%% busy, %.1f requests per wake-up): one more",

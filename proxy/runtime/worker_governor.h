@@ -58,6 +58,13 @@ class WorkerGovernor {
     // Saturated: the active workers' mean busy share at least this.
     double grow_busy = 0.80;
     int grow_ticks = 3;
+    // A trial is judged against the throughput of the ticks before it, so
+    // it starts only once there are kRecentTicks of them at this count and
+    // the load has stopped ramping: the mean of their newer half within
+    // this share of the older half's. (A new load's first second is slower:
+    // measured against it, a second worker that cost memcaslap's single
+    // client thread a quarter of its throughput passed as a 50% gain.)
+    double steady_within = 0.10;
     // Light: the active workers' busy shares summed would keep one worker
     // fewer below this each.
     double shrink_busy = 0.45;
@@ -91,6 +98,8 @@ class WorkerGovernor {
 
   size_t active() const { return active_; }
   const std::string& reason() const { return reason_; }
+  // How many changes and trial verdicts so far: a new reason().
+  uint64_t decisions() const { return decisions_; }
   // The last tick's view, for stats: the active workers' mean busy share
   // and requests per wake-up.
   double busy() const { return last_busy_; }
@@ -105,6 +114,8 @@ class WorkerGovernor {
   // backoff has passed or the load changed, and a longer backoff next.
   void no_growth_for_a_while(uint64_t now_usec, double judged_at_rps);
   double window_rps(size_t ticks) const;
+  // The last kRecentTicks ticks are all at this count, and not ramping.
+  bool baseline_steady() const;
 
   Settings s_;
   size_t active_ = 1;
@@ -113,6 +124,7 @@ class WorkerGovernor {
   size_t from_ = 1;  // the count before the trial
   double baseline_rps_ = 0;
   double trial_rps_sum_ = 0;
+  double trial_busy_sum_ = 0;  // the active workers' mean busy share, summed over the trial
   int saturated_ticks_ = 0;
   int light_ticks_ = 0;
   // No growth before this (0: none pending), and the load it was judged at.
@@ -129,6 +141,7 @@ class WorkerGovernor {
   std::vector<Figures> last_;
   std::vector<double> recent_rps_;  // the last few ticks' throughput, newest last
   std::string reason_;
+  uint64_t decisions_ = 0;
   double last_busy_ = 0;
   double last_per_wakeup_ = 0;
 };

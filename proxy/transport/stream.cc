@@ -157,15 +157,16 @@ void StreamLoop::read_ready() {
 }
 
 void StreamLoop::receive_batched() {
+  // readable_[i] reads for itself, as a readiness outside a batch does.
+  auto read_alone = [this](size_t i) {
+    Stream* s = readable_[i];
+    ReadOutcome& o = read_outcomes_[i];
+    if (s != nullptr && s->wants_read()) s->read_plain(o.got, o.eof, o.error, kMaxReadsPerEvent);
+  };
   // One stream alone gains nothing from the ring, and without the ring
   // each reads for itself.
   if (readable_.size() < 2 || !batching()) {
-    for (size_t i = 0; i < readable_.size(); ++i) {
-      Stream* s = readable_[i];
-      ReadOutcome& o = read_outcomes_[i];
-      if (s != nullptr && s->wants_read())
-        s->read_plain(o.got, o.eof, o.error, kMaxReadsPerEvent);
-    }
+    for (size_t i = 0; i < readable_.size(); ++i) read_alone(i);
     return;
   }
   if (arena_ == nullptr) arena_.reset(new char[kReadsPerSubmission * kMaxReadChunk]);
@@ -245,18 +246,9 @@ void StreamLoop::receive_batched() {
       log_ring_lost();
       // The receives the kernel did not make, and the streams this
       // submission did not reach, read the usual way.
-      for (size_t k = 0; k < batch_members_.size(); ++k) {
-        Stream* s = readable_[batch_members_[k]];
-        ReadOutcome& o = read_outcomes_[batch_members_[k]];
-        if (results[k] == -EAGAIN && s->wants_read())
-          s->read_plain(o.got, o.eof, o.error, kMaxReadsPerEvent);
-      }
-      for (; next < readable_.size(); ++next) {
-        Stream* s = readable_[next];
-        ReadOutcome& o = read_outcomes_[next];
-        if (s != nullptr && s->wants_read())
-          s->read_plain(o.got, o.eof, o.error, kMaxReadsPerEvent);
-      }
+      for (size_t k = 0; k < batch_members_.size(); ++k)
+        if (results[k] == -EAGAIN) read_alone(batch_members_[k]);
+      for (; next < readable_.size(); ++next) read_alone(next);
     }
   }
 }

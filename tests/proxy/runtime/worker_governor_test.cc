@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <functional>
 #include <vector>
 
@@ -154,6 +155,46 @@ TEST(WorkerGovernor, GoesBackWhenAnotherWorkerDoesNotPay) {
   const int changes = h.run(600, saturating(47'000, -0.22));
   EXPECT_LE(changes, 2 * 6);
   EXPECT_GE(h.ticks_at(1), h.ticks_at(2) * 50) << "time at 2 workers must be a sliver";
+}
+
+// A new load ramps up over its first seconds (connections opening, caches
+// filling): a trial judged against that slower start would keep a worker
+// that costs a fifth of the throughput. It waits for a steady baseline, and
+// then finds that the worker does not pay.
+TEST(WorkerGovernor, ARampingLoadIsNotJudgedUntilItIsSteady) {
+  Harness h(2);
+  const Load ramp = [](size_t n, uint64_t now_usec) {
+    const double t = static_cast<double>(now_usec - 1'000'000) / 1e6;
+    const double one = std::min(40'000.0, 20'000.0 + 20'000.0 * t / 3);
+    return n == 1 ? Shape{one, 0.95} : Shape{one * 0.8, 0.9};
+  };
+  h.run(12, ramp);
+  EXPECT_EQ(h.active(), 1u) << h.governor().reason();
+  EXPECT_LE(h.ticks_at(2), 8) << "one failed trial at most";
+}
+
+// The load stops for a moment during the trial (a client between two
+// runs): the workers idle and throughput collapses, which is no verdict on
+// the worker count. It goes back undecided and tries again as soon as the
+// load is steady, not after a backoff.
+TEST(WorkerGovernor, ALullDuringTheTrialDecidesNothing) {
+  Harness h(2);
+  bool lull_seen = false;
+  const Load gap = [&](size_t n, uint64_t now_usec) {
+    // The first trial's ticks (two workers, before 6.5 s) see no load.
+    if (n == 2 && now_usec < 6'500'000) {
+      lull_seen = true;
+      return Shape{500, 0.02};
+    }
+    return saturating(36'000, 0.19)(n, now_usec);
+  };
+  h.run(4, gap);
+  ASSERT_TRUE(lull_seen);
+  EXPECT_EQ(h.active(), 1u) << h.governor().reason();
+  EXPECT_NE(h.governor().reason().find("undecided"), std::string::npos) << h.governor().reason();
+  // Well within the 20 s a failed growth would wait.
+  h.run(8, gap);
+  EXPECT_EQ(h.active(), 2u) << h.governor().reason();
 }
 
 TEST(WorkerGovernor, AChangedLoadIsTriedAgainAtOnce) {

@@ -107,9 +107,10 @@ void Proxy::start() {
   // Said once: every worker's ring is set up alike, so they all batch or none.
   const bool batching = workers_.front()->streams().batching();
   if (options_.batch_writes && !batching)
-    log_warn("io_uring is not available (%s): each socket is read and written with its own "
-             "system call",
-             strerror(workers_.front()->streams().batching_error()));
+    log_warn(
+        "io_uring is not available (%s): each socket is read and written with its own "
+        "system call",
+        strerror(workers_.front()->streams().batching_error()));
   cpus_ = cpus;
   picker_ = std::make_unique<WorkerPicker>(workers_.size(), std::move(cpus));
   health_ = std::make_unique<ServerHealth>(*main_loop_, [this] { install_on_workers(); });
@@ -157,8 +158,7 @@ void Proxy::start() {
   }
   set_descriptor_budget(true);
   log_notice("memshard %s started: %zu pool(s), %d worker thread(s)%s, reads and writes %s",
-             MEMSHARD_VERSION,
-             topology_->pools.size(), threads,
+             MEMSHARD_VERSION, topology_->pools.size(), threads,
              governor_ ? " (as many active as the load needs)" : "",
              batching ? "batched (io_uring)" : "one system call per socket");
 }

@@ -130,8 +130,8 @@ void WorkerGovernor::judge_trial(uint64_t now_usec) {
     recheck_interval_usec_ = std::min(recheck_interval_usec_ * 2, s_.max_recheck_usec);
     recheck_at_usec_ = now_usec + recheck_interval_usec_;
     reason_ = describe(
-        "%.0f requests/s with one worker fewer, down from %.0f: the last growth pays, back",
-        rps, baseline_rps_);
+        "%.0f requests/s with one worker fewer, down from %.0f: the last growth pays, back", rps,
+        baseline_rps_);
   } else {
     reason_ =
         describe("%.0f requests/s with one worker fewer, down from %.0f: back", rps, baseline_rps_);

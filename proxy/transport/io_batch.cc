@@ -23,9 +23,13 @@ IoBatch::~IoBatch() {
   if (ring_ != nullptr) io_uring_queue_exit(ring_.get());
 }
 
-void IoBatch::add_send(int fd, const iovec* iov, size_t count) { add(true, fd, iov, count); }
+void IoBatch::add_send(int fd, const iovec* iov, size_t count) {
+  add(true, fd, iov, count);
+}
 
-void IoBatch::add_recv(int fd, const iovec* iov, size_t count) { add(false, fd, iov, count); }
+void IoBatch::add_recv(int fd, const iovec* iov, size_t count) {
+  add(false, fd, iov, count);
+}
 
 void IoBatch::add(bool send, int fd, const iovec* iov, size_t count) {
   if (ring_ == nullptr || queued_ >= kMaxOps) throw std::logic_error("IoBatch::add: no room");

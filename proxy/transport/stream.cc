@@ -188,20 +188,12 @@ void StreamLoop::receive_batched() {
         l.nvec = 1;
         iov[0] = {l.slot, l.want};
       } else {
-        // As Stream::read_plain: into all of the reserved space, never
-        // past the input limit.
         l.slot = nullptr;
-        l.nvec = evbuffer_reserve_space(s->input(), static_cast<ev_ssize_t>(l.want), l.vec, 2);
+        l.nvec = s->reserve_input(l.want, l.vec, iov);
         if (l.nvec <= 0) {
           read_outcomes_[next].error = true;
           continue;
         }
-        size_t room = s->input_limit_ - have, want = 0;
-        for (int v = 0; v < l.nvec; ++v) {
-          iov[v] = {l.vec[v].iov_base, std::min(l.vec[v].iov_len, room - want)};
-          want += iov[v].iov_len;
-        }
-        l.want = want;
       }
       batch_->add_recv(s->fd_, iov, static_cast<size_t>(l.nvec));
       batch_members_.push_back(next);
@@ -217,18 +209,10 @@ void StreamLoop::receive_batched() {
       int n = results[k];
       if (n > 0) {
         const size_t got = static_cast<size_t>(n);
-        if (l.slot != nullptr) {
+        if (l.slot != nullptr)
           evbuffer_add(s->input(), l.slot, got);
-        } else {
-          // Commit only the vectors the bytes reached.
-          size_t left = got;
-          int used = 0;
-          for (; used < l.nvec && left > 0; ++used) {
-            l.vec[used].iov_len = std::min(l.vec[used].iov_len, left);
-            left -= l.vec[used].iov_len;
-          }
-          evbuffer_commit_space(s->input_, l.vec, used);
-        }
+        else
+          s->commit_input(l.vec, l.nvec, got);
         o.got = got;
         // The space came back full: more may wait, read as a readiness
         // would (the rest of its rounds).
@@ -537,6 +521,30 @@ void Stream::after_read(size_t got, bool eof, bool error) {
   }
 }
 
+int Stream::reserve_input(size_t& want, evbuffer_iovec vec[2], iovec iov[2]) {
+  const size_t room = input_limit_ - input_length();
+  int nvec = evbuffer_reserve_space(input(), static_cast<ev_ssize_t>(want), vec, 2);
+  // The reserved space may be larger than asked for (a whole chain's
+  // room): read into all of it, but never past the input limit.
+  want = 0;
+  for (int i = 0; i < nvec; ++i) {
+    size_t len = std::min(vec[i].iov_len, room - want);
+    iov[i] = {vec[i].iov_base, len};
+    want += len;
+  }
+  return nvec;
+}
+
+void Stream::commit_input(evbuffer_iovec vec[2], int nvec, size_t got) {
+  // Commit only the vectors the bytes reached.
+  int used = 0;
+  for (; used < nvec && got > 0; ++used) {
+    vec[used].iov_len = std::min(vec[used].iov_len, got);
+    got -= vec[used].iov_len;
+  }
+  if (used > 0) evbuffer_commit_space(input_, vec, used);
+}
+
 void Stream::read_plain(size_t& got, bool& eof, bool& error, int rounds) {
   for (int round = 0; round < rounds; ++round) {
     size_t have = input_length();
@@ -548,30 +556,14 @@ void Stream::read_plain(size_t& got, bool& eof, bool& error, int rounds) {
       if (n > 0) evbuffer_add(input(), loop_.scratch_.data(), static_cast<size_t>(n));
     } else {
       evbuffer_iovec vec[2];
-      int nvec = evbuffer_reserve_space(input(), static_cast<ev_ssize_t>(want), vec, 2);
+      iovec iov[2];
+      int nvec = reserve_input(want, vec, iov);
       if (nvec <= 0) {
         error = true;
         break;
       }
-      // The reserved space may be larger than asked for (a whole chain's
-      // room): read into all of it, but never past the input limit.
-      iovec iov[2];
-      size_t room = input_limit_ - have;
-      want = 0;
-      for (int i = 0; i < nvec; ++i) {
-        size_t len = std::min(vec[i].iov_len, room - want);
-        iov[i] = {vec[i].iov_base, len};
-        want += len;
-      }
       n = readv(fd_, iov, nvec);
-      // Commit only the vectors the bytes reached.
-      size_t left = n > 0 ? static_cast<size_t>(n) : 0;
-      int used = 0;
-      for (; used < nvec && left > 0; ++used) {
-        vec[used].iov_len = std::min(vec[used].iov_len, left);
-        left -= vec[used].iov_len;
-      }
-      if (used > 0) evbuffer_commit_space(input_, vec, used);
+      commit_input(vec, nvec, n > 0 ? static_cast<size_t>(n) : 0);
     }
     if (n < 0 && errno == EINTR) continue;
     if (n == 0) eof = true;

@@ -33,9 +33,9 @@
 #include <string>
 #include <vector>
 
+#include "proxy/transport/io_batch.h"
 #include "proxy/transport/socket_address.h"
 #include "proxy/transport/tls_link.h"
-#include "proxy/transport/io_batch.h"
 
 namespace memshard::proxy {
 
@@ -264,12 +264,20 @@ class Stream {
   // Reads until the socket is drained, the input limit is reached, or
   // `rounds` reads were made.
   void read_plain(size_t& got, bool& eof, bool& error, int rounds);
+  // Reserves room for `want` bytes in the input and fills `iov` with it,
+  // all of the reserved space but never past the input limit; `want`
+  // becomes the room given. Returns the vectors used (<= 0: none could be
+  // reserved).
+  int reserve_input(size_t& want, evbuffer_iovec vec[2], iovec iov[2]);
+  // Commits the first `got` bytes of reserved space as input.
+  void commit_input(evbuffer_iovec vec[2], int nvec, size_t got);
   // The rest of a read: flags, interest, reports (which may destroy the
   // stream).
   void after_read(size_t got, bool eof, bool error);
   // Whether a read now could take bytes.
   bool wants_read() const {
-    return fd_ >= 0 && !failed_ && reading_ && !eof_ && tls_ == nullptr && input_length() < input_limit_;
+    return fd_ >= 0 && !failed_ && reading_ && !eof_ && tls_ == nullptr &&
+           input_length() < input_limit_;
   }
   void handle_write();
   // Connected (and past any TLS handshake), not failed, not closed: bytes
@@ -329,7 +337,7 @@ class Stream {
   bool failed_ = false;
   bool watch_writes_ = false;
   bool watch_flush_ = false;
-  bool read_queued_ = false;  // in loop_.readable_
+  bool read_queued_ = false;            // in loop_.readable_
   bool* alive_ = nullptr;               // cleared by the destructor, for callers of report()
   std::vector<SocketAddress> targets_;  // what connect() may still try
   size_t target_ = 0;

@@ -87,13 +87,15 @@ TEST_P(WriteModes, ManyClientsAtOnceGetEveryReplyIntact) {
       EXPECT_NE(started.find("reads and writes batched (io_uring)"), std::string::npos) << started;
       break;
     case Mode::one_by_one:
-      EXPECT_NE(started.find("reads and writes one system call per socket"), std::string::npos) << started;
+      EXPECT_NE(started.find("reads and writes one system call per socket"), std::string::npos)
+          << started;
       break;
     case Mode::setup_refused:
       EXPECT_NE(log().find("io_uring is not available (Operation not permitted)"),
                 std::string::npos)
           << log();
-      EXPECT_NE(started.find("reads and writes one system call per socket"), std::string::npos) << started;
+      EXPECT_NE(started.find("reads and writes one system call per socket"), std::string::npos)
+          << started;
       break;
   }
 

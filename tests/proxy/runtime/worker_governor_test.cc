@@ -111,8 +111,7 @@ TEST(WorkerGovernor, ALuckyGrowthIsUndoneByItsRecheck) {
   ASSERT_EQ(h.active(), 2u) << "the fluke must pass the trial: " << h.governor().reason();
   h.run(40, fluke);
   EXPECT_EQ(h.active(), 1u) << h.governor().reason();
-  EXPECT_NE(h.governor().reason().find("did not pay"), std::string::npos)
-      << h.governor().reason();
+  EXPECT_NE(h.governor().reason().find("did not pay"), std::string::npos) << h.governor().reason();
   // From then on it is a growth that does not pay: mostly at one worker.
   h.reset_counts();
   h.run(300, fluke);

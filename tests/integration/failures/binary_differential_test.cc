@@ -242,7 +242,7 @@ void exchange(std::vector<RawClient*>& clients, const Step& step, std::vector<Tr
               const std::vector<uint64_t>& previous_cas, std::chrono::milliseconds idle = 250ms) {
   const size_t n = clients.size();
   out.assign(n, Transcript{});
-  std::vector<bool> done(n, false);
+  std::vector<bool> done(n, false), unsendable(n, false);
   std::vector<std::string> wire(n);
   for (size_t i = 0; i < n; ++i) {
     std::string bytes;
@@ -264,12 +264,17 @@ void exchange(std::vector<RawClient*>& clients, const Step& step, std::vector<Tr
     const size_t len = step.dribble ? 1 + (piece * 7919 + 13) % 40 : total - sent;
     ++piece;
     for (size_t i = 0; i < clients.size(); ++i) {
-      if (done[i] || sent >= wire[i].size()) continue;
+      if (unsendable[i] || sent >= wire[i].size()) continue;
       try {
         clients[i]->send(std::string_view(wire[i]).substr(sent, len));
       } catch (const std::exception&) {
-        out[i].closed = true;  // closed by an earlier step, or by this one
-        done[i] = true;
+        // Closed by an earlier step, or by this one while the step was
+        // still being dribbled in: the replies written before the close
+        // are in our receive buffer all the same, and are read below (the
+        // reset that failed the send does not discard them). CI saw a
+        // case judged "<closed>" with nothing because the proxy's close
+        // reached the client a millisecond sooner than memcached's.
+        unsendable[i] = true;
       }
     }
     sent += len;

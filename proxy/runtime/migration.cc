@@ -184,10 +184,20 @@ void Migration::run() {
   list_keys();
   pending_.store(listed_.size());
   uint64_t last_log = monotonic_usec();
-  for (const Listed& item : listed_) {
-    if (!pace()) break;
-    copy(item);
-    pending_.fetch_sub(1);
+  // By index: a copy tried again goes to the end of the list.
+  for (size_t at = 0; at < listed_.size(); ++at) {
+    if (!wait_until(listed_[at].not_before_usec) || !pace()) break;
+    if (copy(listed_[at]) == Copied::done) {
+      pending_.fetch_sub(1);
+    } else if (listed_[at].tries + 1 < kMaxTries) {
+      const uint64_t later_usec = monotonic_usec() + static_cast<uint64_t>(wait_ms(pool_)) * 1000;
+      Listed later{std::move(listed_[at].key), listed_[at].server,
+                   static_cast<uint8_t>(listed_[at].tries + 1), later_usec};
+      listed_.push_back(std::move(later));  // still pending
+    } else {
+      skipped_.fetch_add(1);
+      pending_.fetch_sub(1);
+    }
     if (monotonic_usec() - last_log >= 10'000'000) {
       last_log = monotonic_usec();
       const Progress p = progress();
@@ -277,7 +287,7 @@ void Migration::list_keys() {
   }
 }
 
-void Migration::copy(const Listed& item) {
+Migration::Copied Migration::copy(const Listed& item) {
   static thread_local std::map<std::string, std::unique_ptr<ServerConn>> conns;
   const int timeout = wait_ms(pool_);
   const auto conn_to = [&](const ServerInfo& s) -> ServerConn& {
@@ -287,19 +297,20 @@ void Migration::copy(const Listed& item) {
   };
   WarmGuard* guard = pool_.guard.get();
   const WarmGuard::Sample sample = guard != nullptr ? guard->sample(item.key) : WarmGuard::Sample{};
-  if (sample.writing || sample.poisoned) {
-    skipped_.fetch_add(1);
-    return;
+  if (sample.poisoned) {
+    skipped_.fetch_add(1);  // an old copy may be stale: only a write brings it back
+    return Copied::done;
   }
+  if (sample.writing) return Copied::again;
   ServerConn& from = conn_to(old_servers_[item.server]);
   std::string line, reply;
   if (!from.send("mg " + item.key + " v f t\r\n") || !from.read_line(line)) {
     failed_.fetch_add(1);
-    return;
+    return Copied::done;
   }
   if (line == "EN") {
     skipped_.fetch_add(1);  // gone since the listing
-    return;
+    return Copied::done;
   }
   // "VA <length> f.. t..", then the value and its "\r\n".
   uint64_t length = 0;
@@ -311,24 +322,24 @@ void Migration::copy(const Listed& item) {
   if (!line.starts_with("VA ") || i == 3 || length > 64 * 1024 * 1024 ||
       !from.read_exact(length + 2, data)) {
     failed_.fetch_add(1);
-    return;
+    return Copied::done;
   }
   reply = line + "\r\n" + data;
   const auto value = proto::parse_meta_value(reply);
   if (!value) {
     failed_.fetch_add(1);
-    return;
+    return Copied::done;
   }
   std::string ms;
   if (!proto::append_copy_request(item.key, *value, false, ms)) {
     skipped_.fetch_add(1);
-    return;
+    return Copied::done;
   }
   std::array<size_t, kMaxReplicas> idx;
   const size_t n = pool_.ring.preference_list(
       item.key,
       std::span<size_t>(idx.data(), std::clamp<size_t>(pool_.config.replicas, 1, kMaxReplicas)));
-  bool stored = false, refused = false, broken = false;
+  bool stored = false, refused = false, broken = false, overtaken = false;
   for (size_t c = 0; c < n; ++c) {
     ServerConn& to = conn_to(pool_.servers[idx[c]]);
     if (!to.send(ms) || !to.read_line(line)) {
@@ -338,8 +349,12 @@ void Migration::copy(const Listed& item) {
     if (line == "HD") {
       stored = true;
       if (guard != nullptr && guard->changed(item.key, sample)) {
-        // A write of the key overtook the copy (warm_guard.h).
+        // A write of the key overtook the copy (warm_guard.h): the copy
+        // goes, and is tried again (it finds the write's value in place,
+        // or the old copy deleted by it, or copies what a write of
+        // another key in the slot did not touch).
         if (to.send("md " + item.key + "\r\n")) to.read_line(line);
+        overtaken = true;
       }
     } else if (line == "NS") {
       refused = true;
@@ -347,6 +362,7 @@ void Migration::copy(const Listed& item) {
       broken = true;
     }
   }
+  if (overtaken) return Copied::again;
   if (stored) {
     moved_.fetch_add(1);
   } else if (broken) {
@@ -354,6 +370,7 @@ void Migration::copy(const Listed& item) {
   } else if (refused) {
     skipped_.fetch_add(1);  // already there: written since the reload
   }
+  return Copied::done;
 }
 
 // A token bucket holding 50 ms of the rate: bursts stay small, and a
@@ -373,6 +390,15 @@ bool Migration::pace() {
     const double wait_usec = (1 - tokens_) * 1e6 / rate;
     std::this_thread::sleep_for(
         std::chrono::microseconds(static_cast<int64_t>(std::min(wait_usec, 50'000.0)) + 1));
+  }
+}
+
+bool Migration::wait_until(uint64_t usec) {
+  while (true) {
+    if (stopping()) return false;
+    const uint64_t now = monotonic_usec();
+    if (now >= usec) return true;
+    std::this_thread::sleep_for(std::chrono::microseconds(std::min<uint64_t>(usec - now, 50'000)));
   }
 }
 

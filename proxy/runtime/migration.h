@@ -50,13 +50,24 @@ class Migration {
   struct Listed {
     std::string key;
     size_t server;  // index into old_servers_
+    uint8_t tries = 0;
+    uint64_t not_before_usec = 0;  // a try again waits for the write to end
   };
+  // A copy that a write of the key (or of one sharing its guard slot) got
+  // in the way of is tried again at the end of the walk, a server timeout
+  // later (the write has been answered or has timed out by then), up to
+  // kMaxTries times: a key dropped for it would stay cold after the
+  // window ends.
+  enum class Copied { done, again };
+  static constexpr uint8_t kMaxTries = 4;
   static uint64_t next_end(const Pool& pool);
   void run();
   void list_keys();
-  void copy(const Listed& item);
+  Copied copy(const Listed& item);
   // Waits for the rate's next token; false when it is time to stop.
   bool pace();
+  // Sleeps until `usec` (monotonic); false when it is time to stop.
+  bool wait_until(uint64_t usec);
   bool stopping() const;
 
   Pool pool_;

@@ -164,7 +164,7 @@ size_t WorkerGovernor::tick(uint64_t now_usec, std::span<const Figures> workers)
   }
   last_.assign(workers.begin(), workers.end());
   last_usec_ = now_usec;
-  double rps = static_cast<double>(requests) / seconds;
+  const double rps = static_cast<double>(requests) / seconds;
   last_busy_ = busy_sum / static_cast<double>(active_);
   last_per_wakeup_ = active_wakeups == 0 ? 0
                                          : static_cast<double>(active_requests) /
@@ -189,25 +189,26 @@ size_t WorkerGovernor::tick(uint64_t now_usec, std::span<const Figures> workers)
   recent_rps_.push_back(rps);
   if (recent_rps_.size() > kRecentTicks) recent_rps_.erase(recent_rps_.begin());
 
-  // A growth that did not pay holds until its time is up, or until the load
-  // is no longer the one it was judged at.
-  if (grow_after_usec_ != 0 && recent_rps_.size() >= static_cast<size_t>(s_.trial_ticks)) {
-    // Judged over as many ticks as a trial: one noisy tick is no change.
-    const double judged = failed_at_rps_;
-    rps = window_rps(static_cast<size_t>(s_.trial_ticks));
-    const bool changed =
-        judged > 0 && (rps > judged * (1 + s_.load_change) || rps < judged * (1 - s_.load_change));
-    if (changed) backoff_usec_ = s_.backoff_usec;
-    if (changed || now_usec >= grow_after_usec_) grow_after_usec_ = 0;
-  }
-
   const bool saturated = last_busy_ >= s_.grow_busy;
   saturated_ticks_ = saturated ? saturated_ticks_ + 1 : 0;
   const bool light = active_ > 1 && busy_sum < s_.shrink_busy * static_cast<double>(active_ - 1);
   light_ticks_ = light ? light_ticks_ + 1 : 0;
 
-  if (saturated_ticks_ >= s_.grow_ticks && active_ < max && grow_after_usec_ == 0 &&
-      baseline_steady()) {
+  const bool may_grow = saturated_ticks_ >= s_.grow_ticks && active_ < max && baseline_steady();
+  if (may_grow && grow_after_usec_ != 0) {
+    // A growth that did not pay holds until its time is up, or until the
+    // load is no longer the one it was judged at. Asked only here, of a
+    // steady load that saturates the workers again: a pause between two
+    // runs of the same clients (seconds of no load, then the same load
+    // anew) is no new load, and must not buy the same failed trial again.
+    const double base = window_rps(kRecentTicks), judged = failed_at_rps_;
+    const bool changed = judged > 0 && (base > judged * (1 + s_.load_change) ||
+                                        base < judged * (1 - s_.load_change));
+    if (changed) backoff_usec_ = s_.backoff_usec;
+    if (changed || now_usec >= grow_after_usec_) grow_after_usec_ = 0;
+  }
+
+  if (may_grow && grow_after_usec_ == 0) {
     const double base = window_rps(kRecentTicks);
     change(active_ + 1, now_usec, base,
            describe("workers saturated (%.0f%% busy, %.1f requests per wake-up): one more",

@@ -79,7 +79,9 @@ class WorkerGovernor {
     double shrink_loss = 0.05;
     // After a growth that did not pay: no new try for this long, doubled
     // after each failure up to `max_backoff_usec`, unless the load changes
-    // by more than `load_change` (then the failed answer no longer holds).
+    // by more than `load_change` (then the failed answer no longer holds):
+    // the steady throughput that saturates the workers again, against the
+    // one the growth failed at (a pause in the load is no change).
     uint64_t backoff_usec = 20'000'000;
     uint64_t max_backoff_usec = 320'000'000;
     double load_change = 0.25;

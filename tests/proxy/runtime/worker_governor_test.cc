@@ -206,6 +206,23 @@ TEST(WorkerGovernor, AChangedLoadIsTriedAgainAtOnce) {
   EXPECT_EQ(h.active(), 2u) << h.governor().reason();
 }
 
+// The same clients stop for a moment and start again (a benchmark's runs,
+// a batch job's passes): the pause is no new load, so the growth that did
+// not pay is not tried again before its backoff ends.
+TEST(WorkerGovernor, APauseBetweenRunsOfTheSameLoadKeepsTheBackoff) {
+  Harness h(2);
+  h.run(5, saturating(47'000, -0.22));
+  ASSERT_EQ(h.active(), 1u);
+  ASSERT_EQ(h.max_seen(), 2u) << "it must have tried";
+  const Load idle = [](size_t, uint64_t) { return Shape{0, 0.0}; };
+  for (int pass = 0; pass < 2; ++pass) {
+    h.reset_counts();
+    h.run(1.5, idle);
+    h.run(6, saturating(47'000, -0.22));
+    EXPECT_EQ(h.ticks_at(2), 0) << "pass " << pass << ": " << h.governor().reason();
+  }
+}
+
 TEST(WorkerGovernor, DoesNotFlapUnderASteadyLoadAtTheThreshold) {
   WorkerGovernor::Settings s;
   Harness h(2, s);

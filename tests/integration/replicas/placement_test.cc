@@ -91,11 +91,12 @@ TEST_P(ReplicaPlacement, EveryKeyOnExactlyItsPreferenceList) {
   // The keys spread: a test whose keys all land on one server proves little.
   // The servers' ports are picked at run time and name their points, so
   // their shares change from run to run: a three-server ring has given one
-  // of them as little as 8% of the keyspace. The bounds only ask that
-  // every server takes part.
+  // of them 1.9% of the first copies (libmemcached's compat, fnv1a_64). The
+  // bounds only ask that every server takes part: 10 first copies and 20
+  // copies of 3,000 keys.
   for (uint16_t p : ports) {
-    EXPECT_GT(firsts[p], keys.size() / 50) << "server " << p << " is the first copy of few keys";
-    EXPECT_GT(all[p], keys.size() / 25) << "server " << p << " holds few copies";
+    EXPECT_GE(firsts[p], keys.size() / 300) << "server " << p << " is the first copy of few keys";
+    EXPECT_GE(all[p], keys.size() / 150) << "server " << p << " holds few copies";
   }
 
   // The same keys through an unreplicated pool over the same servers: each

@@ -80,8 +80,7 @@ TEST_P(ReplicaPlacement, EveryKeyOnExactlyItsPreferenceList) {
       std::string g, w;
       for (uint16_t p : got) g += " " + std::to_string(p);
       for (uint16_t p : want) w += " " + std::to_string(p);
-      ADD_FAILURE() << k << " is held by {" << g << " } but its preference list is {" << w
-                    << " }";
+      ADD_FAILURE() << k << " is held by {" << g << " } but its preference list is {" << w << " }";
     }
     EXPECT_EQ(want[0], copies.primary(k)) << "first copy of " << k << " vs Ring::lookup";
     ++firsts[want[0]];
@@ -111,9 +110,9 @@ TEST_P(ReplicaPlacement, EveryKeyOnExactlyItsPreferenceList) {
   for (const std::string& k : keys) {
     std::vector<uint16_t> want = {copies.of(k)[0]};
     if (held[k] != want && ++wrong <= 10) {
-      ADD_FAILURE() << k << ": replicas 1 put it on " << held[k].size()
-                    << " server(s), first " << (held[k].empty() ? 0 : held[k][0])
-                    << "; replicas 2's first copy is " << want[0];
+      ADD_FAILURE() << k << ": replicas 1 put it on " << held[k].size() << " server(s), first "
+                    << (held[k].empty() ? 0 : held[k][0]) << "; replicas 2's first copy is "
+                    << want[0];
     }
   }
   EXPECT_EQ(wrong, 0u) << "keys whose unreplicated server is not their first copy";

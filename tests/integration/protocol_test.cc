@@ -1068,7 +1068,10 @@ TEST_F(ProxyTest, ErrorRepliesMatchMemcached) {
       "incr k -1\r\n",
       "incr k 18446744073709551616\r\n",
       set_command("k", "notnum") + "incr k 1\r\n",
-      set_command("k", "18446744073709551615") + "incr k 1\r\nget k\r\n",
+      // 64-bit wrap, from a number below 2^63: memcached 1.6.18's answer
+      // to counting on one above depends on stale memory (see
+      // MemcachedQuirk.ArithmeticOnATopHalfNumberReadsStaleMemory).
+      set_command("k", "2") + "incr k 18446744073709551615\r\nget k\r\n",
       "decr k 1\r\n",
       "delete k 5\r\n",
       "delete k 0\r\n",
@@ -1139,7 +1142,7 @@ TEST_F(ProxyTest, ErrorRepliesMatchMemcached) {
       "set k 0 0 2147483647\r\n",
       "gets " + k251 + "\r\n",
       "gat 10 a " + k251 + "\r\n",
-      set_command("k", "0") + "decr k 1\r\nincr k 18446744073709551615\r\nincr k 1\r\n",
+      set_command("k", "0") + "decr k 1\r\nincr k 18446744073709551615\r\nget k\r\n",
       set_command("k", "99") + "incr k 1\r\nget k\r\n",
   };
   for (const std::string& c : cases) {

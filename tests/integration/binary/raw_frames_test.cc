@@ -302,9 +302,11 @@ TEST_P(BinaryRaw, IncrementDecrement) {
   // memcached shortens a decremented number in place, padded with spaces.
   EXPECT_EQ(on_owner("n_key")->value, "0 ");
 
-  // 64-bit wrap.
-  put("n_big", "18446744073709551615");
-  c->send(request(kIncrement, "n_big", arith_extras(2, 0, 0), "", 7));
+  // 64-bit wrap, from a number below 2^63 (memcached 1.6.18's answer to
+  // counting on one above depends on stale memory: see
+  // MemcachedQuirk.ArithmeticOnATopHalfNumberReadsStaleMemory).
+  put("n_big", "2");
+  c->send(request(kIncrement, "n_big", arith_extras(~uint64_t{0}, 0, 0), "", 7));
   auto wrap = read_frame(*c);
   expect_frame(wrap, kIncrement, kOk, 7);
   ASSERT_TRUE(wrap);

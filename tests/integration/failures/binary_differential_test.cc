@@ -28,6 +28,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <cstdlib>
 #include <iostream>
 #include <map>
 #include <random>
@@ -37,6 +38,7 @@
 #include <tuple>
 #include <vector>
 
+#include "differential_util.h"
 #include "failure_util.h"
 
 namespace memshard::testing::failures {
@@ -49,6 +51,8 @@ constexpr size_t kGeneratedCases = 3000;
 // The generated test stops (and fails) past this, whatever is left.
 constexpr auto kBudget = 200s;
 constexpr uint32_t kSentinelOpaque = 0x5e5e5e5e;
+// A noop sent after a step whose replies memcached holds back (exchange()).
+constexpr uint32_t kNudgeOpaque = 0x4e4e4e4e;
 
 // ---------------------------------------------------------------- frames
 
@@ -158,8 +162,9 @@ struct Transcript {
   std::vector<Reply> frames;
   std::string leftover;  // bytes that are not (yet) a whole response frame
   bool closed = false;
-  bool complete = false;  // the sentinel's reply arrived
-  uint64_t last_cas = 0;  // the last non-zero cas among the frames
+  bool complete = false;        // the sentinel's reply arrived
+  bool nudge_answered = false;  // see exchange()
+  uint64_t last_cas = 0;        // the last non-zero cas among the frames
 
   // Takes the whole frames off `leftover`.
   void parse() {
@@ -179,6 +184,10 @@ struct Transcript {
       leftover.erase(0, 24 + size_t{body});
       if (r.cas != 0) last_cas = r.cas;
       if (r.opcode == op::noop && r.opaque == kSentinelOpaque) complete = true;
+      if (r.opcode == op::noop && r.opaque == kNudgeOpaque) {
+        nudge_answered = true;
+        continue;  // the test's own frame, not the case's
+      }
       frames.push_back(std::move(r));
     }
   }
@@ -291,7 +300,8 @@ void exchange(std::vector<RawClient*>& clients, const Step& step, std::vector<Tr
     if (Clock::now() >= deadline) return false;
     return Clock::now() - last < idle || (out[0].complete && n > 1);
   };
-  while (reading()) {
+  // Reads what has come on the connections not yet done.
+  const auto read_ready = [&] {
     std::vector<pollfd> p;
     std::vector<size_t> idx;
     for (size_t i = 0; i < n; ++i) {
@@ -299,8 +309,8 @@ void exchange(std::vector<RawClient*>& clients, const Step& step, std::vector<Tr
       idx.push_back(i);
       p.push_back(pollfd{clients[i]->fd(), POLLIN, 0});
     }
-    if (p.empty()) break;
-    if (poll(p.data(), static_cast<nfds_t>(p.size()), 20) <= 0) continue;
+    if (p.empty()) return false;
+    if (poll(p.data(), static_cast<nfds_t>(p.size()), 20) <= 0) return true;
     for (size_t j = 0; j < p.size(); ++j) {
       if (p[j].revents == 0) continue;
       const size_t i = idx[j];
@@ -314,8 +324,36 @@ void exchange(std::vector<RawClient*>& clients, const Step& step, std::vector<Tr
       last = Clock::now();
       out[i].leftover.append(buf, static_cast<size_t>(got));
       out[i].parse();
-      if (out[i].complete) done[i] = true;
     }
+    return true;
+  };
+  while (reading() && read_ready()) {
+    for (size_t i = 0; i < n; ++i) done[i] = done[i] || out[i].complete;
+  }
+  // memcached sometimes holds the rest of a step back until more bytes come
+  // (after swallowing a failed quiet write's value it waits for input with
+  // whole frames still in its buffer), while memshard answers them at once:
+  // the same replies in the same order, at another time. When memcached is
+  // still silent on a step another connection has finished, every open
+  // connection gets the same noop; its reply (dropped from the transcript)
+  // ends the step, and the replies before it are compared as they are.
+  const bool held_back =
+      step.sentinel && n > 1 && !out[0].complete && !out[0].closed &&
+      std::any_of(out.begin() + 1, out.end(), [](const Transcript& t) { return t.complete; });
+  if (!held_back) return;
+  const std::string nudge = encode({.opcode = op::noop, .opaque = kNudgeOpaque});
+  for (size_t i = 0; i < n; ++i) {
+    done[i] = out[i].closed;
+    if (out[i].closed || unsendable[i]) continue;
+    try {
+      clients[i]->send(nudge);
+    } catch (const std::exception&) {
+      unsendable[i] = true;
+    }
+  }
+  const auto nudge_deadline = Clock::now() + 5s;
+  while (Clock::now() < nudge_deadline && read_ready()) {
+    for (size_t i = 0; i < n; ++i) done[i] = done[i] || out[i].nudge_answered;
   }
 }
 
@@ -406,11 +444,13 @@ class Gen {
       f.key = key();
       f.value = value();
       cas(f, out);
+      top_half_.stored(f.key, f.value, false);
     } else if (r < 52) {
       f.opcode = pick({op::append, op::appendq, op::prepend, op::prependq});
       f.key = key();
       f.value = value();
       cas(f, out);
+      top_half_.stored(f.key, f.value, true);
     } else if (r < 58) {
       f.opcode = pick({op::del, op::delq});
       f.key = key();
@@ -418,8 +458,15 @@ class Gen {
     } else if (r < 70) {
       f.opcode = pick({op::incr, op::incrq, op::decr, op::decrq});
       const uint32_t e = pick({0u, 0u, 100000u, 0xffffffffu, 0xffffffffu, 0x80000000u});
-      f.extras = be64(counter()) + be64(counter()) + be32(e);
+      const uint64_t delta = counter(), initial = counter();
+      f.extras = be64(delta) + be64(initial) + be32(e);
       f.key = chance(70) ? "n" + std::to_string(below(3)) : key();
+      // Never a key memcached 1.6.18 cannot count on (see TopHalfNumbers):
+      // another, or one no frame of the case writes.
+      for (int tries = 0; tries < 8 && top_half_.may_hold(f.key); ++tries) f.key = key();
+      if (top_half_.may_hold(f.key)) f.key = "c" + std::to_string(fresh_keys_++);
+      top_half_.counted(f.key, loud_arithmetic(f.opcode) == op::incr, delta, e != 0xffffffffu,
+                        initial);
       cas(f, out);
     } else if (r < 80) {
       f.opcode = pick({op::touch, op::gat, op::gatq, op::gatk, op::gatkq});
@@ -534,6 +581,8 @@ class Gen {
 
   Case one() {
     Case c;
+    top_half_.clear();
+    fresh_keys_ = 0;
     const size_t steps = 1 + below(3);
     for (size_t s = 0; s < steps; ++s) {
       Step step;
@@ -582,7 +631,13 @@ class Gen {
   }
 
  private:
+  static uint8_t loud_arithmetic(uint8_t opcode) {
+    return opcode == op::incrq ? op::incr : opcode == op::decrq ? op::decr : opcode;
+  }
+
   std::mt19937_64 rng_;
+  TopHalfNumbers top_half_;
+  size_t fresh_keys_ = 0;  // "c0", "c1"...: keys no other frame of the case uses
 };
 
 // ---------------------------------------------------------------- exceptions
@@ -690,11 +745,15 @@ TEST_F(BinaryDifferential, GeneratedFramesGetMemcachedsAnswers) {
   std::vector<Case> cases;
   for (size_t i = 0; i < kGeneratedCases; ++i) cases.push_back(gen.one());
 
+  const std::vector<size_t> chosen = chosen_cases("MEMSHARD_DIFF_CASES", cases.size());
+  if (chosen.size() < cases.size()) {
+    for (size_t i : chosen) std::cout << "case " << i << ":" << render_case(cases[i], 4000) << "\n";
+  }
   std::vector<Mismatch> mismatches;
-  size_t identical = 0, closed = 0, waiting = 0, frames = 0, held_back = 0;
+  size_t identical = 0, closed = 0, waiting = 0, frames = 0, held_back = 0, nudged = 0;
   const auto t0 = Clock::now();
   size_t done = 0;
-  for (size_t i = 0; i < cases.size(); ++i) {
+  for (size_t i : chosen) {
     if (Clock::now() - t0 > kBudget) break;
     // Every case starts from empty servers: a case is judged on its own
     // replies, whatever an earlier one left behind.
@@ -711,6 +770,7 @@ TEST_F(BinaryDifferential, GeneratedFramesGetMemcachedsAnswers) {
       frames += step.frames.size();
       std::vector<Transcript> t;
       exchange(clients, step, t, previous_cas);
+      nudged += t[0].nudge_answered;
       for (size_t c = 0; c < 3; ++c) {
         if (t[c].last_cas != 0) previous_cas[c] = t[c].last_cas;
         got[c].push_back(std::move(t[c]));
@@ -745,10 +805,11 @@ TEST_F(BinaryDifferential, GeneratedFramesGetMemcachedsAnswers) {
     }
   }
   const auto took = ms_between(t0, Clock::now());
-  std::cout << done << " of " << cases.size() << " generated cases (" << frames << " frames, seed "
-            << kSeed << ") in " << took << " ms: " << identical
-            << " identical through both memshards, " << held_back
-            << " identical up to what memcached holds back, " << mismatches.size()
+  std::cout << done << " of " << chosen.size() << " generated cases (" << frames << " frames, seed "
+            << kSeed << "; one case alone: MEMSHARD_DIFF_CASES=N[,N...]) in " << took
+            << " ms: " << identical << " identical through both memshards, " << held_back
+            << " identical up to what memcached holds back, " << nudged
+            << " steps that memcached held back until nudged, " << mismatches.size()
             << " mismatches; " << closed << " closed the connection, " << waiting
             << " left the server waiting\n";
   for (size_t i = 0; i < mismatches.size() && i < 25; ++i) {
@@ -758,7 +819,7 @@ TEST_F(BinaryDifferential, GeneratedFramesGetMemcachedsAnswers) {
               << m.want << "memshard:\n"
               << m.got;
   }
-  EXPECT_EQ(done, cases.size()) << "the time budget ran out";
+  EXPECT_EQ(done, chosen.size()) << "the time budget ran out";
   EXPECT_EQ(mismatches.size(), 0u) << "see the examples printed above";
   EXPECT_TRUE(one_->process().running());
   EXPECT_TRUE(three_->process().running());

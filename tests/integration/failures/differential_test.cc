@@ -15,15 +15,19 @@
 #include <sys/socket.h>
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
 #include <iostream>
 #include <random>
 #include <regex>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <vector>
 
+#include "differential_util.h"
 #include "failure_util.h"
 
 namespace memshard::testing::failures {
@@ -40,6 +44,7 @@ struct Transcript {
   std::string bytes;
   bool closed = false;
   bool complete = false;  // every expected MN arrived
+  bool nudged = false;    // ... only after one more `mn` (see exchange())
   std::string render() const {
     return printable(bytes, 700) + (closed ? " <closed>" : "") + (complete ? "" : " <waiting>");
   }
@@ -84,8 +89,9 @@ std::pair<Transcript, Transcript> exchange(uint16_t ref_port, uint16_t ms_port,
   // Once memcached has answered the sentinel, memshard owes it too: it is
   // read until it comes, not for `idle` only, so a proxy slowed down by a
   // loaded machine (sanitizers, parallel tests) is not judged too early.
-  while (!(done[0] && done[1]) && Clock::now() < deadline &&
-         (Clock::now() - last < idle || out[0].complete)) {
+  // Reads what has come on the connections not yet done; false when none is
+  // left to read.
+  const auto read_ready = [&] {
     pollfd p[2];
     int idx[2], n = 0;
     for (int i = 0; i < 2; ++i) {
@@ -93,10 +99,11 @@ std::pair<Transcript, Transcript> exchange(uint16_t ref_port, uint16_t ms_port,
       idx[n] = i;
       p[n++] = pollfd{clients[i]->fd(), POLLIN, 0};
     }
+    if (n == 0) return false;
     // Over TLS, bytes already decrypted do not make the socket readable.
     bool held = false;
     for (int j = 0; j < n; ++j) held = held || clients[idx[j]]->has_pending();
-    if (!held && poll(p, static_cast<nfds_t>(n), 20) <= 0) continue;
+    if (!held && poll(p, static_cast<nfds_t>(n), 20) <= 0) return true;
     for (int j = 0; j < n; ++j) {
       if (p[j].revents == 0 && !clients[idx[j]]->has_pending()) continue;
       int i = idx[j];
@@ -109,11 +116,43 @@ std::pair<Transcript, Transcript> exchange(uint16_t ref_port, uint16_t ms_port,
       }
       last = Clock::now();
       out[i].bytes.append(buf, static_cast<size_t>(got));
-      if (out[i].bytes.ends_with("MN\r\n") && count_of(out[i].bytes, "MN\r\n") >= mn) {
-        out[i].complete = true;
-        done[i] = true;
+    }
+    return true;
+  };
+  const auto answered = [&](const Transcript& t, size_t count) {
+    return t.bytes.ends_with("MN\r\n") && count_of(t.bytes, "MN\r\n") >= count;
+  };
+  while (Clock::now() < deadline && (Clock::now() - last < idle || out[0].complete) &&
+         read_ready()) {
+    for (int i = 0; i < 2; ++i) {
+      out[i].complete = out[i].complete || answered(out[i], mn);
+      done[i] = done[i] || out[i].complete;
+    }
+  }
+  // memcached silent past `idle` while memshard has answered everything:
+  // memcached is slow (a loaded machine) or holds its replies back until
+  // more bytes come. Both get the same `mn`; once memcached answers it, its
+  // replies before it are compared as they are, and the nudge's own MN is
+  // taken off both.
+  if (out[0].complete || out[0].closed || !out[1].complete) return {out[0], out[1]};
+  for (int i = 0; i < 2; ++i) {
+    done[i] = out[i].closed;
+    if (!out[i].closed) {
+      try {
+        clients[i]->send("mn\r\n");
+      } catch (const std::exception&) {
       }
     }
+  }
+  const auto nudge_deadline = Clock::now() + 5s;
+  while (Clock::now() < nudge_deadline && read_ready()) {
+    for (int i = 0; i < 2; ++i) done[i] = done[i] || answered(out[i], mn + 1);
+  }
+  for (Transcript& t : out) {
+    if (!answered(t, mn + 1)) continue;
+    t.bytes.resize(t.bytes.size() - 4);
+    t.complete = true;
+    t.nudged = true;
   }
   return {out[0], out[1]};
 }
@@ -483,15 +522,81 @@ class Gen {
 
   // A case: one request, sometimes two or three in a row. A retrieval with
   // a key longer than 250 bytes comes first or alone: see kPipelinedLongKey.
+  // No arithmetic in a case reads a key an earlier request of the case may
+  // have left in [2^63, 2^64): memcached 1.6.18's answer to that depends on
+  // stale memory, not on the requests (see TopHalfNumbers).
   std::string request() {
+    top_half_.clear();
     std::string out = one();
+    note_numbers(out);
     for (int more : {15, 5}) {
       if (!chance(more)) continue;
       std::string next = one();
-      while (is_retrieval_with_long_key(next)) next = one();
+      while (is_retrieval_with_long_key(next) || counts_top_half(next)) next = one();
+      note_numbers(next);
       out += next;
     }
     return out;
+  }
+
+  // The whitespace-separated tokens of a request's first line.
+  static std::vector<std::string> tokens(std::string_view req) {
+    std::vector<std::string> out;
+    std::string_view line = req.substr(0, req.find('\n'));
+    size_t at = 0;
+    while (at < line.size()) {
+      while (at < line.size() && (line[at] == ' ' || line[at] == '\t' || line[at] == '\r')) ++at;
+      size_t end = at;
+      while (end < line.size() && line[end] != ' ' && line[end] != '\t' && line[end] != '\r') ++end;
+      if (end > at) out.emplace_back(line.substr(at, end - at));
+      at = end;
+    }
+    return out;
+  }
+
+  // A token's number, when it is all digits; anything too big for 64 bits
+  // counts as big.
+  static uint64_t number_of(std::string_view t) {
+    if (t.empty() || t.size() > 20) return t.empty() ? 0 : ~uint64_t{0};
+    uint64_t v = 0;
+    const auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
+    if (ec == std::errc::result_out_of_range) return ~uint64_t{0};
+    return end == t.data() + t.size() ? v : 0;
+  }
+
+  // incr/decr/ma: the key they count on. A key written base64 ("ma azA= b")
+  // may be any plain one: it is "*", which stands for every key.
+  static std::string counted_key(const std::vector<std::string>& t) {
+    if (t.size() < 2 || (t[0] != "incr" && t[0] != "decr" && t[0] != "ma")) return {};
+    if (t[0] == "ma" && std::find(t.begin() + 2, t.end(), "b") != t.end()) return "*";
+    return t[1];
+  }
+
+  bool counts_top_half(std::string_view req) const {
+    const std::string k = counted_key(tokens(req));
+    if (k.empty()) return false;
+    return k == "*" ? top_half_.any() : top_half_.may_hold(k) || top_half_.may_hold("*");
+  }
+
+  void note_numbers(std::string_view req) {
+    const std::vector<std::string> t = tokens(req);
+    const std::string k = counted_key(t);
+    if (k.empty()) return;
+    uint64_t delta = 0, initial = 0;
+    bool raises = t[0] != "decr", creates = false;
+    if (t[0] == "ma") {
+      for (size_t i = 2; i < t.size(); ++i) {
+        if (t[i].size() < 2) continue;
+        const uint64_t v = number_of(std::string_view(t[i]).substr(1));
+        if (t[i][0] == 'D') delta = v;
+        if (t[i][0] == 'J') initial = v;
+        if (t[i][0] == 'N') creates = true;
+        if (t[i] == "MD" || t[i] == "M-") raises = false;
+      }
+    } else if (t.size() > 2) {
+      delta = number_of(t[2]);
+    }
+    top_half_.counted(k, raises, delta, creates, initial);
   }
 
   static bool is_retrieval_with_long_key(std::string_view req) {
@@ -511,6 +616,7 @@ class Gen {
 
  private:
   std::mt19937_64 rng_;
+  TopHalfNumbers top_half_;
 };
 
 // ---------------------------------------------------------------- exceptions
@@ -619,10 +725,14 @@ TEST_F(Differential, GeneratedMalformedRequestsGetMemcachedsExactReplies) {
   for (size_t i = 0; i < kGeneratedCases; ++i) cases.push_back(gen.request());
 
   std::vector<Mismatch> mismatches;
-  size_t waiting = 0, closed = 0, identical = 0, held_back = 0;
+  size_t waiting = 0, closed = 0, identical = 0, held_back = 0, nudged = 0;
   bool unsettled = false;  // the previous case ended without the sentinel's reply
+  const std::vector<size_t> chosen = chosen_cases("MEMSHARD_DIFF_CASES", cases.size());
+  if (chosen.size() < cases.size()) {
+    for (size_t i : chosen) std::cout << "case " << i << ": " << printable(cases[i], 2000) << "\n";
+  }
   auto t0 = Clock::now();
-  for (size_t i = 0; i < cases.size(); ++i) {
+  for (size_t i : chosen) {
     // Every case starts from empty servers: a case is judged on its own
     // replies, and a key left behind by an earlier case (whose expiry the
     // two servers may see a second apart) cannot make a later one differ.
@@ -633,6 +743,7 @@ TEST_F(Differential, GeneratedMalformedRequestsGetMemcachedsExactReplies) {
     auto [want, got] = exchange(ref_->port(), proxy_->port(), cases[i]);
     unsettled = !got.complete;
     waiting += !want.complete && !want.closed;
+    nudged += want.nudged;
     closed += want.closed;
     Transcript w = want, g = got;
     w.bytes = normalize(w.bytes);
@@ -651,9 +762,10 @@ TEST_F(Differential, GeneratedMalformedRequestsGetMemcachedsExactReplies) {
     }
   }
   auto took = ms_between(t0, Clock::now());
-  std::cout << cases.size() << " generated cases (seed " << kSeed << ") in " << took
-            << " ms: " << identical << " identical, " << held_back
-            << " identical up to what memcached holds back, " << mismatches.size()
+  std::cout << chosen.size() << " generated cases (seed " << kSeed
+            << "; one case alone: MEMSHARD_DIFF_CASES=N[,N...]) in " << took << " ms: " << identical
+            << " identical, " << held_back << " identical up to what memcached holds back, "
+            << nudged << " that memcached answered only once nudged, " << mismatches.size()
             << " mismatches; " << closed << " closed the connection, " << waiting
             << " left the server waiting for data\n";
   for (size_t i = 0; i < mismatches.size() && i < 25; ++i) {
@@ -727,6 +839,38 @@ TEST_F(Differential, LongRetrievalLineSentInOneWriteIsAnsweredLikeMemcached) {
     EXPECT_EQ(printable(g) + (got.closed ? " <closed>" : ""),
               printable(w) + (want.closed ? " <closed>" : ""));
   }
+}
+
+// Why the generators keep arithmetic away from numbers in [2^63, 2^64)
+// (TopHalfNumbers): memcached before 1.6.22 reads past such a value into
+// the stale bytes of its slab chunk looking for a '-'. A value full of '-'
+// deleted, then a counter created in the same chunk at 2^63, and the next
+// incr says "non-numeric". If this test starts failing, the servers here no
+// longer have the fault, and the generators may count on big numbers again.
+TEST(MemcachedQuirk, ArithmeticOnATopHalfNumberReadsStaleMemory) {
+  Memcached m;
+  RawClient c(m.port());
+  const std::string version = c.roundtrip("version\r\n");
+  int major = 0, minor = 0, patch = 0;
+  ASSERT_EQ(std::sscanf(version.c_str(), "VERSION %d.%d.%d", &major, &minor, &patch), 3) << version;
+  if (std::tuple(major, minor, patch) >= std::tuple(1, 6, 22)) {
+    GTEST_SKIP() << "memcached " << major << "." << minor << "." << patch
+                 << " has the fix (ea92c6c0): TopHalfNumbers may go";
+  }
+  // An item of the smallest slab class (key "n2", a 30-byte value), freed,
+  // is the chunk the next item of that class takes.
+  ASSERT_EQ(c.roundtrip("set n2 0 0 30\r\n" + std::string(30, '-') + "\r\n"), "STORED\r\n");
+  ASSERT_EQ(c.roundtrip("delete n2\r\n"), "DELETED\r\n");
+  ASSERT_EQ(c.roundtrip("ma n2 N0 J9223372036854775808 v\r\n", "\r\n9223372036854775808\r\n"),
+            "VA 19\r\n9223372036854775808\r\n");
+  EXPECT_EQ(c.roundtrip("incr n2 5\r\n"),
+            "CLIENT_ERROR cannot increment or decrement non-numeric value\r\n");
+  // The same number one below the top half is counted.
+  ASSERT_EQ(c.roundtrip("set n3 0 0 30\r\n" + std::string(30, '-') + "\r\n"), "STORED\r\n");
+  ASSERT_EQ(c.roundtrip("delete n3\r\n"), "DELETED\r\n");
+  ASSERT_EQ(c.roundtrip("ma n3 N0 J9223372036854775807 v\r\n", "\r\n9223372036854775807\r\n"),
+            "VA 19\r\n9223372036854775807\r\n");
+  EXPECT_EQ(c.roundtrip("incr n3 5\r\n"), "9223372036854775812\r\n");
 }
 
 }  // namespace

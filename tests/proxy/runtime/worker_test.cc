@@ -26,6 +26,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -111,7 +112,7 @@ class FakeHost final : public WorkerHost {
 };
 
 // A scripted memcached on 127.0.0.1, on a thread of its own. It knows set
-// and get; a get of a key never set answers the server's tag as the value,
+// (noreply too), ms, mn and get; a get of a key never set answers the server's tag as the value,
 // so a test sees which server a request went to. `hold` keeps replies back
 // until release(); `close_on_request` closes a connection on its first
 // request, as a crashing server would.
@@ -209,19 +210,30 @@ class FakeServer {
       std::string reply;
       size_t used = eol + 2;
       if (verb == "set") {
-        std::string key;
+        std::string key, noreply;
         unsigned flags = 0, exptime = 0;
         size_t bytes = 0;
-        words >> key >> flags >> exptime >> bytes;
+        words >> key >> flags >> exptime >> bytes >> noreply;
         if (c.in.size() < used + bytes + 2) return;  // the data is not all here
         store_[key] = c.in.substr(used, bytes);
         used += bytes + 2;
-        reply = "STORED\r\n";
+        reply = noreply == "noreply" ? "" : "STORED\r\n";
+      } else if (verb == "ms") {  // flags ignored: what a binary set becomes
+        std::string key;
+        size_t bytes = 0;
+        words >> key >> bytes;
+        if (c.in.size() < used + bytes + 2) return;
+        store_[key] = c.in.substr(used, bytes);
+        used += bytes + 2;
+        reply = "HD c1\r\n";
+      } else if (verb == "mn") {
+        reply = "MN\r\n";
       } else if (verb == "get" || verb == "gets") {
         for (std::string key; words >> key;) {
           auto it = store_.find(key);
           const std::string& value = it != store_.end() ? it->second : tag_;
-          reply += "VALUE " + key + " 0 " + std::to_string(value.size()) + "\r\n" + value + "\r\n";
+          reply += "VALUE " + key + " 0 " + std::to_string(value.size()) +
+                   (verb == "gets" ? " 1" : "") + "\r\n" + value + "\r\n";
         }
         reply += "END\r\n";
       } else {
@@ -589,6 +601,54 @@ TEST_F(WorkerTest, AClientOwedAReplyMovesOnlyOnceAnswered) {
   EXPECT_EQ(client->read_until("END\r\n"), "VALUE k2 0 2\r\nv2\r\nEND\r\n");
   EXPECT_EQ(first.stats().curr_connections.get(), 1u);
   EXPECT_EQ(second.stats().moved_connections.get(), 1u);
+}
+
+// A binary request frame: header, extras, key, value (opaque 0, cas 0).
+std::string binary_frame(uint8_t opcode, std::string_view extras, std::string_view key,
+                         std::string_view value = {}) {
+  const size_t body = extras.size() + key.size() + value.size();
+  std::string f(24, '\0');
+  f[0] = '\x80';
+  f[1] = static_cast<char>(opcode);
+  f[2] = static_cast<char>(key.size() >> 8);
+  f[3] = static_cast<char>(key.size());
+  f[4] = static_cast<char>(extras.size());
+  for (int i = 0; i < 4; ++i) f[8 + i] = static_cast<char>(body >> (24 - 8 * i));
+  return f.append(extras).append(key).append(value);
+}
+
+// A write that owes the client nothing (noreply, a binary quiet frame) is
+// still in flight until its server has answered the marker memshard sends
+// after it: the client must not move before, or its next request, sent on
+// the new worker's server connection, could overtake the write.
+TEST_F(WorkerTest, AClientWithAQuietWriteInFlightMovesOnlyOnceTheServerTookIt) {
+  const std::string setq = binary_frame(0x11, std::string(8, '\0'), "k", "new");
+  for (const std::string& write : {std::string("set k 0 0 3 noreply\r\nnew\r\n"), setq}) {
+    const bool binary = write == setq;
+    SCOPED_TRACE(binary ? "setq" : "noreply");
+    FakeServer server("tag");
+    Worker first(host_, 0, 0), second(host_, 1, 0);
+    std::unique_ptr<TestClient> client = two_workers(server, first, second);
+    server.set_hold(true);
+    client->send(write);
+    EXPECT_TRUE(eventually([&] { return server.requests() >= 1; }));
+    only_first_active(first, second);
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    EXPECT_EQ(second.stats().moved_connections.get(), 0u) << "moved with a write in flight";
+
+    server.release();
+    EXPECT_TRUE(eventually([&] { return second.stats().moved_connections.get() == 1; }));
+    EXPECT_EQ(first.stats().curr_connections.get(), 1u);
+    if (binary) {
+      client->send(binary_frame(0x00, {}, "k"));  // get k
+      const std::string got = client->read_until("new");
+      EXPECT_TRUE(got.starts_with("\x81")) << "a binary reply";
+      EXPECT_TRUE(got.ends_with("new")) << "the get after the move saw the setq";
+    } else {
+      client->send("get k\r\n");
+      EXPECT_EQ(client->read_until("END\r\n"), "VALUE k 0 3\r\nnew\r\nEND\r\n");
+    }
+  }
 }
 
 }  // namespace

@@ -24,7 +24,9 @@ namespace {
 uint64_t seed() {
   static const uint64_t s = [] {
     const char* env = std::getenv("MEMSHARD_REPLICA_SEED");
-    uint64_t v = env != nullptr ? std::strtoull(env, nullptr, 10) : std::random_device{}();
+    // Fixed, so that a run's keys are the same in every run; another seed
+    // (MEMSHARD_REPLICA_SEED=N) varies them on purpose.
+    uint64_t v = env != nullptr ? std::strtoull(env, nullptr, 10) : 20261203;
     std::fprintf(stderr, "replica tests: key seed %llu (MEMSHARD_REPLICA_SEED)\n",
                  static_cast<unsigned long long>(v));
     return v;

@@ -9,6 +9,7 @@
 #include "proxy/backends/reply_slot.h"
 #include "proxy/protocol/replies.h"
 #include "proxy/protocol/reply_parser.h"
+#include "proxy/protocol/reply_status.h"
 #include "proxy/support/log.h"
 #include "proxy/transport/lines.h"
 
@@ -53,9 +54,27 @@ std::pair<uint32_t, uint32_t> key_bits(std::string_view key) {
   return {static_cast<uint32_t>(h & 1023), static_cast<uint32_t>((h >> 10) & 1023)};
 }
 
-bool is_error_line(std::string_view line) {
-  return line.starts_with("ERROR") || line.starts_with("CLIENT_ERROR") ||
-         line.starts_with("SERVER_ERROR");
+// What a reply line says (reply_status.h), from what the parser made of it.
+proto::ReplyStatus status_of(const proto::ReplyLine& r, std::string_view line) {
+  switch (r.kind) {
+    case proto::ReplyKind::value:
+    case proto::ReplyKind::meta_value:
+      return proto::ReplyStatus::hit;
+    case proto::ReplyKind::end:
+      return proto::ReplyStatus::miss;
+    case proto::ReplyKind::meta_noop:
+      return proto::ReplyStatus::ok;
+    case proto::ReplyKind::line:
+      return proto::classify_reply_line(line);
+    case proto::ReplyKind::invalid:
+      break;
+  }
+  return proto::ReplyStatus::other;
+}
+
+bool is_error(proto::ReplyStatus s) {
+  return s == proto::ReplyStatus::error || s == proto::ReplyStatus::client_error ||
+         s == proto::ReplyStatus::server_error;
 }
 
 // The reply line at the start of `bytes` ("\r\n" excluded) and its length
@@ -79,32 +98,37 @@ size_t next_match(const ReplySlot& slot, const Fragment& frag, std::string_view 
 }
 
 // Counts a reply line by what it says, for the per-server reply metrics.
-void count_reply(ServerStats& st, proto::ReplyKind kind, std::string_view line) {
-  switch (kind) {
-    case proto::ReplyKind::value:
-    case proto::ReplyKind::meta_value:
+// A retrieval's END is not counted: its misses are, per key.
+void count_reply(ServerStats& st, const proto::ReplyLine& r, proto::ReplyStatus status) {
+  if (r.kind == proto::ReplyKind::end || r.kind == proto::ReplyKind::meta_noop) return;
+  switch (status) {
+    case proto::ReplyStatus::hit:
       st.replies_hit.add();
       return;
-    case proto::ReplyKind::line:
-      break;
+    case proto::ReplyStatus::stored:
+    case proto::ReplyStatus::done:
+      st.replies_stored.add();
+      return;
+    case proto::ReplyStatus::not_stored:
+      st.replies_not_stored.add();
+      return;
+    case proto::ReplyStatus::exists:
+      st.replies_exists.add();
+      return;
+    case proto::ReplyStatus::not_found:
+      st.replies_not_found.add();
+      return;
+    case proto::ReplyStatus::miss:
+      st.replies_miss.add();
+      return;
+    case proto::ReplyStatus::error:
+    case proto::ReplyStatus::client_error:
+    case proto::ReplyStatus::server_error:
+      st.replies_error.add();
+      return;
     default:
-      return;  // END (misses are counted per key) and our own MN markers
-  }
-  auto word = line.substr(0, line.find(' '));
-  if (word == "STORED" || word == "HD") {
-    st.replies_stored.add();
-  } else if (word == "NOT_STORED" || word == "NS") {
-    st.replies_not_stored.add();
-  } else if (word == "EXISTS" || word == "EX") {
-    st.replies_exists.add();
-  } else if (word == "NOT_FOUND" || word == "NF") {
-    st.replies_not_found.add();
-  } else if (word == "EN") {
-    st.replies_miss.add();
-  } else if (is_error_line(line)) {
-    st.replies_error.add();
-  } else {
-    st.replies_other.add();
+      st.replies_other.add();
+      return;
   }
 }
 
@@ -507,7 +531,8 @@ bool BackendConn::take_line(evbuffer* in, std::string_view line, size_t total,
                             std::string_view chain) {
   proto::ReplyLine r = proto::parse_reply_line(line);
   if (r.data_bytes > server_.settings().max_value_bytes + 2) return false;
-  count_reply(server_.stats(), r.kind, line);
+  const proto::ReplyStatus status = status_of(r, line);
+  count_reply(server_.stats(), r, status);
   BackendOp& op = ops_.front();
   ReplySlot* slot = op.slot;
   auto begin_data = [&](evbuffer* dest, uint64_t bytes, bool ends_op) {
@@ -552,7 +577,7 @@ bool BackendConn::take_line(evbuffer* in, std::string_view line, size_t total,
         }
       }
       if (r.kind == proto::ReplyKind::end ||
-          (r.kind == proto::ReplyKind::line && is_error_line(line))) {
+          (r.kind == proto::ReplyKind::line && is_error(status))) {
         // Ends every operation on the line. An error fails those with keys
         // it may have cut off; one whose last key was answered has all its
         // answers (the keys it skipped were misses), as it would have had
@@ -576,16 +601,19 @@ bool BackendConn::take_line(evbuffer* in, std::string_view line, size_t total,
     case ReplyMode::single:
       if (r.kind != proto::ReplyKind::line) return false;
       evbuffer_remove_buffer(in, slot->reply, total);
+      slot->status = status;
       finish_op();
       return true;
     case ReplyMode::meta:
       if (r.kind == proto::ReplyKind::line) {
         evbuffer_remove_buffer(in, slot->reply, total);
+        slot->status = status;
         finish_op();
         return true;
       }
       if (r.kind == proto::ReplyKind::meta_value) {
         evbuffer_remove_buffer(in, slot->reply, total);
+        slot->status = status;
         begin_data(slot->reply, r.data_bytes, true);
         return true;
       }
@@ -595,6 +623,8 @@ bool BackendConn::take_line(evbuffer* in, std::string_view line, size_t total,
       evbuffer* dest = op.mode == ReplyMode::quiet_keep ? slot->reply : nullptr;
       if (r.kind == proto::ReplyKind::meta_noop) {
         evbuffer_drain(in, total);
+        // Nothing said before the MN: the server had nothing to say.
+        if (slot->status == proto::ReplyStatus::none) slot->status = status;
         finish_op();
         return true;
       }
@@ -604,12 +634,14 @@ bool BackendConn::take_line(evbuffer* in, std::string_view line, size_t total,
       } else {
         evbuffer_drain(in, total);
       }
+      slot->status = status;
       if (r.kind == proto::ReplyKind::meta_value) begin_data(dest, r.data_bytes, false);
       return true;
     }
     case ReplyMode::broadcast:
       if (r.kind != proto::ReplyKind::line) return false;
-      if (line != "OK") set_error(slot->error, is_error_line(line) ? line : kBackendGarbled);
+      if (status != proto::ReplyStatus::ok)
+        set_error(slot->error, is_error(status) ? line : kBackendGarbled);
       evbuffer_drain(in, total);
       finish_op();
       return true;
@@ -643,7 +675,7 @@ size_t BackendConn::take_whole_blocks(ReplySlot& slot, Fragment& frag, std::stri
     if (ahead.size() < block || ahead.substr(block - 2, 2) != "\r\n") return taken;
     size_t i = next_match(slot, frag, r.key);
     if (i == frag.key_positions.size()) return taken;
-    count_reply(server_.stats(), r.kind, line);
+    count_reply(server_.stats(), r, proto::ReplyStatus::hit);
     frag.next_key = i + 1;
     slot.key_refs[frag.key_positions[i]].block_bytes = static_cast<uint32_t>(block);
     taken += block;
@@ -723,9 +755,10 @@ void BackendConn::fail(std::string_view reason) {
         set_error(slot->error, reason);
         break;
       case ReplyMode::quiet_drop:
-        // Nothing for the client, who asked for silence; marked for a
-        // route that may try elsewhere (held_request.h: failed_silently).
+        // Nothing for the client, who asked for silence; the status tells
+        // a route that may try elsewhere.
         slot->fragments[op.fragment].failed = true;
+        slot->status = proto::ReplyStatus::server_error;
         break;
       case ReplyMode::single:
       case ReplyMode::meta:
@@ -733,6 +766,7 @@ void BackendConn::fail(std::string_view reason) {
         evbuffer_drain(slot->reply, evbuffer_get_length(slot->reply));
         evbuffer_add(slot->reply, reason.data(), reason.size());
         evbuffer_add(slot->reply, "\r\n", 2);
+        slot->status = proto::ReplyStatus::server_error;
         break;
     }
     slot->fragment_done();

@@ -30,7 +30,9 @@ Fragment& ReplySlot::add_fragment() {
 }
 
 void ReplySlot::fragment_done() {
-  if (fragment_done_unreported()) owner->on_slot_complete();
+  if (!fragment_done_unreported()) return;
+  if (owner != nullptr) return owner->on_slot_complete();
+  if (abandoned_to != nullptr) abandoned_to->release_slot(this);
 }
 
 bool ReplySlot::fragment_done_unreported() {
@@ -52,8 +54,10 @@ void ReplySlot::assemble() {
     // only some did, their keys read as misses (a miss is always safe).
     if (failed == fragment_count && !error.empty()) {
       append(reply, error);
+      status = proto::classify_reply_line(std::string_view(error).substr(0, error.find('\r')));
       return;
     }
+    status = proto::ReplyStatus::miss;
     // Each fragment's buffer holds its hits in its own key order, which is
     // the client's order restricted to that fragment: taking blocks off
     // the fronts in client order interleaves them correctly. The blocks of
@@ -67,16 +71,24 @@ void ReplySlot::assemble() {
            ++i) {
         bytes += key_refs[i].block_bytes;
       }
-      if (bytes > 0) evbuffer_remove_buffer(fragments[fragment].values, reply, bytes);
+      if (bytes > 0) {
+        evbuffer_remove_buffer(fragments[fragment].values, reply, bytes);
+        status = proto::ReplyStatus::hit;
+      }
     }
     append(reply, kEnd);
   } else if (kind == SlotKind::broadcast) {
     append(reply, error.empty() ? kOk : std::string_view(error));
+    status = error.empty()
+                 ? proto::ReplyStatus::ok
+                 : proto::classify_reply_line(std::string_view(error).substr(0, error.find('\r')));
   }
 }
 
 void ReplySlot::reset() {
   owner = nullptr;
+  abandoned_to = nullptr;
+  status = proto::ReplyStatus::none;
   kind = SlotKind::direct;
   outstanding = 0;
   complete = close_after = drop_reply = false;

@@ -13,6 +13,8 @@
 #include <string_view>
 #include <vector>
 
+#include "proxy/protocol/reply_status.h"
+
 namespace memshard::proxy {
 
 // Who is owed a slot's reply (a client connection): told once the slot
@@ -70,8 +72,15 @@ struct ReplySlot {
   ReplySlot(const ReplySlot&) = delete;
   ReplySlot& operator=(const ReplySlot&) = delete;
 
+  // Told when the slot completes. Null for a slot whose owner gave up on
+  // it while a server still owed it (work.h: Call): it then goes back to
+  // `abandoned_to` once answered.
   SlotOwner* owner = nullptr;
+  SlotSource* abandoned_to = nullptr;
   evbuffer* reply = nullptr;
+  // What the reply says (reply_status.h), set with its bytes: by the
+  // backend as it reads them, by whoever answers in the proxy's name.
+  proto::ReplyStatus status = proto::ReplyStatus::none;
   SlotKind kind = SlotKind::direct;
   uint32_t outstanding = 0;  // fragments not yet answered
   bool complete = false;

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "proxy/routes/route.h"
+#include "proxy/routes/work.h"
 
 namespace memshard::proxy {
 
@@ -25,7 +26,7 @@ class FailoverRoute final : public Route {
   void send(RouteRequest& req, ReplySlot& slot) override;
 
  private:
-  class Attempt;
+  Work attempt(RouteRequest& req, ReplySlot& client) const;
   std::vector<Route*> tries_;
   bool on_miss_;
   RouteLife* life_;

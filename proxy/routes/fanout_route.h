@@ -13,6 +13,7 @@
 
 #include "proxy/routes/replica_placement.h"
 #include "proxy/routes/route.h"
+#include "proxy/routes/work.h"
 
 namespace memshard::proxy {
 
@@ -30,7 +31,9 @@ class FanoutRoute final : public Route {
   void send(RouteRequest& req, ReplySlot& slot) override;
 
  private:
-  class Copies;
+  Work copies(RouteRequest& req, ReplySlot& client) const;
+  // The reply the policy gives the client.
+  Reply& choose(std::vector<Reply>& replies) const;
   std::vector<Route*> targets_;
   ReplyPolicy policy_;
   RouteLife* life_;

@@ -4,19 +4,6 @@
 
 namespace memshard::proxy {
 
-namespace {
-
-// Whether the slot's reply starts with `prefix`.
-bool starts_with(const ReplySlot& slot, std::string_view prefix) {
-  size_t n = evbuffer_get_length(slot.reply);
-  if (n < prefix.size()) return false;
-  char head[16];
-  evbuffer_copyout(slot.reply, head, prefix.size());
-  return std::string_view(head, prefix.size()) == prefix;
-}
-
-}  // namespace
-
 HeldRequest::HeldRequest(RouteRequest& req)
     : line_(req.line),
       header_bytes_(req.header_bytes),
@@ -86,62 +73,6 @@ void HeldRequest::send_copy(Route& route, ReplySlot& slot) {
   RouteRequest req{request_, in_,      header_bytes_, line_,         affinity_,
                    now,      scratch_, slots_,        worker_stats_, pool_stats_};
   route.send(req, slot);
-}
-
-namespace {
-
-class Unanswered final : public SlotOwner {
- public:
-  Unanswered(const HeldRequest& like, std::string bytes, size_t header_bytes, RouteLife* life)
-      : count_(life), held_(like, std::move(bytes), header_bytes) {}
-  void send(Route& route) {
-    slot_ = held_.slots().acquire_slot(this);
-    sending_ = true;
-    held_.send_copy(route, *slot_);
-    sending_ = false;
-    if (slot_->complete) on_slot_complete();
-  }
-  void on_slot_complete() override {
-    if (sending_) return;
-    held_.slots().release_slot(slot_);
-    delete this;
-  }
-
- private:
-  HeldCount count_;
-  HeldRequest held_;
-  ReplySlot* slot_ = nullptr;
-  bool sending_ = false;
-};
-
-}  // namespace
-
-void send_unanswered(const HeldRequest& like, std::string bytes, size_t header_bytes, Route& route,
-                     RouteLife* life) {
-  (new Unanswered(like, std::move(bytes), header_bytes, life))->send(route);
-}
-
-bool is_server_error(const ReplySlot& slot) {
-  return starts_with(slot, "SERVER_ERROR");
-}
-
-bool failed_silently(const ReplySlot& slot) {
-  return slot.kind == SlotKind::direct && slot.fragment_count > 0 && slot.fragments[0].failed;
-}
-
-bool is_miss(const ReplySlot& slot) {
-  size_t n = evbuffer_get_length(slot.reply);
-  return (n == 5 && starts_with(slot, "END\r\n")) || starts_with(slot, "EN\r\n");
-}
-
-std::string reply_text(const ReplySlot& slot) {
-  std::string s(evbuffer_get_length(slot.reply), '\0');
-  evbuffer_copyout(slot.reply, s.data(), s.size());
-  return s;
-}
-
-void take_reply(ReplySlot& to, ReplySlot& from) {
-  evbuffer_add_buffer(to.reply, from.reply);
 }
 
 }  // namespace memshard::proxy

@@ -2,105 +2,46 @@
 
 #include <array>
 
-#include "proxy/routes/held_request.h"
+#include "proxy/protocol/replies.h"
+#include "proxy/protocol/request_kind.h"
 #include "proxy/routes/pool_route.h"
+#include "proxy/routes/work.h"
 
 namespace memshard::proxy {
 
 namespace {
 
-// A request whose reply comes back through a slot of its own, so that
-// something can be done between the server's answer and the client's
-// seeing it: invalidating the cache after a write, filling it after a read.
-class Watch : public SlotOwner {
- public:
-  Watch(std::shared_ptr<HotKeyCache> cache, RouteRequest& req, ReplySlot& client, RouteLife* life)
-      : count_(life), cache_(std::move(cache)), slots_(req.slots), client_(client) {
-    ++client_.outstanding;
-    client_.add_fragment();
-    own_ = slots_.acquire_slot(this);
-  }
-  virtual ~Watch() { slots_.release_slot(own_); }
+// A write of `key` (or, empty, a flush): the cache forgets the key (or
+// everything) when the request is sent (`send` puts it into the slot it is
+// given) and again once it is answered, before the client sees the reply.
+template <typename Send>
+Work watch_write(std::shared_ptr<HotKeyCache> cache, std::string key, SlotSource& slots,
+                 ReplySlot& client, Send send) {
+  const auto forget = [&] { key.empty() ? cache->clear() : cache->invalidate(key); };
+  forget();
+  Reply reply = co_await Call(slots, send);
+  forget();
+  reply.pass_to(client);
+}
 
-  template <typename Send>
-  void run(Send&& send) {
-    sending_ = true;
-    send(*own_);
-    sending_ = false;
-    if (own_->complete) return finish(true);
-  }
-  void on_slot_complete() override {
-    if (!sending_) finish(false);
-  }
-
- protected:
-  virtual void done(ReplySlot& reply) = 0;
-  HeldCount count_;
-  std::shared_ptr<HotKeyCache> cache_;
-
- private:
-  void finish(bool synchronous) {
-    done(*own_);
-    client_.drop_reply |= own_->drop_reply;
-    take_reply(client_, *own_);
-    finish_work(this, client_, synchronous);
-  }
-  SlotSource& slots_;
-  ReplySlot& client_;
-  ReplySlot* own_ = nullptr;
-  bool sending_ = false;
-};
-
-// A write of one key, or (empty key, `all`) a flush.
-class WriteWatch final : public Watch {
- public:
-  WriteWatch(std::shared_ptr<HotKeyCache> cache, RouteRequest& req, ReplySlot& client,
-             RouteLife* life, bool all)
-      : Watch(std::move(cache), req, client, life), all_(all) {
-    if (!all_) key_.assign(req.request.keys[0]);
-    invalidate();
-  }
-
- private:
-  void invalidate() {
-    if (all_) {
-      cache_->clear();
-    } else {
-      cache_->invalidate(key_);
+// A single-key get of a hot key not cached yet (`send` puts it into the
+// slot it is given): its hit fills the cache.
+template <typename Send>
+Work fill(std::shared_ptr<HotKeyCache> cache, std::string key, SlotSource& slots, ReplySlot& client,
+          Send send) {
+  const uint64_t epoch = cache->epoch(key);
+  Reply reply = co_await Call(slots, send);
+  if (reply.status() == proto::ReplyStatus::hit) {
+    // "VALUE <key> <flags> <bytes>\r\n<data>\r\nEND\r\n": the block is
+    // what precedes END.
+    std::string text = reply.text();
+    if (text.ends_with(proto::reply::kEnd)) {
+      text.resize(text.size() - proto::reply::kEnd.size());
+      cache->fill(key, text, epoch, slots.now_usec());
     }
   }
-  void done(ReplySlot&) override { invalidate(); }
-  bool all_;
-  std::string key_;
-};
-
-// A single-key get of a hot key not cached yet.
-class FillWatch final : public Watch {
- public:
-  FillWatch(std::shared_ptr<HotKeyCache> cache, RouteRequest& req, ReplySlot& client,
-            RouteLife* life)
-      : Watch(std::move(cache), req, client, life),
-        key_(req.request.keys[0]),
-        epoch_(cache_->epoch(key_)),
-        slots_(req.slots) {}
-
- private:
-  void done(ReplySlot& reply) override {
-    // "VALUE <key> <flags> <bytes>\r\n<data>\r\nEND\r\n": the block is what
-    // precedes END. A miss or an error is not kept.
-    constexpr std::string_view kEnd = "END\r\n";
-    size_t n = evbuffer_get_length(reply.reply);
-    if (n <= kEnd.size() + 6) return;
-    std::string text(n, '\0');
-    evbuffer_copyout(reply.reply, text.data(), n);
-    if (!text.starts_with("VALUE ") || !text.ends_with(kEnd)) return;
-    text.resize(n - kEnd.size());
-    cache_->fill(key_, text, epoch_, slots_.now_usec());
-  }
-  std::string key_;
-  uint64_t epoch_;
-  SlotSource& slots_;
-};
+  reply.pass_to(client);
+}
 
 class HotKeyKeyRoute final : public SingleKeyRoute {
  public:
@@ -109,16 +50,20 @@ class HotKeyKeyRoute final : public SingleKeyRoute {
 
   void send(RouteRequest& req, ReplySlot& slot) override {
     hot_->observe(req.request.keys[0], req.now_usec);
-    if (hot_->cache && changes_key(req.request)) {
-      auto* w = new WriteWatch(hot_->cache, req, slot, hot_->life, false);
-      return w->run([&](ReplySlot& own) { inner_->send(req, own); });
+    if (hot_->cache && proto::changes_key(req.request)) {
+      slot.add_fragment();
+      return watch_write(hot_->cache, std::string(req.request.keys[0]), req.slots, slot,
+                         [&](ReplySlot& own) { inner_->send(req, own); })
+          .start(slot, hot_->life);
     }
     inner_->send(req, slot);
   }
   void invalidate(RouteRequest& req, ReplySlot& slot) override {
     if (!hot_->cache) return inner_->invalidate(req, slot);
-    auto* w = new WriteWatch(hot_->cache, req, slot, hot_->life, false);
-    w->run([&](ReplySlot& own) { inner_->invalidate(req, own); });
+    slot.add_fragment();
+    watch_write(hot_->cache, std::string(req.request.keys[0]), req.slots, slot,
+                [&](ReplySlot& own) { inner_->invalidate(req, own); })
+        .start(slot, hot_->life);
   }
 
  private:
@@ -138,10 +83,12 @@ class HotKeyGetRoute final : public Route {
     const bool gets = req.request.command == proto::Command::gets;  // binary GETs too
     const bool one_get = keys.size() == 1 && (req.request.command == proto::Command::get || gets);
     if (hot.cache) {
-      if (changes_key(req.request)) {  // gat, gats
+      if (proto::changes_key(req.request)) {  // gat, gats
         if (keys.size() == 1) {
-          auto* w = new WriteWatch(hot.cache, req, slot, hot.life, false);
-          return w->run([&](ReplySlot& own) { inner_->send(req, own); });
+          slot.add_fragment();
+          return watch_write(hot.cache, std::string(keys[0]), req.slots, slot,
+                             [&](ReplySlot& own) { inner_->send(req, own); })
+              .start(slot, hot.life);
         }
         for (std::string_view key : keys) hot.cache->invalidate(key);
         // Invalidated again per key as each is answered would need the
@@ -151,13 +98,15 @@ class HotKeyGetRoute final : public Route {
         text.clear();
         if (hot.cache->lookup(keys[0], req.now_usec, text, gets)) {
           evbuffer_drain(req.in, req.header_bytes);
-          text.append("END\r\n");
+          text.append(proto::reply::kEnd);
           req.pool_stats.hot_key_hits.add();
           return answer(slot, std::string_view(text).substr(0, text.size() - 2));
         }
         if (hot.tracker.any_hot() && hot.tracker.is_hot(keys[0])) {
-          auto* w = new FillWatch(hot.cache, req, slot, hot.life);
-          return w->run([&](ReplySlot& own) { send_read(req, own); });
+          slot.add_fragment();
+          return fill(hot.cache, std::string(keys[0]), req.slots, slot,
+                      [&](ReplySlot& own) { send_read(req, own); })
+              .start(slot, hot.life);
         }
       }
     }
@@ -190,8 +139,10 @@ class HotKeyFlushRoute final : public Route {
   HotKeyFlushRoute(std::unique_ptr<Route> inner, std::shared_ptr<HotKeyContext> hot)
       : inner_(std::move(inner)), hot_(std::move(hot)) {}
   void send(RouteRequest& req, ReplySlot& slot) override {
-    auto* w = new WriteWatch(hot_->cache, req, slot, hot_->life, true);
-    w->run([&](ReplySlot& own) { inner_->send(req, own); });
+    slot.add_fragment();
+    watch_write(hot_->cache, std::string(), req.slots, slot, [&](ReplySlot& own) {
+      inner_->send(req, own);
+    }).start(slot, hot_->life);
   }
 
  private:
@@ -207,22 +158,6 @@ void HotKeyContext::record(std::string_view key, uint64_t now_usec) {
     return server < server_names.size() ? std::string_view(server_names[server])
                                         : std::string_view("-");
   });
-}
-
-bool changes_key(const proto::Request& r) {
-  switch (r.command) {
-    case proto::Command::get:
-    case proto::Command::gets:
-    case proto::Command::meta_debug:
-    case proto::Command::meta_noop:
-      return false;
-    case proto::Command::meta_get:
-      // T touches, N may create the item; E sets the CAS it will have.
-      return r.meta_flags.has('T') || r.meta_flags.has('N') || r.meta_flags.has('E') ||
-             r.unmodeled_flags;
-    default:
-      return true;
-  }
 }
 
 void wrap_hot_key_routes(PoolRoute& route) {

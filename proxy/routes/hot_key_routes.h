@@ -41,9 +41,6 @@ struct HotKeyContext {
   void record(std::string_view key, uint64_t now_usec);
 };
 
-// Whether the request changes what a read of its key would return.
-bool changes_key(const proto::Request& r);
-
 // Wraps the pool's key, multi_get and all routes (set by build_routes).
 void wrap_hot_key_routes(PoolRoute& route);
 

@@ -1,32 +1,23 @@
 #include "proxy/routes/key_route.h"
 
+#include "proxy/protocol/own_requests.h"
 #include "proxy/protocol/replies.h"
+#include "proxy/protocol/reply_status.h"
+#include "proxy/protocol/request_kind.h"
 
 namespace memshard::proxy {
 
 namespace {
 
-bool is_meta(proto::Command c) {
-  switch (c) {
-    case proto::Command::meta_get:
-    case proto::Command::meta_set:
-    case proto::Command::meta_delete:
-    case proto::Command::meta_arithmetic:
-    case proto::Command::meta_debug:
-      return true;
-    default:
-      return false;
-  }
-}
-
 void unavailable(RouteRequest& req, ReplySlot& slot) {
   evbuffer_drain(req.in, req.bytes());
   req.count_error();
   // noreply asked for silence even about failures; quiet meta did not.
-  if (req.request.quiet && !is_meta(req.request.command)) {
+  if (req.request.quiet && !proto::is_meta(req.request.command)) {
     // Silent to the client, but a route that may try elsewhere (failover)
     // must still tell this from a write that was made.
     slot.add_fragment().failed = true;
+    slot.status = proto::ReplyStatus::server_error;
     slot.complete = true;
   } else {
     answer(slot, proto::reply::own::kBackendUnavailable);
@@ -39,6 +30,7 @@ void answer(ReplySlot& slot, std::string_view line) {
   if (!line.empty()) {
     evbuffer_add(slot.reply, line.data(), line.size());
     evbuffer_add(slot.reply, "\r\n", 2);
+    slot.status = proto::classify_reply_line(line.substr(0, line.find('\r')));
   }
   slot.complete = true;
 }
@@ -46,7 +38,7 @@ void answer(ReplySlot& slot, std::string_view line) {
 void send_to(Server& server, RouteRequest& req, ReplySlot& slot) {
   Outbox* outbox = server.outbox(req.affinity);
   if (outbox == nullptr) return unavailable(req, slot);
-  bool meta = is_meta(req.request.command);
+  bool meta = proto::is_meta(req.request.command);
   evbuffer* out = outbox->output();
   evbuffer_remove_buffer(req.in, out, req.bytes());
   ReplyMode mode = meta ? ReplyMode::meta : ReplyMode::single;
@@ -71,9 +63,9 @@ void send_delete(Server& server, RouteRequest& req, ReplySlot& slot) {
   Outbox* outbox = server.outbox(req.affinity);
   if (outbox == nullptr) return;
   std::string& text = req.scratch.text;
-  text.assign("md ").append(req.request.raw_key);
-  if (req.request.key_base64) text.append(" b");
-  text.append(" q\r\nmn\r\n");
+  text.clear();
+  if (!proto::append_delete(req.request.keys[0], true, text)) return;
+  proto::append_noop(text);
   evbuffer_add(outbox->output(), text.data(), text.size());
   ++slot.outstanding;
   slot.add_fragment();

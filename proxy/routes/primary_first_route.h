@@ -20,10 +20,12 @@
 // flags) goes to every copy as a plain fan-out.
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "proxy/routes/fanout_route.h"
 #include "proxy/routes/route.h"
+#include "proxy/routes/work.h"
 
 namespace memshard::proxy {
 
@@ -41,7 +43,13 @@ class PrimaryFirstRoute final : public Route {
   void send(RouteRequest& req, ReplySlot& slot) override;
 
  private:
-  class Write;
+  Work write(RouteRequest& req, ReplySlot& client, std::string bytes, size_t header) const;
+  // The other copies get the value the deciding copy stored, as a set;
+  // false (nothing sent) when it has no meta form.
+  bool copy_to_others(HeldRequest& held, size_t decider, Calls& calls) const;
+  // Whether the copies written are enough for the policy; counts them.
+  bool enough(const HeldRequest& held, const std::vector<size_t>& copy_index,
+              std::vector<Reply>& written, Reply*& failed) const;
   std::vector<Route*> copies_;
   ReplyPolicy policy_;
   Route& fallback_;

@@ -19,10 +19,12 @@
 #include <memory>
 #include <vector>
 
+#include "proxy/protocol/retrieval_reply.h"
 #include "proxy/routes/key_route.h"
 #include "proxy/routes/replica_placement.h"
 #include "proxy/routes/route.h"
 #include "proxy/routes/split_route.h"
+#include "proxy/routes/work.h"
 
 namespace memshard::proxy {
 
@@ -43,8 +45,15 @@ class ReplicatedGetRoute final : public Route {
   void send(RouteRequest& req, ReplySlot& slot) override;
 
  private:
-  class KeyRead;
-  friend class KeyRead;
+  // One key of the client's retrieval, going down its copies; it fills the
+  // key's fragment of the client's slot.
+  Work read_key(const RouteRequest& req, ReplySlot& client, uint32_t position) const;
+  // gat, gats: every other live copy is touched as the read's copy is.
+  void touch_others(const HeldRequest& held, std::string_view key, int64_t exptime) const;
+  // Writes what a later copy had back to the copies that missed it.
+  void repair(const HeldRequest& held, std::string_view key, const proto::MetaValue& v,
+              const std::vector<size_t>& missed) const;
+  ServerStats* counters(std::string_view key, size_t copy) const;
   std::vector<Route*> reads_;
   std::vector<Route*> keys_;
   bool on_miss_;

@@ -1,5 +1,6 @@
 #include "proxy/routes/replicated_key_route.h"
 
+#include "proxy/protocol/request_kind.h"
 #include "proxy/support/stats.h"
 
 namespace memshard::proxy {
@@ -8,23 +9,6 @@ namespace {
 
 std::vector<Route*> as_routes(const std::vector<KeyRoute*>& copies) {
   return std::vector<Route*>(copies.begin(), copies.end());
-}
-
-bool is_read(const proto::Request& r) {
-  if (r.command == proto::Command::meta_debug) return true;
-  return r.command == proto::Command::meta_get && !r.has_exptime && !r.has_vivify;
-}
-
-bool may_be_refused(const proto::Request& r) {
-  switch (r.command) {
-    case proto::Command::add:
-    case proto::Command::cas:
-      return true;
-    case proto::Command::meta_set:
-      return r.mode == proto::Mode::add || r.has_cas;
-    default:
-      return false;
-  }
 }
 
 }  // namespace
@@ -39,8 +23,8 @@ ReplicatedKeyRoute::ReplicatedKeyRoute(std::vector<KeyRoute*> copies, ReplyPolic
       decided_write_(as_routes(copies_), policy, write_, life, replicas) {}
 
 void ReplicatedKeyRoute::send(RouteRequest& req, ReplySlot& slot) {
-  if (is_read(req.request)) return read_.send(req, slot);
-  if (may_be_refused(req.request)) return decided_write_.send(req, slot);
+  if (proto::is_read(req.request)) return read_.send(req, slot);
+  if (proto::may_be_refused(req.request)) return decided_write_.send(req, slot);
   req.pool_stats.replica_writes.add(copies_.size() - 1);
   if (replicas_ != nullptr) {
     for (size_t copy = 1; copy < copies_.size(); ++copy) {

@@ -20,9 +20,4 @@ void copy_to_current(const HeldRequest& like, std::string_view key, const proto:
                      std::span<Server* const> targets, WarmGuard& guard,
                      const WarmGuard::Sample& sample, RouteLife* life);
 
-// The mg that looks a missed key up on an old server: value, flags,
-// remaining TTL (for the copy), the cas for gets/gats and the touch of
-// gat/gats (`exptime` not null).
-std::string fallback_line(std::string_view key, bool with_cas, const int64_t* exptime);
-
 }  // namespace memshard::proxy

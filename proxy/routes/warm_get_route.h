@@ -2,8 +2,8 @@
 // window (reload_warmup). The request goes to the pool's own route first;
 // each key that missed there and moved in a reload still inside its
 // window is then looked up on the servers that held it before, newest
-// config first, one `mg` per key and old server (sent together, so one
-// round trip per config). A hit is answered in its place in the client's
+// config first, one `mg` per key and old server (a round of lookups is
+// sent together: one round trip per config). A hit is answered in its place in the client's
 // key order and copied to the key's current servers (warm_copy.h).
 //
 // A retrieval none of whose keys moved goes straight to the pool's route,
@@ -13,6 +13,7 @@
 #include "proxy/routes/past_placement.h"
 #include "proxy/routes/route.h"
 #include "proxy/routes/warm_guard.h"
+#include "proxy/routes/work.h"
 
 namespace memshard::proxy {
 
@@ -24,7 +25,7 @@ class WarmGetRoute final : public Route {
   void send(RouteRequest& req, ReplySlot& slot) override;
 
  private:
-  class Read;
+  Work read(RouteRequest& req, ReplySlot& client) const;
   Route& inner_;
   const PastPlacement& past_;
   WarmGuard& guard_;

@@ -16,9 +16,12 @@
 // to the pool's route.
 #pragma once
 
+#include <array>
+
 #include "proxy/routes/past_placement.h"
 #include "proxy/routes/route.h"
 #include "proxy/routes/warm_guard.h"
+#include "proxy/routes/work.h"
 
 namespace memshard::proxy {
 
@@ -30,8 +33,9 @@ class WarmKeyRoute final : public SingleKeyRoute {
   void invalidate(RouteRequest& req, ReplySlot& slot) override;
 
  private:
-  class Read;
-  class Write;
+  using Owners = std::array<Server*, kMaxPastOwners>;
+  Work read(RouteRequest& req, ReplySlot& client, Owners owners, size_t count) const;
+  Work write(RouteRequest& req, ReplySlot& client, Owners owners, size_t count) const;
   SingleKeyRoute& inner_;
   const PastPlacement& past_;
   WarmGuard& guard_;

@@ -19,6 +19,7 @@
 
 #include "proxy/backends/outbox.h"
 #include "proxy/backends/reply_slot.h"
+#include "proxy/protocol/reply_status.h"
 #include "proxy/routes/placement.h"
 
 namespace memshard::proxy::testing_fakes {
@@ -150,6 +151,12 @@ inline void answer(SentOp& s, std::string_view reply) {
   if (s.op.mode != ReplyMode::quiet_drop && s.op.mode != ReplyMode::broadcast) {
     evbuffer_add(slot->reply, reply.data(), reply.size());
   }
+  // What the reply says, as the backend classifies it (nothing before the
+  // MN of a quiet request: nothing to say).
+  if (s.op.mode != ReplyMode::broadcast) {
+    slot->status = reply.empty() ? proto::ReplyStatus::ok
+                                 : proto::classify_reply_line(reply.substr(0, reply.find('\r')));
+  }
   if (s.op.mode == ReplyMode::broadcast && reply != "OK\r\n" && slot->error.empty()) {
     slot->error.assign(reply);
   }
@@ -191,11 +198,13 @@ inline void fail_op(SentOp& s, std::string_view reason) {
       break;
     case ReplyMode::quiet_drop:
       slot->fragments[s.op.fragment].failed = true;
+      slot->status = proto::ReplyStatus::server_error;
       break;
     default:
       evbuffer_drain(slot->reply, evbuffer_get_length(slot->reply));
       evbuffer_add(slot->reply, reason.data(), reason.size());
       evbuffer_add(slot->reply, "\r\n", 2);
+      slot->status = proto::ReplyStatus::server_error;
       break;
   }
   slot->fragment_done();

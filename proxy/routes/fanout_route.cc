@@ -8,10 +8,10 @@ Work FanoutRoute::copies(RouteRequest& req, ReplySlot& client) const {
   HeldRequest held(req);  // req is not touched past this point
   Calls calls;
   for (Route* target : targets_) calls.add(held, *target);
-  std::vector<Reply> replies = co_await calls.all();
+  co_await calls.all();
   // The copies after the first, which a replicated pool counts.
-  for (size_t i = 1; i < replies.size(); ++i) {
-    if (!replies[i].failed()) continue;
+  for (size_t i = 1; i < calls.size(); ++i) {
+    if (!calls.reply(i).failed()) continue;
     held.pool_stats().replica_write_failures.add();
     if (replicas_ != nullptr && !held.request().keys.empty()) {
       if (ServerStats* c = replicas_->counters(held.request().keys[0], i)) {
@@ -19,14 +19,15 @@ Work FanoutRoute::copies(RouteRequest& req, ReplySlot& client) const {
       }
     }
   }
-  choose(replies).pass_to(client);
+  choose(calls).pass_to(client);
 }
 
-Reply& FanoutRoute::choose(std::vector<Reply>& replies) const {
+Reply& FanoutRoute::choose(Calls& replies) const {
   Reply* first_ok = nullptr;
   Reply* first_error = nullptr;
   size_t ok = 0;
-  for (Reply& r : replies) {
+  for (size_t i = 0; i < replies.size(); ++i) {
+    Reply& r = replies.reply(i);
     if (r.failed()) {
       if (first_error == nullptr) first_error = &r;
     } else {
@@ -42,7 +43,7 @@ Reply& FanoutRoute::choose(std::vector<Reply>& replies) const {
     case ReplyPolicy::all:
       return first_error != nullptr ? *first_error : *first_ok;
   }
-  return replies.front();
+  return replies.reply(0);
 }
 
 void FanoutRoute::send(RouteRequest& req, ReplySlot& slot) {

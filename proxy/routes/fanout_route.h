@@ -33,7 +33,7 @@ class FanoutRoute final : public Route {
  private:
   Work copies(RouteRequest& req, ReplySlot& client) const;
   // The reply the policy gives the client.
-  Reply& choose(std::vector<Reply>& replies) const;
+  Reply& choose(Calls& replies) const;
   std::vector<Route*> targets_;
   ReplyPolicy policy_;
   RouteLife* life_;

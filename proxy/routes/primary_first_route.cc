@@ -47,9 +47,9 @@ Work PrimaryFirstRoute::write(RouteRequest& req, ReplySlot& client, std::string 
       for (size_t i = 0; i < copies_.size(); ++i) {
         if (i != decider) copy_index.push_back(i);
       }
-      std::vector<Reply> written = co_await calls.all();
+      co_await calls.all();
       Reply* failed = nullptr;
-      if (!enough(held, copy_index, written, failed) && failed != nullptr && failed->failed()) {
+      if (!enough(held, copy_index, calls, failed) && failed != nullptr && failed->failed()) {
         failed->pass_to(client);
         co_return;
       }
@@ -92,7 +92,7 @@ bool PrimaryFirstRoute::copy_to_others(HeldRequest& held, size_t decider, Calls&
 }
 
 bool PrimaryFirstRoute::enough(const HeldRequest& held, const std::vector<size_t>& copy_index,
-                               std::vector<Reply>& written, Reply*& failed) const {
+                               Calls& written, Reply*& failed) const {
   size_t ok = 1;  // the deciding copy
   for (size_t k = 0; k < written.size(); ++k) {
     ServerStats* server = replicas_ == nullptr || held.request().keys.empty()
@@ -100,12 +100,12 @@ bool PrimaryFirstRoute::enough(const HeldRequest& held, const std::vector<size_t
                               : replicas_->counters(held.request().keys[0], copy_index[k]);
     held.pool_stats().replica_writes.add();
     if (server != nullptr) server->replica_writes.add();
-    if (written[k].status() == proto::ReplyStatus::done) {
+    if (written.reply(k).status() == proto::ReplyStatus::done) {
       ++ok;
     } else {
       held.pool_stats().replica_write_failures.add();
       if (server != nullptr) server->replica_write_failures.add();
-      if (failed == nullptr) failed = &written[k];
+      if (failed == nullptr) failed = &written.reply(k);
     }
   }
   const size_t total = copies_.size();

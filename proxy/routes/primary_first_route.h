@@ -48,8 +48,8 @@ class PrimaryFirstRoute final : public Route {
   // false (nothing sent) when it has no meta form.
   bool copy_to_others(HeldRequest& held, size_t decider, Calls& calls) const;
   // Whether the copies written are enough for the policy; counts them.
-  bool enough(const HeldRequest& held, const std::vector<size_t>& copy_index,
-              std::vector<Reply>& written, Reply*& failed) const;
+  bool enough(const HeldRequest& held, const std::vector<size_t>& copy_index, Calls& written,
+              Reply*& failed) const;
   std::vector<Route*> copies_;
   ReplyPolicy policy_;
   Route& fallback_;

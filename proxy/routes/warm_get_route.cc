@@ -84,10 +84,10 @@ Work WarmGetRoute::read(RouteRequest& req, ReplySlot& client) const {
       asked.push_back(&l);
     }
     if (asked.empty()) break;
-    std::vector<Reply> answers = co_await calls.all();
+    co_await calls.all();
     for (size_t i = 0; i < asked.size(); ++i) {
       Lookup& l = *asked[i];
-      const std::string answer = answers[i].text();
+      const std::string answer = calls.reply(i).text();
       const auto v = proto::parse_meta_value(answer);
       if (!v) continue;  // a miss or an error: the next old server, next round
       l.found = true;

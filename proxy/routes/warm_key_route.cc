@@ -50,16 +50,16 @@ Work WarmKeyRoute::write(RouteRequest& req, ReplySlot& client, Owners owners, si
       calls.add(one, to);
     }
   }
-  std::vector<Reply> replies = co_await calls.all();
-  for (size_t i = 1; i < replies.size(); ++i) {
-    if (replies[i].status() == proto::ReplyStatus::done) {
+  co_await calls.all();
+  for (size_t i = 1; i < calls.size(); ++i) {
+    if (calls.reply(i).status() == proto::ReplyStatus::done) {
       held.pool_stats().warmup_invalidations.add();
-    } else if (replies[i].status() != proto::ReplyStatus::not_found) {
+    } else if (calls.reply(i).status() != proto::ReplyStatus::not_found) {
       guard_.poison(key);  // not known to be gone there: no fallback for it any more
     }
   }
   if (!deletable && count > 0) guard_.poison(key);
-  replies.front().pass_to(client);
+  calls.reply(0).pass_to(client);
   guard_.end(key);
 }
 

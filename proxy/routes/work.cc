@@ -71,9 +71,10 @@ void Call::on_slot_complete() {
 // ---------------------------------------------------------------- Calls
 
 void Calls::add(HeldRequest& held, Route& route) {
-  Call& call = calls_.emplace_back(held, route);
-  if (call.answered()) return;
-  call.group_ = this;
+  Call& c = size_ < kInline ? first_[size_].emplace(held, route) : more_.emplace_back(held, route);
+  ++size_;
+  if (c.answered()) return;
+  c.group_ = this;
   ++pending_;
 }
 
@@ -81,11 +82,14 @@ void Calls::one_answered() {
   if (--pending_ == 0 && waiting_) std::exchange(waiting_, {}).resume();
 }
 
-std::vector<Reply> Calls::All::await_resume() {
-  std::vector<Reply> replies;
-  replies.reserve(calls_.calls_.size());
-  for (Call& c : calls_.calls_) replies.push_back(c.take());
-  return replies;
+void Calls::take_replies() {
+  for (size_t i = 0; i < size_; ++i) {
+    if (i < kInline) {
+      first_replies_[i] = call(i).take();
+    } else {
+      more_replies_.push_back(call(i).take());
+    }
+  }
 }
 
 // ---------------------------------------------------------------- Work

@@ -131,9 +131,8 @@ TEST_F(PrimaryFirstRouteTest, PoliciesCountTheCopiesThatTookTheValue) {
     answer(servers_[2].box.ops[0], "HD\r\n");
     ASSERT_TRUE(slot.complete);
     // Two of three copies hold the value: a majority, not all.
-    EXPECT_EQ(copy_all(slot.reply), route == &three_majority_
-                                        ? "STORED\r\n"
-                                        : "SERVER_ERROR backend timeout\r\n");
+    EXPECT_EQ(copy_all(slot.reply),
+              route == &three_majority_ ? "STORED\r\n" : "SERVER_ERROR backend timeout\r\n");
   }
 }
 

@@ -44,9 +44,15 @@ TEST_F(ReplicatedKeyRouteTest, ReadGoesToTheFirstCopyOnly) {
 }
 
 TEST_F(ReplicatedKeyRouteTest, WritesGoToEveryCopy) {
-  for (const auto& [line, data] : std::vector<std::pair<std::string, std::string>>{
-           {"set k 0 0 1", "x\r\n"}, {"delete k", ""}, {"incr k 1", ""}, {"touch k 10", ""},
-           {"mg k T10 v", ""}, {"ms k 1", "x\r\n"}, {"md k", ""}, {"ma k", ""}}) {
+  for (const auto& [line, data] :
+       std::vector<std::pair<std::string, std::string>>{{"set k 0 0 1", "x\r\n"},
+                                                        {"delete k", ""},
+                                                        {"incr k 1", ""},
+                                                        {"touch k 10", ""},
+                                                        {"mg k T10 v", ""},
+                                                        {"ms k 1", "x\r\n"},
+                                                        {"md k", ""},
+                                                        {"ma k", ""}}) {
     for (FakeServer& s : servers_) s.box.ops.clear();
     ReplySlot& slot = send(line, data);
     ASSERT_EQ(ops(0).size(), 1u) << line;

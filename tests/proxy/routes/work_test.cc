@@ -66,9 +66,9 @@ Work both(RouteRequest& req, ReplySlot& client, Route& a, Route& b, std::string&
   Calls calls;
   calls.add(held, a);
   calls.add(held, b);
-  std::vector<Reply> replies = co_await calls.all();
-  for (const Reply& r : replies) order += r.text();
-  replies.back().pass_to(client);
+  co_await calls.all();
+  for (size_t i = 0; i < calls.size(); ++i) order += calls.reply(i).text();
+  calls.reply(calls.size() - 1).pass_to(client);
 }
 
 TEST_F(WorkTest, CallsResumeOnceEveryOneIsAnsweredInTheirOrder) {
@@ -99,6 +99,48 @@ TEST_F(WorkTest, CallsAllAnsweredAtOnceDoNotWait) {
   EXPECT_TRUE(slot.complete);
   EXPECT_EQ(owner_.told, 0);
   EXPECT_EQ(order, "SERVER_ERROR backend unavailable\r\nSERVER_ERROR backend unavailable\r\n");
+}
+
+// More calls than live inside a Calls: the rest live in its deque, and the
+// replies still come in order.
+Work many(RouteRequest& req, ReplySlot& client, std::vector<Route*> routes, std::string& order) {
+  HeldRequest held(req);
+  Calls calls;
+  for (Route* r : routes) calls.add(held, *r);
+  co_await calls.all();
+  for (size_t i = 0; i < calls.size(); ++i) order += calls.reply(i).text();
+  calls.reply(0).pass_to(client);
+}
+
+TEST_F(WorkTest, CallsPastTheInlineOnesKeepTheirOrder) {
+  request("md k");
+  ReplySlot& slot = client_slot();
+  RouteRequest req = route_request();
+  ServerRoute r2{servers_[2]};
+  std::vector<Route*> routes;
+  for (int round = 0; round < 3; ++round) {
+    for (Route* r :
+         {static_cast<Route*>(&r0_), static_cast<Route*>(&r1_), static_cast<Route*>(&r2)})
+      routes.push_back(r);
+  }
+  ASSERT_GT(routes.size(), Calls::kInline);
+  std::string order;
+  many(req, slot, routes, order).start(slot, &life_);
+  // Answered last server first, newest first: the order of the replies
+  // must still be the order of the calls.
+  for (int s = 2; s >= 0; --s) {
+    auto& ops = servers_[static_cast<size_t>(s)].box.ops;
+    ASSERT_EQ(ops.size(), 3u);
+    for (int i = 2; i >= 0; --i) {
+      answer(ops[static_cast<size_t>(i)], "HD c" + std::to_string(s * 10 + i) + "\r\n");
+    }
+  }
+  EXPECT_TRUE(slot.complete);
+  std::string want;
+  for (int i = 0; i < 3; ++i) {
+    for (int s = 0; s < 3; ++s) want += "HD c" + std::to_string(s * 10 + i) + "\r\n";
+  }
+  EXPECT_EQ(order, want);
 }
 
 // A work that stops waiting for a request it sent: the slot is the

@@ -657,7 +657,6 @@ bool BackendConn::take_line(evbuffer* in, std::string_view line, size_t total,
 // cut by the read, a key not frag's, or a block that is not valid (there
 // it fails the connection as it would have).
 size_t BackendConn::take_whole_blocks(ReplySlot& slot, Fragment& frag, std::string_view rest) {
-  constexpr std::string_view kValue = "VALUE ";
   size_t taken = 0;
   while (true) {
     // A fragment with every key answered takes no more: on a line shared
@@ -665,7 +664,7 @@ size_t BackendConn::take_whole_blocks(ReplySlot& slot, Fragment& frag, std::stri
     // not parsed here only to be parsed again by read_replies.
     if (frag.next_key == frag.key_positions.size()) return taken;
     std::string_view ahead = rest.substr(taken);
-    if (!ahead.starts_with(kValue)) return taken;
+    if (!ahead.starts_with(proto::kValueLinePrefix)) return taken;
     auto [line, total] = line_at(ahead);
     if (total == 0) return taken;
     proto::ReplyLine r = proto::parse_reply_line(line);

@@ -213,6 +213,21 @@ bool append_request(const Request& r, std::string_view value, std::string& out) 
 
 }  // namespace
 
+std::string_view classic_storage_reply(ReplyStatus status) {
+  switch (status) {
+    case ReplyStatus::done:
+      return "STORED\r\n";
+    case ReplyStatus::not_stored:
+      return "NOT_STORED\r\n";
+    case ReplyStatus::exists:
+      return "EXISTS\r\n";
+    case ReplyStatus::not_found:
+      return "NOT_FOUND\r\n";
+    default:
+      return {};
+  }
+}
+
 bool meta_key_is_plain(std::string_view key) {
   for (char c : key) {
     const auto b = static_cast<unsigned char>(c);

@@ -74,6 +74,7 @@
 #include <string>
 #include <string_view>
 
+#include "proxy/protocol/reply_status.h"
 #include "proxy/protocol/request_parser.h"
 
 namespace memshard::proto {
@@ -86,6 +87,11 @@ namespace memshard::proto {
 // bytes, or one that needs base64 and is longer than 186 bytes.
 // Allocates nothing once `out` has the capacity.
 [[nodiscard]] bool append_meta_request(const Request& r, std::string_view value, std::string& out);
+
+// The classic reply to a storage command whose meta form got `status` (HD
+// -> STORED, NS -> NOT_STORED, EX -> EXISTS, NF -> NOT_FOUND); empty for
+// any other status (errors pass through as they are).
+std::string_view classic_storage_reply(ReplyStatus status);
 
 // Whether `key` can be written in a meta command as it is (no `b`).
 bool meta_key_is_plain(std::string_view key);

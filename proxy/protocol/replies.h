@@ -19,6 +19,9 @@ inline constexpr std::string_view kBadExptime = "CLIENT_ERROR invalid exptime ar
 inline constexpr std::string_view kDeleteUsage =
     "CLIENT_ERROR bad command line format.  Usage: delete <key> [noreply]\r\n";
 inline constexpr std::string_view kTooLarge = "SERVER_ERROR object too large for cache\r\n";
+// To a client past client_connections or the descriptor limit, which is
+// then closed.
+inline constexpr std::string_view kTooManyConnections = "ERROR Too many open connections\r\n";
 
 // Meta commands.
 inline constexpr std::string_view kMgFlagsTooLong = "CLIENT_ERROR options flags are too long\r\n";

@@ -31,4 +31,7 @@ ReplyLine parse_reply_line(std::string_view line);
 
 inline constexpr size_t kMaxReplyLineLength = 8192;
 
+// How a VALUE line starts: a cheap look before parsing a line in full.
+inline constexpr std::string_view kValueLinePrefix = "VALUE ";
+
 }  // namespace memshard::proto

@@ -8,26 +8,6 @@
 
 namespace memshard::proxy {
 
-namespace {
-
-// The classic reply a meta storage status stands for.
-std::string_view classic_reply(proto::ReplyStatus status) {
-  switch (status) {
-    case proto::ReplyStatus::done:
-      return "STORED\r\n";
-    case proto::ReplyStatus::not_stored:
-      return "NOT_STORED\r\n";
-    case proto::ReplyStatus::exists:
-      return "EXISTS\r\n";
-    case proto::ReplyStatus::not_found:
-      return "NOT_FOUND\r\n";
-    default:
-      return {};
-  }
-}
-
-}  // namespace
-
 Work PrimaryFirstRoute::write(RouteRequest& req, ReplySlot& client, std::string bytes,
                               size_t header) const {
   const bool classic = !proto::is_meta(req.request.command);
@@ -62,7 +42,7 @@ Work PrimaryFirstRoute::write(RouteRequest& req, ReplySlot& client, std::string 
   if (noreply) {
     client.status = status;  // classic noreply: nothing at all, errors included
   } else if (classic && !error) {
-    const std::string_view reply = classic_reply(status);
+    const std::string_view reply = proto::classic_storage_reply(status);
     evbuffer_add(client.reply, reply.data(), reply.size());
     client.status = status;
   } else if (quiet && status == proto::ReplyStatus::done) {

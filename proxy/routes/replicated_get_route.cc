@@ -4,6 +4,7 @@
 
 #include "proxy/protocol/own_requests.h"
 #include "proxy/protocol/replies.h"
+#include "proxy/protocol/retrieval_reply.h"
 #include "proxy/routes/unanswered.h"
 #include "proxy/support/stats.h"
 
@@ -62,8 +63,8 @@ Work ReplicatedGetRoute::read_key(const RouteRequest& req, ReplySlot& client,
       // A hit (anything else this copy said reads as a miss).
       const std::string text = reply.text();
       std::string block;
-      if (text.starts_with("VALUE ")) {
-        block = text.substr(0, text.size() - proto::reply::kEnd.size());
+      if (auto blocks = proto::parse_value_blocks(text); blocks && !blocks->empty()) {
+        block = (*blocks)[0].block;
       } else if (auto v = proto::parse_meta_value(text)) {
         block = proto::classic_block(key, *v, with_cas);
         if (repair_) repair(held, key, *v, missed);

@@ -1,135 +1,26 @@
 #include "proxy/runtime/migration.h"
 
-#include <fcntl.h>
-#include <poll.h>
-#include <sys/socket.h>
 #include <time.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <array>
-#include <cerrno>
 #include <chrono>
 #include <map>
 #include <thread>
 
-#include "proxy/protocol/meta_codec.h"
 #include "proxy/protocol/metadump.h"
+#include "proxy/protocol/own_requests.h"
+#include "proxy/protocol/reply_parser.h"
+#include "proxy/protocol/reply_status.h"
 #include "proxy/protocol/retrieval_reply.h"
 #include "proxy/routes/replica_placement.h"
+#include "proxy/runtime/blocking_conn.h"
 #include "proxy/support/clock.h"
 #include "proxy/support/log.h"
 
 namespace memshard::proxy {
 
 namespace {
-
-// A blocking connection to one server, every wait bounded by `timeout_ms`
-// and by the migration's stop flag (checked between waits).
-class ServerConn {
- public:
-  ServerConn(const ServerInfo& server, int timeout_ms) : timeout_ms_(timeout_ms) {
-    for (const SocketAddress& a : server.addresses) {
-      fd_ = socket(a.get()->sa_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-      if (fd_ < 0) continue;
-      if (connect(fd_, a.get(), a.length) == 0 || (errno == EINPROGRESS && wait(POLLOUT))) {
-        int err = 0;
-        socklen_t len = sizeof(err);
-        if (getsockopt(fd_, SOL_SOCKET, SO_ERROR, &err, &len) == 0 && err == 0) return;
-      }
-      ::close(fd_);
-      fd_ = -1;
-    }
-  }
-  ~ServerConn() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  ServerConn(const ServerConn&) = delete;
-  ServerConn& operator=(const ServerConn&) = delete;
-
-  bool ok() const { return fd_ >= 0; }
-
-  bool send(std::string_view bytes) {
-    while (!bytes.empty() && fd_ >= 0) {
-      const ssize_t n = ::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL);
-      if (n > 0) {
-        bytes.remove_prefix(static_cast<size_t>(n));
-      } else if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
-        if (!wait(POLLOUT)) return fail();
-      } else {
-        return fail();
-      }
-    }
-    return fd_ >= 0;
-  }
-
-  // One line, without its "\r\n" or "\n" (metadump's item lines end in
-  // a bare "\n", its END and every other reply in "\r\n").
-  bool read_line(std::string& line) {
-    while (true) {
-      const size_t eol = buf_.find('\n', pos_);
-      if (eol != std::string::npos) {
-        const size_t end = eol > pos_ && buf_[eol - 1] == '\r' ? eol - 1 : eol;
-        line.assign(buf_, pos_, end - pos_);
-        pos_ = eol + 1;
-        compact();
-        return true;
-      }
-      // A line longer than any memcached writes: not a server we know.
-      if (buf_.size() - pos_ > 64 * 1024) return fail();
-      if (!fill()) return false;
-    }
-  }
-
-  bool read_exact(size_t n, std::string& out) {
-    while (buf_.size() - pos_ < n) {
-      if (!fill()) return false;
-    }
-    out.assign(buf_, pos_, n);
-    pos_ += n;
-    compact();
-    return true;
-  }
-
- private:
-  bool wait(short events) {
-    pollfd p{fd_, events, 0};
-    return poll(&p, 1, timeout_ms_) == 1 && (p.revents & (POLLERR | POLLHUP)) == 0;
-  }
-  bool fill() {
-    if (fd_ < 0) return false;
-    char chunk[16384];
-    while (true) {
-      const ssize_t n = ::recv(fd_, chunk, sizeof(chunk), 0);
-      if (n > 0) {
-        buf_.append(chunk, static_cast<size_t>(n));
-        return true;
-      }
-      if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
-        pollfd p{fd_, POLLIN, 0};
-        if (poll(&p, 1, timeout_ms_) != 1) return fail();
-        continue;
-      }
-      return fail();
-    }
-  }
-  void compact() {
-    if (pos_ > 64 * 1024 || pos_ == buf_.size()) {
-      buf_.erase(0, pos_);
-      pos_ = 0;
-    }
-  }
-  bool fail() {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = -1;
-    return false;
-  }
-
-  int fd_ = -1;
-  int timeout_ms_;
-  std::string buf_;
-  size_t pos_ = 0;
-};
 
 int wait_ms(const Pool& pool) {
   return std::clamp(pool.config.timeout_ms.value_or(1000), 50, 1000);
@@ -226,8 +117,10 @@ void Migration::list_keys() {
   std::string line;
   for (size_t j = 0; j < old_servers_.size() && !stopping(); ++j) {
     const ServerInfo& server = old_servers_[j];
-    ServerConn conn(server, timeout);
-    if (!conn.send("lru_crawler metadump all\r\n")) {
+    BlockingConn conn(server, timeout);
+    std::string request;
+    proto::append_metadump(request);
+    if (!conn.send(request)) {
       failed_.fetch_add(1);
       log_warn("pool '%s': migration cannot list the keys of %s", pool_.config.name.c_str(),
                server.identity.c_str());
@@ -236,7 +129,7 @@ void Migration::list_keys() {
     const int64_t now = static_cast<int64_t>(time(nullptr));
     bool ended = false;
     while (!stopping() && conn.read_line(line)) {
-      if (line == "END") {
+      if (proto::parse_reply_line(line).kind == proto::ReplyKind::end) {
         ended = true;
         break;
       }
@@ -273,7 +166,7 @@ void Migration::list_keys() {
         still_here = still_here || pool_.servers[now_idx[c]].identity == server.identity;
       }
       if (still_here) continue;
-      if (listed_.size() >= kMaxListed || !proto::meta_key_is_plain(item->key)) {
+      if (listed_.size() >= kMaxListed) {
         skipped_.fetch_add(1);
         continue;
       }
@@ -288,11 +181,11 @@ void Migration::list_keys() {
 }
 
 Migration::Copied Migration::copy(const Listed& item) {
-  static thread_local std::map<std::string, std::unique_ptr<ServerConn>> conns;
+  static thread_local std::map<std::string, std::unique_ptr<BlockingConn>> conns;
   const int timeout = wait_ms(pool_);
-  const auto conn_to = [&](const ServerInfo& s) -> ServerConn& {
+  const auto conn_to = [&](const ServerInfo& s) -> BlockingConn& {
     auto& c = conns[s.identity];
-    if (!c || !c->ok()) c = std::make_unique<ServerConn>(s, timeout);
+    if (!c || !c->ok()) c = std::make_unique<BlockingConn>(s, timeout);
     return *c;
   };
   WarmGuard* guard = pool_.guard.get();
@@ -302,36 +195,38 @@ Migration::Copied Migration::copy(const Listed& item) {
     return Copied::done;
   }
   if (sample.writing) return Copied::again;
-  ServerConn& from = conn_to(old_servers_[item.server]);
-  std::string line, reply;
-  if (!from.send("mg " + item.key + " v f t\r\n") || !from.read_line(line)) {
+  BlockingConn& from = conn_to(old_servers_[item.server]);
+  std::string request, line;
+  if (!proto::append_lookup(item.key, false, nullptr, request)) {
+    skipped_.fetch_add(1);  // no meta form: no copy through memshard either
+    return Copied::done;
+  }
+  if (!from.send(request) || !from.read_line(line)) {
     failed_.fetch_add(1);
     return Copied::done;
   }
-  if (line == "EN") {
+  const proto::ReplyLine head = proto::parse_reply_line(line);
+  if (head.kind == proto::ReplyKind::line &&
+      proto::classify_reply_line(line) == proto::ReplyStatus::miss) {
     skipped_.fetch_add(1);  // gone since the listing
     return Copied::done;
   }
   // "VA <length> f.. t..", then the value and its "\r\n".
-  uint64_t length = 0;
-  size_t i = 3;
-  for (; i < line.size() && line[i] >= '0' && line[i] <= '9'; ++i) {
-    length = length * 10 + static_cast<uint64_t>(line[i] - '0');
-  }
   std::string data;
-  if (!line.starts_with("VA ") || i == 3 || length > 64 * 1024 * 1024 ||
-      !from.read_exact(length + 2, data)) {
+  if (head.kind != proto::ReplyKind::meta_value || head.data_bytes > 64 * 1024 * 1024 ||
+      !from.read_exact(head.data_bytes, data)) {
     failed_.fetch_add(1);
     return Copied::done;
   }
-  reply = line + "\r\n" + data;
+  const std::string reply = line + "\r\n" + data;
   const auto value = proto::parse_meta_value(reply);
   if (!value) {
     failed_.fetch_add(1);
     return Copied::done;
   }
-  std::string ms;
-  if (!proto::append_copy_request(item.key, *value, false, ms)) {
+  std::string ms, md;
+  if (!proto::append_copy_request(item.key, *value, false, ms) ||
+      !proto::append_delete(item.key, false, md)) {
     skipped_.fetch_add(1);
     return Copied::done;
   }
@@ -341,22 +236,23 @@ Migration::Copied Migration::copy(const Listed& item) {
       std::span<size_t>(idx.data(), std::clamp<size_t>(pool_.config.replicas, 1, kMaxReplicas)));
   bool stored = false, refused = false, broken = false, overtaken = false;
   for (size_t c = 0; c < n; ++c) {
-    ServerConn& to = conn_to(pool_.servers[idx[c]]);
+    BlockingConn& to = conn_to(pool_.servers[idx[c]]);
     if (!to.send(ms) || !to.read_line(line)) {
       broken = true;
       continue;
     }
-    if (line == "HD") {
+    const proto::ReplyStatus status = proto::classify_reply_line(line);
+    if (status == proto::ReplyStatus::done) {
       stored = true;
       if (guard != nullptr && guard->changed(item.key, sample)) {
         // A write of the key overtook the copy (warm_guard.h): the copy
         // goes, and is tried again (it finds the write's value in place,
         // or the old copy deleted by it, or copies what a write of
         // another key in the slot did not touch).
-        if (to.send("md " + item.key + "\r\n")) to.read_line(line);
+        if (to.send(md)) to.read_line(line);
         overtaken = true;
       }
-    } else if (line == "NS") {
+    } else if (status == proto::ReplyStatus::not_stored) {
       refused = true;
     } else {
       broken = true;

@@ -42,11 +42,13 @@ Proxy::Proxy(ProxyOptions options) : options_(std::move(options)) {
   main_loop_ = std::make_unique<MainLoop>(base_);
   started_at_ = static_cast<uint64_t>(time(nullptr));
   over_budget_warning_ = std::make_unique<WarningThrottle>(base_, [this] {
+    const std::string_view said = proto::reply::kTooManyConnections;
     log_warn(
-        "%llu client(s) refused with \"ERROR Too many open connections\": %u client "
-        "connections open, all the descriptor limit leaves room for (see \"descriptor limit\" "
-        "above; raise it with ulimit -n or LimitNOFILE=)",
-        static_cast<unsigned long long>(refused_over_budget_), open_when_refused_);
+        "%llu client(s) refused with \"%.*s\": %u client connections open, all the descriptor "
+        "limit leaves room for (see \"descriptor limit\" above; raise it with ulimit -n or "
+        "LimitNOFILE=)",
+        static_cast<unsigned long long>(refused_over_budget_), static_cast<int>(said.size() - 2),
+        said.data(), open_when_refused_);
     refused_over_budget_ = 0;
   });
 }
@@ -195,7 +197,7 @@ void Proxy::set_descriptor_budget(bool starting) {
 }
 
 void Proxy::refuse_over_budget(int fd, uint32_t open) {
-  refuse_client(fd);
+  refuse_client(fd, proto::reply::kTooManyConnections);
   rejected_connections_.fetch_add(1, std::memory_order_relaxed);
   ++refused_over_budget_;
   open_when_refused_ = open;
@@ -281,7 +283,8 @@ void Proxy::on_accept(evconnlistener*, evutil_socket_t fd, sockaddr* addr, int, 
     return;
   }
   if (l->client_limit != 0 && l->clients->open() >= l->client_limit) {
-    refuse_client(fd);  // as memcached does when out of connections
+    refuse_client(fd,
+                  proto::reply::kTooManyConnections);  // as memcached does when out of connections
     proxy.rejected_connections_.fetch_add(1, std::memory_order_relaxed);
     return;
   }

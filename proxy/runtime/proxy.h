@@ -21,6 +21,7 @@
 #include "conf/config.h"
 #include "proxy/admin/stats_server.h"
 #include "proxy/clients/client_count.h"
+#include "proxy/protocol/replies.h"
 #include "proxy/routes/topology.h"
 #include "proxy/runtime/config_watch.h"
 #include "proxy/runtime/descriptor_budget.h"
@@ -164,7 +165,7 @@ class Proxy final : public StatsView, public WorkerHost {
   std::atomic<uint64_t> dns_changes_{0};
   std::atomic<uint64_t> dns_failures_{0};
   // Before the listeners and the stats server, which use it until they go.
-  DescriptorReserve descriptor_reserve_;
+  DescriptorReserve descriptor_reserve_{std::string(proto::reply::kTooManyConnections)};
   std::unique_ptr<StatsServer> stats_server_;
   void install_on_workers();
   event* drain_timer_ = nullptr;

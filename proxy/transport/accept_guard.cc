@@ -11,16 +11,15 @@
 
 namespace memshard::proxy {
 
-void refuse_client(int fd) {
-  static constexpr char kFull[] = "ERROR Too many open connections\r\n";
+void refuse_client(int fd, std::string_view reply) {
   // A fresh socket's send buffer takes the line whole. Closing with the
   // client's first command unread makes the kernel reset the connection,
   // which still leaves the line readable at the client (tested).
-  (void)!send(fd, kFull, sizeof(kFull) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+  (void)!send(fd, reply.data(), reply.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
   close(fd);
 }
 
-DescriptorReserve::DescriptorReserve() {
+DescriptorReserve::DescriptorReserve(std::string refusal) : refusal_(std::move(refusal)) {
   take();
 }
 
@@ -39,7 +38,7 @@ int DescriptorReserve::refuse_one(int listen_fd) {
   fd_ = -1;
   int client = accept4(listen_fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
   int accept_errno = errno;
-  if (client >= 0) refuse_client(client);
+  if (client >= 0) refuse_client(client, refusal_);
   // Taken back at once: the descriptor just closed is the lowest free one,
   // unless a worker thread opened something in between (then the next call
   // finds no reserve, and the listener pauses).
@@ -61,11 +60,11 @@ AcceptGuard::AcceptGuard(event_base* base, evconnlistener* listener, evconnliste
       on_refused_(std::move(on_refused)),
       resume_(evtimer_new(base, &AcceptGuard::on_resume, this)),
       warning_(base, [this] {
-        log_warn(
-            "%s: accept: %s: %llu client(s) refused with \"ERROR Too many open connections\", "
-            "%llu pause(s) of %d ms",
-            what_.c_str(), strerror(last_errno_), static_cast<unsigned long long>(refused_),
-            static_cast<unsigned long long>(pauses_), kPauseMs);
+        const std::string& said = reserve_.refusal();
+        log_warn("%s: accept: %s: %llu client(s) refused with \"%.*s\", %llu pause(s) of %d ms",
+                 what_.c_str(), strerror(last_errno_), static_cast<unsigned long long>(refused_),
+                 static_cast<int>(said.find('\r')), said.c_str(),
+                 static_cast<unsigned long long>(pauses_), kPauseMs);
         refused_ = 0;
         pauses_ = 0;
       }) {

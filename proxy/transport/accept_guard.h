@@ -17,22 +17,25 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <string_view>
 
 #include "proxy/support/warning_throttle.h"
 
 namespace memshard::proxy {
 
-// Sends a client memcached's "ERROR Too many open connections" and closes
-// its socket: a client past client_connections, or one that came when no
-// descriptor was left.
-void refuse_client(int fd);
+// Sends a client `reply` (memcached's "ERROR Too many open connections",
+// protocol/replies.h) and closes its socket: a client past
+// client_connections, or one that came when no descriptor was left.
+void refuse_client(int fd, std::string_view reply);
 
 // The spare descriptor, one per process, shared by every listener of the
 // main thread's loop.
 class DescriptorReserve {
  public:
-  DescriptorReserve();
+  // `refusal`: what a client refused is told (refuse_client).
+  explicit DescriptorReserve(std::string refusal);
   ~DescriptorReserve();
+  const std::string& refusal() const { return refusal_; }
   DescriptorReserve(const DescriptorReserve&) = delete;
   DescriptorReserve& operator=(const DescriptorReserve&) = delete;
 
@@ -44,6 +47,7 @@ class DescriptorReserve {
 
  private:
   bool take();
+  std::string refusal_;
   int fd_ = -1;
 };
 

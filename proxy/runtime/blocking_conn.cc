@@ -1,0 +1,105 @@
+#include "proxy/runtime/blocking_conn.h"
+
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+namespace memshard::proxy {
+
+BlockingConn::BlockingConn(const ServerInfo& server, int timeout_ms) : timeout_ms_(timeout_ms) {
+  for (const SocketAddress& a : server.addresses) {
+    fd_ = socket(a.get()->sa_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd_ < 0) continue;
+    if (connect(fd_, a.get(), a.length) == 0 || (errno == EINPROGRESS && wait(POLLOUT))) {
+      int err = 0;
+      socklen_t len = sizeof(err);
+      if (getsockopt(fd_, SOL_SOCKET, SO_ERROR, &err, &len) == 0 && err == 0) return;
+    }
+    ::close(fd_);
+    fd_ = -1;
+  }
+}
+
+BlockingConn::~BlockingConn() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+bool BlockingConn::send(std::string_view bytes) {
+  while (!bytes.empty() && fd_ >= 0) {
+    const ssize_t n = ::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+    if (n > 0) {
+      bytes.remove_prefix(static_cast<size_t>(n));
+    } else if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
+      if (!wait(POLLOUT)) return fail();
+    } else {
+      return fail();
+    }
+  }
+  return fd_ >= 0;
+}
+
+bool BlockingConn::read_line(std::string& line) {
+  while (true) {
+    const size_t eol = buf_.find('\n', pos_);
+    if (eol != std::string::npos) {
+      const size_t end = eol > pos_ && buf_[eol - 1] == '\r' ? eol - 1 : eol;
+      line.assign(buf_, pos_, end - pos_);
+      pos_ = eol + 1;
+      compact();
+      return true;
+    }
+    // A line longer than any memcached writes: not a server we know.
+    if (buf_.size() - pos_ > 64 * 1024) return fail();
+    if (!fill()) return false;
+  }
+}
+
+bool BlockingConn::read_exact(size_t n, std::string& out) {
+  while (buf_.size() - pos_ < n) {
+    if (!fill()) return false;
+  }
+  out.assign(buf_, pos_, n);
+  pos_ += n;
+  compact();
+  return true;
+}
+
+bool BlockingConn::wait(short events) {
+  pollfd p{fd_, events, 0};
+  return poll(&p, 1, timeout_ms_) == 1 && (p.revents & (POLLERR | POLLHUP)) == 0;
+}
+
+bool BlockingConn::fill() {
+  if (fd_ < 0) return false;
+  char chunk[16384];
+  while (true) {
+    const ssize_t n = ::recv(fd_, chunk, sizeof(chunk), 0);
+    if (n > 0) {
+      buf_.append(chunk, static_cast<size_t>(n));
+      return true;
+    }
+    if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
+      pollfd p{fd_, POLLIN, 0};
+      if (poll(&p, 1, timeout_ms_) != 1) return fail();
+      continue;
+    }
+    return fail();
+  }
+}
+
+void BlockingConn::compact() {
+  if (pos_ > 64 * 1024 || pos_ == buf_.size()) {
+    buf_.erase(0, pos_);
+    pos_ = 0;
+  }
+}
+
+bool BlockingConn::fail() {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+  return false;
+}
+
+}  // namespace memshard::proxy

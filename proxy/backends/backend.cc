@@ -236,13 +236,11 @@ bool BackendServer::idle() const {
 
 // ------------------------------------------------------------ connection
 
-BackendConn::BackendConn(BackendServer& server) : server_(server) {
-  timer_ = evtimer_new(server_.context().base(), &BackendConn::on_timer, this);
-}
+BackendConn::BackendConn(BackendServer& server)
+    : server_(server), timer_(server.context().base(), [this] { on_timer(); }) {}
 
 BackendConn::~BackendConn() {
   if (counted_) server_.stats().server_connections.sub();
-  event_free(timer_);
 }
 
 evbuffer* BackendConn::output() {
@@ -263,8 +261,7 @@ void BackendConn::connect() {
     // Fails before any operation is queued; report it from the loop.
     broken_ = true;
     own_fault_ = own_fault(errno);
-    timeval now{0, 0};
-    evtimer_add(timer_, &now);
+    timer_.arm_usec(0);
     return;
   }
   // Unix sockets stay plain, as on the listening side.
@@ -368,40 +365,37 @@ void BackendConn::arm_timer() {
   if (broken_) return;
   int timeout_ms = server_.settings().timeout_ms;
   if (timeout_ms < 0) {
-    evtimer_del(timer_);
+    timer_.cancel();
     return;
   }
-  if ((connected_ && ops_.empty()) || evtimer_pending(timer_, nullptr)) return;
+  if ((connected_ && ops_.empty()) || timer_.armed()) return;
   uint64_t start = connected_ ? ops_.front().sent_usec : connect_started_usec_;
   uint64_t deadline = start + static_cast<uint64_t>(timeout_ms) * 1000;
   uint64_t now = server_.context().now_usec();
-  uint64_t wait = deadline > now ? deadline - now : 0;
-  timeval tv{static_cast<time_t>(wait / 1'000'000), static_cast<suseconds_t>(wait % 1'000'000)};
-  evtimer_add(timer_, &tv);
+  timer_.arm_usec(deadline > now ? deadline - now : 0);
 }
 
 void BackendConn::rearm_timer() {
   if (broken_) return;
-  evtimer_del(timer_);
+  timer_.cancel();
   arm_timer();
 }
 
-void BackendConn::on_timer(evutil_socket_t, short, void* self) {
-  auto* c = static_cast<BackendConn*>(self);
-  if (c->broken_) {
-    c->fail(c->own_fault_.empty() ? kBackendUnavailable : c->own_fault_);
+void BackendConn::on_timer() {
+  if (broken_) {
+    fail(own_fault_.empty() ? kBackendUnavailable : own_fault_);
     return;
   }
-  int timeout_ms = c->server_.settings().timeout_ms;
-  uint64_t now = c->server_.context().now_usec();
-  uint64_t start = c->connected_ ? (c->ops_.empty() ? now : c->ops_.front().sent_usec)
-                                 : c->connect_started_usec_;
+  int timeout_ms = server_.settings().timeout_ms;
+  uint64_t now = server_.context().now_usec();
+  uint64_t start =
+      connected_ ? (ops_.empty() ? now : ops_.front().sent_usec) : connect_started_usec_;
   if (timeout_ms >= 0 && now - start >= static_cast<uint64_t>(timeout_ms) * 1000) {
-    c->server_.context().stats().server_timeouts.add();
-    c->server_.stats().server_timedout.add();
-    c->fail(kBackendTimeout);
+    server_.context().stats().server_timeouts.add();
+    server_.stats().server_timedout.add();
+    fail(kBackendTimeout);
   } else {
-    c->arm_timer();
+    arm_timer();
   }
 }
 
@@ -717,7 +711,7 @@ void BackendConn::fail(std::string_view reason) {
   counted_ = false;
   connected_ = false;
   broken_ = false;
-  evtimer_del(timer_);
+  timer_.cancel();
   data_left_ = 0;
   data_dest_ = nullptr;
   bool server_at_fault = own_fault_.empty();

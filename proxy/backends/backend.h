@@ -23,6 +23,7 @@
 #include "proxy/backends/outbox.h"
 #include "proxy/support/fifo.h"
 #include "proxy/support/stats.h"
+#include "proxy/support/timer.h"
 #include "proxy/transport/socket_address.h"
 #include "proxy/transport/stream.h"
 #include "proxy/transport/tls_context.h"
@@ -134,7 +135,7 @@ class BackendConn final : public Outbox {
 
  private:
   static void on_stream(void* self, Stream::Happened what);
-  static void on_timer(evutil_socket_t, short, void* self);
+  void on_timer();
 
   void connect();
   void start_tls(const TlsContext& tls);
@@ -160,7 +161,7 @@ class BackendConn final : public Outbox {
 
   BackendServer& server_;
   std::unique_ptr<Stream> stream_;  // null until the first request
-  event* timer_ = nullptr;
+  Timer timer_;
   bool connected_ = false;
   bool counted_ = false;        // counted in server_connections
   size_t output_mark_ = 0;      // output length when output() was last called

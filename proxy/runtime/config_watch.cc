@@ -16,7 +16,7 @@ namespace memshard::proxy {
 
 namespace {
 // Changes closer together than this are one change.
-constexpr timeval kSettle{0, 150'000};
+constexpr uint64_t kSettleMs = 150;
 }  // namespace
 
 namespace {
@@ -30,7 +30,9 @@ std::string parent_of(const std::filesystem::path& p) {
 }  // namespace
 
 ConfigWatch::ConfigWatch(event_base* base, std::string path, std::function<void()> on_change)
-    : path_(std::move(path)), on_change_(std::move(on_change)) {
+    : path_(std::move(path)),
+      on_change_(std::move(on_change)),
+      settle_timer_(base, [this] { on_settled(); }) {
   std::string dir = parent_of(path_);
   fd_ = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
   if (fd_ < 0 || inotify_add_watch(fd_, dir.c_str(), kCompletedChanges) < 0) {
@@ -41,12 +43,10 @@ ConfigWatch::ConfigWatch(event_base* base, std::string path, std::function<void(
   watch_link_target();
   inotify_event_ = event_new(base, fd_, EV_READ | EV_PERSIST, &ConfigWatch::on_inotify, this);
   event_add(inotify_event_, nullptr);
-  settle_timer_ = evtimer_new(base, &ConfigWatch::on_settled, this);
   last_content_ = read_content();
 }
 
 ConfigWatch::~ConfigWatch() {
-  event_free(settle_timer_);
   event_free(inotify_event_);
   close(fd_);
 }
@@ -58,7 +58,7 @@ void ConfigWatch::on_inotify(evutil_socket_t fd, short, void* arg) {
   }
   // Any completed change in the directory may be ours (a swapped `..data`
   // link has another name): wait for quiet, then compare contents.
-  evtimer_add(self->settle_timer_, &kSettle);
+  self->settle_timer_.arm_ms(kSettleMs);
 }
 
 // When the path is a symlink to a file in another directory, the file is
@@ -72,8 +72,8 @@ void ConfigWatch::watch_link_target() {
   if (dir != parent_of(path_)) inotify_add_watch(fd_, dir.c_str(), kCompletedChanges);
 }
 
-void ConfigWatch::on_settled(evutil_socket_t, short, void* arg) {
-  auto* self = static_cast<ConfigWatch*>(arg);
+void ConfigWatch::on_settled() {
+  ConfigWatch* self = this;
   self->watch_link_target();
   std::string content = self->read_content();
   if (content == self->last_content_) return;

@@ -13,6 +13,8 @@
 #include <functional>
 #include <string>
 
+#include "proxy/support/timer.h"
+
 namespace memshard::proxy {
 
 class ConfigWatch {
@@ -25,7 +27,7 @@ class ConfigWatch {
 
  private:
   static void on_inotify(evutil_socket_t fd, short, void* self);
-  static void on_settled(evutil_socket_t, short, void* self);
+  void on_settled();
   std::string read_content() const;
   void watch_link_target();
 
@@ -33,7 +35,7 @@ class ConfigWatch {
   std::function<void()> on_change_;
   int fd_ = -1;
   event* inotify_event_ = nullptr;
-  event* settle_timer_ = nullptr;
+  Timer settle_timer_;
   std::string last_content_;
 };
 

@@ -8,7 +8,9 @@
 
 #include "proxy/backends/backend.h"
 #include "proxy/backends/reply_slot.h"
+#include "proxy/protocol/own_requests.h"
 #include "proxy/support/log.h"
+#include "proxy/support/timer.h"
 
 namespace memshard::proxy {
 
@@ -18,22 +20,20 @@ namespace memshard::proxy {
 // (every address of a name, in turn), times out by the pool's timeout,
 // and reads the reply with the same parser.
 struct ServerHealth::Probe final : public SlotOwner {
-  ServerHealth* owner = nullptr;
+  Probe(ServerHealth& owner_, Key key_)
+      : owner(&owner_), key(std::move(key_)), timer(owner_.base_, [this] {
+          if (!in_flight) start();  // a re-arm while one is out waits for it
+        }) {}
+  ~Probe() { server.reset(); }
+
+  ServerHealth* owner;
   Key key;
-  event* timer = nullptr;  // fires to start the probe
-  ReplySlot slot;          // before `server`: its operations point here
+  Timer timer;     // fires to start the probe
+  ReplySlot slot;  // before `server`: its operations point here
   std::unique_ptr<BackendServer> server;
   bool in_flight = false;
 
-  ~Probe() {
-    server.reset();
-    if (timer != nullptr) event_free(timer);
-  }
-
-  void arm(int ms) {
-    timeval tv{ms / 1000, (ms % 1000) * 1000};
-    evtimer_add(timer, &tv);
-  }
+  void arm(int ms) { timer.arm_ms(static_cast<uint64_t>(ms)); }
 
   void start() {
     server->forget_backoff();
@@ -46,24 +46,16 @@ struct ServerHealth::Probe final : public SlotOwner {
     slot.owner = this;
     slot.outstanding = 1;
     slot.add_fragment();
-    evbuffer_add(conn->output(), "version\r\n", 9);
+    std::string version;
+    proto::append_version(version);
+    evbuffer_add(conn->output(), version.data(), version.size());
     in_flight = true;
     conn->enqueue(BackendOp{&slot, 0, ReplyMode::single, owner->loop_.now_usec()});
   }
 
   void on_slot_complete() override {
     in_flight = false;
-    constexpr std::string_view kVersion = "VERSION ";
-    char head[8] = {};
-    bool ok = evbuffer_get_length(slot.reply) > kVersion.size() &&
-              evbuffer_copyout(slot.reply, head, sizeof(head)) == sizeof(head) &&
-              std::string_view(head, sizeof(head)) == kVersion;
-    owner->probe_done(key, ok);  // may destroy this probe, later
-  }
-
-  static void on_timer(evutil_socket_t, short, void* arg) {
-    auto* p = static_cast<Probe*>(arg);
-    if (!p->in_flight) p->start();  // a re-arm while one is out waits for it
+    owner->probe_done(key, slot.status == proto::ReplyStatus::version);  // may destroy it, later
   }
 };
 
@@ -120,12 +112,7 @@ void ServerHealth::eject(const Key& key) {
 void ServerHealth::schedule_probe(const Key& key) {
   const Pool* pool = pool_of(key);
   auto& probe = probes_[key];
-  if (!probe) {
-    probe = std::make_unique<Probe>();
-    probe->owner = this;
-    probe->key = key;
-    probe->timer = evtimer_new(base_, &Probe::on_timer, probe.get());
-  }
+  if (!probe) probe = std::make_unique<Probe>(*this, key);
   ServerSettings settings{
       pool->config.name, pool->config.timeout_ms.value_or(1000), 1, 0, pool->config.item_size_max,
       pool->server_tls};

@@ -25,11 +25,10 @@ NameRefresh::~NameRefresh() {
   }
   wake_.notify_one();
   thread_.join();  // after a lookup in progress, if any
-  for (auto& t : timers_) event_free(t->timer);
+  timers_.clear();
 }
 
 void NameRefresh::set_topology(const Topology& topology) {
-  for (auto& t : timers_) event_free(t->timer);
   timers_.clear();
   std::map<Key, Name> names;
   for (const Pool& pool : topology.pools) {
@@ -41,12 +40,9 @@ void NameRefresh::set_topology(const Topology& topology) {
     }
     int every = pool.config.dns_refresh_ms;
     if (!any || every <= 0) continue;
-    auto t = std::make_unique<PoolTimer>();
-    t->owner = this;
-    t->pool = pool.config.name;
-    t->timer = event_new(base_, -1, EV_PERSIST, &NameRefresh::on_timer, t.get());
-    timeval tv{every / 1000, (every % 1000) * 1000};
-    event_add(t->timer, &tv);
+    auto t = std::make_unique<Timer>(
+        base_, [this, name = pool.config.name] { refresh_pool(name); }, true);
+    t->arm_ms(static_cast<uint64_t>(every));
     timers_.push_back(std::move(t));
   }
   std::lock_guard<std::mutex> lock(mu_);
@@ -62,16 +58,14 @@ void NameRefresh::set_topology(const Topology& topology) {
   names_ = std::move(names);
 }
 
-void NameRefresh::on_timer(evutil_socket_t, short, void* arg) {
-  auto* t = static_cast<PoolTimer*>(arg);
-  NameRefresh* self = t->owner;
+void NameRefresh::refresh_pool(const std::string& pool) {
   {
-    std::lock_guard<std::mutex> lock(self->mu_);
-    for (auto& [key, name] : self->names_) {
-      if (key.first == t->pool) self->queue_locked(name);
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& [key, name] : names_) {
+      if (key.first == pool) queue_locked(name);
     }
   }
-  self->wake_.notify_one();
+  wake_.notify_one();
 }
 
 void NameRefresh::connect_failed(const std::string& pool, const std::string& identity) {

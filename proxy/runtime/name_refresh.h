@@ -24,6 +24,7 @@
 
 #include "proxy/routes/topology.h"
 #include "proxy/support/mailbox.h"
+#include "proxy/support/timer.h"
 
 namespace memshard::proxy {
 
@@ -56,12 +57,8 @@ class NameRefresh {
     bool queued = false;
   };
   using Key = std::pair<std::string, std::string>;  // pool, server identity
-  struct PoolTimer {
-    NameRefresh* owner = nullptr;
-    std::string pool;
-    event* timer = nullptr;
-  };
-  static void on_timer(evutil_socket_t, short, void* arg);
+  // Every dns_refresh ms: the pool's names are looked up again.
+  void refresh_pool(const std::string& pool);
   // Under mu_: queues the name's lookup unless it is queued already.
   void queue_locked(Name& name);
   void run();
@@ -69,7 +66,7 @@ class NameRefresh {
   event_base* base_;
   std::function<void(const Result&)> on_result_;
   Mailbox mailbox_;  // results, from the lookup thread
-  std::vector<std::unique_ptr<PoolTimer>> timers_;
+  std::vector<std::unique_ptr<Timer>> timers_;
 
   std::mutex mu_;
   std::condition_variable wake_;

@@ -67,9 +67,9 @@ Proxy::~Proxy() {
   names_.reset();
   health_.reset();
   watch_.reset();
-  if (drain_timer_ != nullptr) event_free(drain_timer_);
-  if (warmup_timer_ != nullptr) event_free(warmup_timer_);
-  if (governor_timer_ != nullptr) event_free(governor_timer_);
+  drain_timer_.reset();
+  warmup_timer_.reset();
+  governor_timer_.reset();
   for (event* e : signal_events_) event_free(e);
   over_budget_warning_.reset();
   main_loop_.reset();
@@ -137,9 +137,9 @@ void Proxy::start() {
     WorkerGovernor::Settings settings;
     settings.max_workers = workers_.size();
     governor_ = std::make_unique<WorkerGovernor>(settings);
-    governor_timer_ = event_new(base_, -1, EV_PERSIST, &Proxy::on_governor_tick, this);
-    const timeval tick{0, static_cast<suseconds_t>(settings.tick_usec)};
-    event_add(governor_timer_, &tick);
+    governor_timer_ = std::make_unique<Timer>(
+        base_, [this] { on_governor_tick(); }, true);
+    governor_timer_->arm_usec(settings.tick_usec);
   }
 
   if (options_.stats_port != 0) {
@@ -306,8 +306,8 @@ Worker& Proxy::worker_for(int cpu) {
   return *workers_[picker_->pick(cpu, loads_)];
 }
 
-void Proxy::on_governor_tick(evutil_socket_t, short, void* self) {
-  auto* p = static_cast<Proxy*>(self);
+void Proxy::on_governor_tick() {
+  Proxy* p = this;
   if (p->drain_timer_ != nullptr) return;  // draining: nothing moves any more
   p->figures_.resize(p->workers_.size());
   for (size_t i = 0; i < p->workers_.size(); ++i) {
@@ -399,13 +399,13 @@ void Proxy::begin_drain() {
   watch_.reset();
   for (auto& w : workers_) w->drain();
   drain_deadline_ms_ = monotonic_ms() + static_cast<uint64_t>(options_.drain_timeout_ms);
-  drain_timer_ = event_new(base_, -1, EV_PERSIST, &Proxy::on_drain_tick, this);
-  timeval tick{0, 20'000};
-  event_add(drain_timer_, &tick);
+  drain_timer_ = std::make_unique<Timer>(
+      base_, [this] { on_drain_tick(); }, true);
+  drain_timer_->arm_ms(20);
 }
 
-void Proxy::on_drain_tick(evutil_socket_t, short, void* arg) {
-  auto* self = static_cast<Proxy*>(arg);
+void Proxy::on_drain_tick() {
+  Proxy* self = this;
   uint64_t open = 0;
   // client_load: a connection on its way between workers counts too.
   for (const auto& w : self->workers_) open += w->client_load();

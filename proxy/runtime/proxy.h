@@ -32,6 +32,7 @@
 #include "proxy/runtime/worker.h"
 #include "proxy/runtime/worker_governor.h"
 #include "proxy/runtime/worker_picker.h"
+#include "proxy/support/timer.h"
 #include "proxy/support/warning_throttle.h"
 #include "proxy/transport/accept_guard.h"
 
@@ -132,8 +133,8 @@ class Proxy final : public StatsView, public WorkerHost {
   };
   static void on_accept(evconnlistener*, evutil_socket_t fd, sockaddr*, int, void* self);
   static void on_signal(evutil_socket_t sig, short, void* self);
-  static void on_drain_tick(evutil_socket_t, short, void* self);
-  static void on_warmup_end(evutil_socket_t, short, void* self);
+  void on_drain_tick();
+  void on_warmup_end();
   // Sets the timer for the next end of a reload_warmup window.
   void arm_warmup_timer();
   void begin_drain();
@@ -168,8 +169,8 @@ class Proxy final : public StatsView, public WorkerHost {
   DescriptorReserve descriptor_reserve_{std::string(proto::reply::kTooManyConnections)};
   std::unique_ptr<StatsServer> stats_server_;
   void install_on_workers();
-  event* drain_timer_ = nullptr;
-  event* warmup_timer_ = nullptr;
+  std::unique_ptr<Timer> drain_timer_;  // set once draining
+  std::unique_ptr<Timer> warmup_timer_;
   // reload_migrate_rate: the walks the last reload started, per pool
   // (kept once done, for their figures); read by stats readers.
   mutable std::mutex migrations_mu_;
@@ -194,9 +195,9 @@ class Proxy final : public StatsView, public WorkerHost {
   std::atomic<int> active_{1};
   std::vector<int> cpus_;  // the CPUs this process may run on
   std::unique_ptr<WorkerGovernor> governor_;
-  event* governor_timer_ = nullptr;
+  std::unique_ptr<Timer> governor_timer_;
   std::vector<WorkerGovernor::Figures> figures_;  // scratch, main thread only
-  static void on_governor_tick(evutil_socket_t, short, void* self);
+  void on_governor_tick();
   // Makes `n` workers the active ones and tells every worker where its
   // connections belong now.
   void set_active_workers(size_t n);

@@ -193,19 +193,17 @@ std::map<std::string, MigrationStatus> Proxy::migrations() const {
 void Proxy::arm_warmup_timer() {
   const uint64_t end = next_window_end(*topology_);
   if (warmup_timer_ == nullptr) {
-    warmup_timer_ = event_new(base_, -1, 0, &Proxy::on_warmup_end, this);
+    warmup_timer_ = std::make_unique<Timer>(base_, [this] { on_warmup_end(); });
   }
-  event_del(warmup_timer_);
+  warmup_timer_->cancel();
   if (end == 0) return;
   const uint64_t now = monotonic_usec();
   // The coarse clock may fire a few ms early: on_warmup_end re-arms.
-  const uint64_t wait = end > now ? end - now : 0;
-  timeval tv{static_cast<time_t>(wait / 1'000'000), static_cast<suseconds_t>(wait % 1'000'000)};
-  event_add(warmup_timer_, &tv);
+  warmup_timer_->arm_usec(end > now ? end - now : 0);
 }
 
-void Proxy::on_warmup_end(evutil_socket_t, short, void* self) {
-  auto* p = static_cast<Proxy*>(self);
+void Proxy::on_warmup_end() {
+  Proxy* p = this;
   const uint64_t now = monotonic_usec();
   auto next = std::make_shared<Topology>(*p->topology_);
   bool changed = false;

@@ -46,8 +46,9 @@ Worker::Worker(WorkerHost& host, int index, int park_after_ms, StreamLoop::Write
   // readable sockets together (StreamLoop::read_ready).
   streams_->batch_reads(writes == StreamLoop::Writes::batched);
   mailbox_ = std::make_unique<Mailbox>(base_);
-  reap_event_ = event_new(base_, -1, 0, &Worker::on_reap, this);
-  housekeeping_event_ = event_new(base_, -1, EV_PERSIST, &Worker::on_housekeeping, this);
+  reap_timer_ = std::make_unique<Timer>(base_, [this] { reap(); });
+  housekeeping_timer_ = std::make_unique<Timer>(
+      base_, [this] { housekeeping(); }, true);
   parked_ = std::make_unique<ParkedClients>(base_, [this](ParkedClients::Entry e) {
     stats_.parked_connections.sub();
     // Woken on a worker that no longer takes connections: the socket goes
@@ -64,8 +65,7 @@ Worker::Worker(WorkerHost& host, int index, int park_after_ms, StreamLoop::Write
     }
     add_client(e.fd, std::move(e.origin), ClientConn::Arrival::unparked);
   });
-  timeval second{1, 0};
-  event_add(housekeeping_event_, &second);
+  housekeeping_timer_->arm_ms(1000);
 }
 
 Worker::~Worker() {
@@ -78,8 +78,8 @@ Worker::~Worker() {
   draining_.clear();
   retired_routes_.clear();
   for (ReplySlot* s : free_slots_) delete s;
-  event_free(housekeeping_event_);
-  event_free(reap_event_);
+  housekeeping_timer_.reset();
+  reap_timer_.reset();
   mailbox_.reset();  // its event lives in base_
   event_base_free(base_);
 }
@@ -544,11 +544,11 @@ void Worker::server_unreachable(const std::string& pool, const std::string& iden
 
 void Worker::retire(ClientConn* client) {
   retired_.push_back(client);
-  event_active(reap_event_, 0, 0);
+  reap_timer_->fire_soon();
 }
 
-void Worker::on_reap(evutil_socket_t, short, void* self) {
-  auto* w = static_cast<Worker*>(self);
+void Worker::reap() {
+  Worker* w = this;
   std::vector<ClientConn*> dead;
   dead.swap(w->retired_);
   w->forget_clients(dead);
@@ -567,9 +567,9 @@ void Worker::on_reap(evutil_socket_t, short, void* self) {
   std::erase_if(w->server_stats_, [](const auto& e) { return e.second.expired(); });
 }
 
-void Worker::on_housekeeping(evutil_socket_t fd, short what, void* self) {
-  auto* w = static_cast<Worker*>(self);
-  on_reap(fd, what, self);
+void Worker::housekeeping() {
+  Worker* w = this;
+  reap();
   // Connections to addresses a server's name no longer resolves to, once
   // they owe nothing: once a second, not at every client's close.
   for (auto& [key, backend] : w->backends_) backend->close_retired();

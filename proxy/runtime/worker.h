@@ -28,6 +28,7 @@
 #include "proxy/support/mailbox.h"
 #include "proxy/support/slab_pool.h"
 #include "proxy/support/stats.h"
+#include "proxy/support/timer.h"
 #include "proxy/transport/stream.h"
 
 namespace memshard::proxy {
@@ -123,8 +124,8 @@ class Worker final : public BackendContext, public ClientContext {
   int index() const { return index_; }
 
  private:
-  static void on_reap(evutil_socket_t, short, void* self);
-  static void on_housekeeping(evutil_socket_t, short, void* self);
+  void reap();
+  void housekeeping();
   void apply_topology(std::shared_ptr<const Topology> topology);
   // The origin shared by the clients of this pool's listener.
   std::shared_ptr<const ClientOrigin> origin_for(const std::string& pool_name,
@@ -160,8 +161,8 @@ class Worker final : public BackendContext, public ClientContext {
   bool running_ = false;   // worker thread only
   uint64_t now_usec_ = 0;  // this iteration's clock reading; 0 until first asked for
   std::thread thread_;
-  event* reap_event_ = nullptr;
-  event* housekeeping_event_ = nullptr;  // periodic: frees drained backends
+  std::unique_ptr<Timer> reap_timer_;          // fired at once when a client is retired
+  std::unique_ptr<Timer> housekeeping_timer_;  // every second: frees drained backends
 
   // What other threads hand this worker: clients, topologies, drain, stop.
   std::unique_ptr<Mailbox> mailbox_;

@@ -5,19 +5,11 @@
 namespace memshard::proxy {
 
 WarningThrottle::WarningThrottle(event_base* base, std::function<void()> report)
-    : timer_(evtimer_new(base, &WarningThrottle::on_timer, this)), report_(std::move(report)) {}
-
-WarningThrottle::~WarningThrottle() {
-  event_free(timer_);
-}
+    : report_(std::move(report)), timer_(base, [this] { this->report(); }) {}
 
 void WarningThrottle::note() {
   unreported_ = true;
-  if (!evtimer_pending(timer_, nullptr)) report();
-}
-
-void WarningThrottle::on_timer(evutil_socket_t, short, void* self) {
-  static_cast<WarningThrottle*>(self)->report();
+  if (!timer_.armed()) report();
 }
 
 // The timer runs for a second after each report: what is noted meanwhile
@@ -26,8 +18,7 @@ void WarningThrottle::report() {
   if (!unreported_) return;
   unreported_ = false;
   report_();
-  timeval second{1, 0};
-  evtimer_add(timer_, &second);
+  timer_.arm_ms(1000);
 }
 
 }  // namespace memshard::proxy

@@ -8,6 +8,8 @@
 
 #include <functional>
 
+#include "proxy/support/timer.h"
+
 namespace memshard::proxy {
 
 class WarningThrottle {
@@ -15,7 +17,6 @@ class WarningThrottle {
   // `report` logs what its owner counted since the last report, and resets
   // those counts.
   WarningThrottle(event_base* base, std::function<void()> report);
-  ~WarningThrottle();
   WarningThrottle(const WarningThrottle&) = delete;
   WarningThrottle& operator=(const WarningThrottle&) = delete;
 
@@ -23,11 +24,10 @@ class WarningThrottle {
   void note();
 
  private:
-  static void on_timer(evutil_socket_t, short, void* self);
   void report();
 
-  event* timer_;
   std::function<void()> report_;
+  Timer timer_;
   bool unreported_ = false;
 };
 

@@ -58,7 +58,7 @@ AcceptGuard::AcceptGuard(event_base* base, evconnlistener* listener, evconnliste
       reserve_(reserve),
       what_(std::move(what)),
       on_refused_(std::move(on_refused)),
-      resume_(evtimer_new(base, &AcceptGuard::on_resume, this)),
+      resume_(base, [this] { evconnlistener_enable(listener_); }),
       warning_(base, [this] {
         const std::string& said = reserve_.refusal();
         log_warn("%s: accept: %s: %llu client(s) refused with \"%.*s\", %llu pause(s) of %d ms",
@@ -75,7 +75,6 @@ AcceptGuard::AcceptGuard(event_base* base, evconnlistener* listener, evconnliste
 AcceptGuard::~AcceptGuard() {
   evconnlistener_set_error_cb(listener_, nullptr);
   evconnlistener_set_cb(listener_, accept_, accept_arg_);
-  event_free(resume_);
 }
 
 void AcceptGuard::on_accept(evconnlistener* listener, evutil_socket_t fd, sockaddr* addr, int len,
@@ -103,13 +102,8 @@ void AcceptGuard::on_error(evconnlistener* listener, void* arg) {
   // Short of kernel memory, or of descriptors with no reserve to refuse
   // with: whatever waits in the backlog waits a moment longer.
   evconnlistener_disable(listener);
-  timeval pause{0, kPauseMs * 1000};
-  evtimer_add(self->resume_, &pause);
+  self->resume_.arm_ms(kPauseMs);
   self->count(self->pauses_, err);
-}
-
-void AcceptGuard::on_resume(evutil_socket_t, short, void* arg) {
-  evconnlistener_enable(static_cast<AcceptGuard*>(arg)->listener_);
 }
 
 void AcceptGuard::count(uint64_t& counter, int err) {

@@ -19,6 +19,7 @@
 #include <string>
 #include <string_view>
 
+#include "proxy/support/timer.h"
 #include "proxy/support/warning_throttle.h"
 
 namespace memshard::proxy {
@@ -73,7 +74,6 @@ class AcceptGuard {
   static void on_accept(evconnlistener* listener, evutil_socket_t fd, sockaddr* addr, int len,
                         void* self);
   static void on_error(evconnlistener* listener, void* self);
-  static void on_resume(evutil_socket_t, short, void* self);
   void count(uint64_t& counter, int err);
 
   evconnlistener* listener_;
@@ -82,7 +82,7 @@ class AcceptGuard {
   DescriptorReserve& reserve_;
   std::string what_;
   std::function<void()> on_refused_;
-  event* resume_ = nullptr;
+  Timer resume_;  // ends a pause
   WarningThrottle warning_;
   uint64_t refused_ = 0;  // since the last warning
   uint64_t pauses_ = 0;

@@ -298,8 +298,7 @@ void Stream::release_empty_buffers() {
 
 void Stream::close() {
   if (tls_ != nullptr) {
-    if (tls_->timer_set) event_del(&tls_->timer);
-    tls_->timer_set = false;
+    tls_->deadline->cancel();
     // close_notify, once, if the socket takes it now; never waited for.
     if (fd_ >= 0 && !tls_->handshaking && !failed_) {
       SSL_shutdown(tls_->ssl);

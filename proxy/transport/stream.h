@@ -292,7 +292,7 @@ class Stream {
   size_t wire_length() const { return wire() == nullptr ? 0 : evbuffer_get_length(wire()); }
   // TLS (stream_tls.cc): the handshake's steps, reads through OpenSSL,
   // the output made into records, failure.
-  static void on_tls_timeout(evutil_socket_t, short, void* self);
+  void on_tls_timeout();
   void tls_begin();
   void tls_handshake();
   bool tls_send_cipher();

@@ -24,17 +24,12 @@ constexpr size_t kTlsRecord = 16 * 1024;
 // as plaintext (and still counts in output_length()).
 constexpr size_t kMaxCipherAhead = 256 * 1024;
 
-void arm(event& timer, int ms) {
-  timeval tv{ms / 1000, (ms % 1000) * 1000};
-  evtimer_add(&timer, &tv);
-}
-
 }  // namespace
 
 void Stream::start_tls(SSL* ssl, const TlsCounters& counters, int timeout_ms) {
   tls_ = std::make_unique<TlsLink>(ssl, counters);
   tls_timeout_ms_ = timeout_ms > 0 ? timeout_ms : 10000;
-  evtimer_assign(&tls_->timer, loop_.base(), &Stream::on_tls_timeout, this);
+  tls_->deadline = std::make_unique<Timer>(loop_.base(), [this] { on_tls_timeout(); });
   if (connecting_ || fd_ < 0) {
     SSL_set_connect_state(ssl);  // begins once connected (handle_write)
     return;
@@ -49,13 +44,11 @@ void Stream::start_tls(SSL* ssl, const TlsCounters& counters, int timeout_ms) {
 void Stream::tls_begin() {
   BIO* rbio = BIO_new_socket(fd_, BIO_NOCLOSE);
   SSL_set0_rbio(tls_->ssl, rbio);
-  arm(tls_->timer, tls_timeout_ms_);
-  tls_->timer_set = true;
+  tls_->deadline->arm_ms(static_cast<uint64_t>(tls_timeout_ms_));
 }
 
-void Stream::on_tls_timeout(evutil_socket_t, short, void* self) {
-  auto* s = static_cast<Stream*>(self);
-  s->tls_->timer_set = false;
+void Stream::on_tls_timeout() {
+  Stream* s = this;
   if (!s->tls_->handshaking || s->failed_ || s->fd_ < 0) return;
   s->tls_->error = "handshake not finished within " + std::to_string(s->tls_timeout_ms_) + " ms";
   s->tls_->count_failure(TlsFailure::timeout);
@@ -77,7 +70,7 @@ bool Stream::tls_send_cipher() {
 
 void Stream::tls_handshake() {
   TlsLink& t = *tls_;
-  if (!t.timer_set && SSL_is_server(t.ssl) == 0) tls_begin();  // connect() just completed
+  if (!t.deadline->armed() && SSL_is_server(t.ssl) == 0) tls_begin();  // connect() just completed
   ERR_clear_error();
   int r = SSL_do_handshake(t.ssl);
   int e = r == 1 ? SSL_ERROR_NONE : SSL_get_error(t.ssl, r);
@@ -103,8 +96,7 @@ void Stream::tls_handshake() {
   }
   t.handshaking = false;
   t.handshake_wants = 0;
-  if (t.timer_set) event_del(&t.timer);
-  t.timer_set = false;
+  t.deadline->cancel();
   t.count_success();
   set_interest();
   if (SSL_is_server(t.ssl) == 0 && !report(Happened::connected)) return;
@@ -113,8 +105,7 @@ void Stream::tls_handshake() {
 }
 
 void Stream::tls_fail(TlsFailure why) {
-  if (tls_->timer_set) event_del(&tls_->timer);
-  tls_->timer_set = false;
+  tls_->deadline->cancel();
   log_debug("TLS handshake failed (%s): %s", tls_failure_name(why), tls_->error.c_str());
   failed_ = true;
   eof_ = true;

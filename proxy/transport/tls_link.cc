@@ -46,7 +46,7 @@ TlsLink::TlsLink(SSL* session, const TlsCounters& counts)
 }
 
 TlsLink::~TlsLink() {
-  if (timer_set) event_del(&timer);
+  deadline.reset();
   SSL_free(ssl);
   evbuffer_free(cipher);
 }

@@ -17,9 +17,11 @@
 
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <string>
 
 #include "proxy/support/stats.h"
+#include "proxy/support/timer.h"
 
 namespace memshard::proxy {
 
@@ -53,8 +55,7 @@ struct TlsLink {
 
   SSL* ssl;
   TlsCounters counters;
-  event timer{};  // the handshake's deadline
-  bool timer_set = false;
+  std::unique_ptr<Timer> deadline;  // the handshake's (Stream::start_tls)
   bool handshaking = true;
   short handshake_wants = 0;  // EV_READ / EV_WRITE the handshake waits for
   evbuffer* cipher;           // records made and not yet written

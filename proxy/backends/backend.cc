@@ -132,12 +132,6 @@ void count_reply(ServerStats& st, const proto::ReplyLine& r, proto::ReplyStatus 
   }
 }
 
-void set_error(std::string& slot_error, std::string_view text) {
-  if (!slot_error.empty()) return;
-  slot_error.assign(text);
-  slot_error.append("\r\n");
-}
-
 }  // namespace
 
 // ---------------------------------------------------------------- server
@@ -474,7 +468,7 @@ void BackendConn::read_replies() {
       }
       BackendOp& op = ops_.front();
       if (op.mode == ReplyMode::retrieval) {
-        op.slot->key_refs[block_position_].block_bytes = static_cast<uint32_t>(block_bytes_);
+        op.slot->key_ref(block_position_).block_bytes = static_cast<uint32_t>(block_bytes_);
       }
       if (data_ends_op_) finish_op();
       continue;
@@ -544,7 +538,7 @@ bool BackendConn::take_line(evbuffer* in, std::string_view line, size_t total,
         // oldest has had all its hits.
         while (true) {
           BackendOp& first = ops_.front();
-          Fragment& frag = first.slot->fragments[first.fragment];
+          Fragment& frag = first.slot->fragment(first.fragment);
           size_t i = next_match(*first.slot, frag, r.key);
           if (i < frag.key_positions.size()) {
             frag.next_key = i + 1;
@@ -555,7 +549,7 @@ bool BackendConn::take_line(evbuffer* in, std::string_view line, size_t total,
               // "\r\n" as a data block must. So may be the blocks after
               // it: all go in one move.
               if (chain.substr(block_bytes_ - 2, 2) != "\r\n") return false;
-              first.slot->key_refs[block_position_].block_bytes =
+              first.slot->key_ref(block_position_).block_bytes =
                   static_cast<uint32_t>(block_bytes_);
               size_t run =
                   block_bytes_ + take_whole_blocks(*first.slot, frag, chain.substr(block_bytes_));
@@ -584,7 +578,7 @@ bool BackendConn::take_line(evbuffer* in, std::string_view line, size_t total,
         while (more) {
           BackendOp& first = ops_.front();
           more = first.shares_line_with_next;
-          const Fragment& frag = first.slot->fragments[first.fragment];
+          const Fragment& frag = first.slot->fragment(first.fragment);
           bool answered = frag.next_key == frag.key_positions.size();
           finish_retrieval(answered ? std::string_view() : error);
         }
@@ -594,31 +588,31 @@ bool BackendConn::take_line(evbuffer* in, std::string_view line, size_t total,
     }
     case ReplyMode::single:
       if (r.kind != proto::ReplyKind::line) return false;
-      evbuffer_remove_buffer(in, slot->reply, total);
-      slot->status = status;
+      evbuffer_remove_buffer(in, slot->reply(), total);
+      slot->set_status(status);
       finish_op();
       return true;
     case ReplyMode::meta:
       if (r.kind == proto::ReplyKind::line) {
-        evbuffer_remove_buffer(in, slot->reply, total);
-        slot->status = status;
+        evbuffer_remove_buffer(in, slot->reply(), total);
+        slot->set_status(status);
         finish_op();
         return true;
       }
       if (r.kind == proto::ReplyKind::meta_value) {
-        evbuffer_remove_buffer(in, slot->reply, total);
-        slot->status = status;
-        begin_data(slot->reply, r.data_bytes, true);
+        evbuffer_remove_buffer(in, slot->reply(), total);
+        slot->set_status(status);
+        begin_data(slot->reply(), r.data_bytes, true);
         return true;
       }
       return false;
     case ReplyMode::quiet_keep:
     case ReplyMode::quiet_drop: {
-      evbuffer* dest = op.mode == ReplyMode::quiet_keep ? slot->reply : nullptr;
+      evbuffer* dest = op.mode == ReplyMode::quiet_keep ? slot->reply() : nullptr;
       if (r.kind == proto::ReplyKind::meta_noop) {
         evbuffer_drain(in, total);
         // Nothing said before the MN: the server had nothing to say.
-        if (slot->status == proto::ReplyStatus::none) slot->status = status;
+        if (slot->status() == proto::ReplyStatus::none) slot->set_status(status);
         finish_op();
         return true;
       }
@@ -628,14 +622,14 @@ bool BackendConn::take_line(evbuffer* in, std::string_view line, size_t total,
       } else {
         evbuffer_drain(in, total);
       }
-      slot->status = status;
+      slot->set_status(status);
       if (r.kind == proto::ReplyKind::meta_value) begin_data(dest, r.data_bytes, false);
       return true;
     }
     case ReplyMode::broadcast:
       if (r.kind != proto::ReplyKind::line) return false;
       if (status != proto::ReplyStatus::ok)
-        set_error(slot->error, is_error(status) ? line : kBackendGarbled);
+        slot->note_error(is_error(status) ? line : kBackendGarbled);
       evbuffer_drain(in, total);
       finish_op();
       return true;
@@ -670,7 +664,7 @@ size_t BackendConn::take_whole_blocks(ReplySlot& slot, Fragment& frag, std::stri
     if (i == frag.key_positions.size()) return taken;
     count_reply(server_.stats(), r, proto::ReplyStatus::hit);
     frag.next_key = i + 1;
-    slot.key_refs[frag.key_positions[i]].block_bytes = static_cast<uint32_t>(block);
+    slot.key_ref(frag.key_positions[i]).block_bytes = static_cast<uint32_t>(block);
     taken += block;
   }
 }
@@ -678,15 +672,15 @@ size_t BackendConn::take_whole_blocks(ReplySlot& slot, Fragment& frag, std::stri
 void BackendConn::finish_retrieval(std::string_view error) {
   BackendOp& op = ops_.front();
   ReplySlot* slot = op.slot;
-  Fragment& frag = slot->fragments[op.fragment];
+  Fragment& frag = slot->fragment(op.fragment);
   if (error.empty()) {
     size_t misses = 0;
-    for (uint32_t pos : frag.key_positions) misses += slot->key_refs[pos].block_bytes == 0;
+    for (uint32_t pos : frag.key_positions) misses += slot->key_ref(pos).block_bytes == 0;
     server_.stats().replies_miss.add(misses);
   } else {
     frag.failed = true;
-    set_error(slot->error, error);
-    for (uint32_t pos : frag.key_positions) slot->key_refs[pos].block_bytes = 0;
+    slot->note_error(error);
+    for (uint32_t pos : frag.key_positions) slot->key_ref(pos).block_bytes = 0;
     evbuffer_drain(frag.values, evbuffer_get_length(frag.values));
   }
   finish_op();
@@ -737,29 +731,29 @@ void BackendConn::fail(std::string_view reason) {
     ReplySlot* slot = op.slot;
     switch (op.mode) {
       case ReplyMode::retrieval: {
-        Fragment& frag = slot->fragments[op.fragment];
+        Fragment& frag = slot->fragment(op.fragment);
         frag.failed = true;
         evbuffer_drain(frag.values, evbuffer_get_length(frag.values));
-        for (uint32_t pos : frag.key_positions) slot->key_refs[pos].block_bytes = 0;
-        set_error(slot->error, reason);
+        for (uint32_t pos : frag.key_positions) slot->key_ref(pos).block_bytes = 0;
+        slot->note_error(reason);
         break;
       }
       case ReplyMode::broadcast:
-        set_error(slot->error, reason);
+        slot->note_error(reason);
         break;
       case ReplyMode::quiet_drop:
         // Nothing for the client, who asked for silence; the status tells
         // a route that may try elsewhere.
-        slot->fragments[op.fragment].failed = true;
-        slot->status = proto::ReplyStatus::server_error;
+        slot->fragment(op.fragment).failed = true;
+        slot->set_status(proto::ReplyStatus::server_error);
         break;
       case ReplyMode::single:
       case ReplyMode::meta:
       case ReplyMode::quiet_keep:
-        evbuffer_drain(slot->reply, evbuffer_get_length(slot->reply));
-        evbuffer_add(slot->reply, reason.data(), reason.size());
-        evbuffer_add(slot->reply, "\r\n", 2);
-        slot->status = proto::ReplyStatus::server_error;
+        evbuffer_drain(slot->reply(), evbuffer_get_length(slot->reply()));
+        evbuffer_add(slot->reply(), reason.data(), reason.size());
+        evbuffer_add(slot->reply(), "\r\n", 2);
+        slot->set_status(proto::ReplyStatus::server_error);
         break;
     }
     slot->fragment_done();

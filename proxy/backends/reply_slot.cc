@@ -11,99 +11,134 @@ using proto::reply::kOk;
 void append(evbuffer* buf, std::string_view s) {
   evbuffer_add(buf, s.data(), s.size());
 }
+
+// A reply's status from its first line.
+proto::ReplyStatus status_of(std::string_view text) {
+  return proto::classify_reply_line(text.substr(0, text.find('\r')));
+}
 }  // namespace
 
-ReplySlot::ReplySlot() : reply(evbuffer_new()) {}
+ReplySlot::ReplySlot() : reply_(evbuffer_new()) {}
 
 ReplySlot::~ReplySlot() {
-  for (Fragment& f : fragments) {
+  for (Fragment& f : fragments_) {
     if (f.values != nullptr) evbuffer_free(f.values);
   }
-  evbuffer_free(reply);
+  evbuffer_free(reply_);
+}
+
+void ReplySlot::answer(std::string_view text) {
+  answer(text, text.empty() ? proto::ReplyStatus::none : status_of(text));
+}
+
+void ReplySlot::answer(std::string_view text, proto::ReplyStatus status) {
+  if (!text.empty()) append(reply_, text);
+  status_ = status;
+  complete_ = true;
+}
+
+void ReplySlot::take_reply(ReplySlot& from) {
+  evbuffer_add_buffer(reply_, from.reply_);
+  status_ = from.status_;
+  drop_reply_ = drop_reply_ || from.drop_reply_;
 }
 
 Fragment& ReplySlot::add_fragment() {
-  if (fragment_count == fragments.size()) fragments.emplace_back();
-  Fragment& f = fragments[fragment_count++];
+  if (fragment_count_ == fragments_.size()) fragments_.emplace_back();
+  Fragment& f = fragments_[fragment_count_++];
   if (f.values == nullptr) f.values = evbuffer_new();
   return f;
 }
 
+void ReplySlot::add_key(std::string_view key, uint32_t fragment) {
+  const auto offset = static_cast<uint32_t>(keys_.size());
+  keys_.append(key);
+  key_refs_.push_back(KeyRef{offset, static_cast<uint32_t>(key.size()), fragment, 0});
+  fragments_[fragment].key_positions.push_back(static_cast<uint32_t>(key_refs_.size() - 1));
+}
+
+void ReplySlot::note_error(std::string_view line) {
+  if (!error_.empty()) return;
+  error_.assign(line);
+  if (!line.ends_with("\r\n")) error_.append("\r\n");
+}
+
 void ReplySlot::fragment_done() {
   if (!fragment_done_unreported()) return;
-  if (owner != nullptr) return owner->on_slot_complete();
-  if (abandoned_to != nullptr) abandoned_to->release_slot(this);
+  if (owner_ != nullptr) return owner_->on_slot_complete();
+  if (abandoned_to_ != nullptr) abandoned_to_->release_slot(this);
 }
 
 bool ReplySlot::fragment_done_unreported() {
-  if (--outstanding > 0) return false;
+  if (--outstanding_ > 0) return false;
   complete_unsent();
   return true;
 }
 
 void ReplySlot::complete_unsent() {
+  if (outstanding_ > 0 || complete_) return;
   assemble();
-  complete = true;
+  complete_ = true;
 }
 
 void ReplySlot::assemble() {
-  if (kind == SlotKind::retrieval) {
+  if (kind_ == SlotKind::retrieval) {
     size_t failed = 0;
-    for (size_t i = 0; i < fragment_count; ++i) failed += fragments[i].failed ? 1 : 0;
+    for (size_t i = 0; i < fragment_count_; ++i) failed += fragments_[i].failed ? 1 : 0;
     // When every server failed there is no partial answer to give; when
     // only some did, their keys read as misses (a miss is always safe).
-    if (failed == fragment_count && !error.empty()) {
-      append(reply, error);
-      status = proto::classify_reply_line(std::string_view(error).substr(0, error.find('\r')));
+    if (failed == fragment_count_ && !error_.empty()) {
+      append(reply_, error_);
+      status_ = status_of(error_);
       return;
     }
-    status = proto::ReplyStatus::miss;
+    status_ = proto::ReplyStatus::miss;
     // Each fragment's buffer holds its hits in its own key order, which is
     // the client's order restricted to that fragment: taking blocks off
     // the fronts in client order interleaves them correctly. The blocks of
     // keys in a row from one fragment (misses between them take nothing)
     // are taken in one move: all of them when there is one fragment.
-    for (size_t i = 0; i < key_refs.size();) {
-      uint32_t fragment = key_refs[i].fragment;
+    for (size_t i = 0; i < key_refs_.size();) {
+      uint32_t fragment = key_refs_[i].fragment;
       size_t bytes = 0;
-      for (; i < key_refs.size() &&
-             (key_refs[i].fragment == fragment || key_refs[i].block_bytes == 0);
+      for (; i < key_refs_.size() &&
+             (key_refs_[i].fragment == fragment || key_refs_[i].block_bytes == 0);
            ++i) {
-        bytes += key_refs[i].block_bytes;
+        bytes += key_refs_[i].block_bytes;
       }
       if (bytes > 0) {
-        evbuffer_remove_buffer(fragments[fragment].values, reply, bytes);
-        status = proto::ReplyStatus::hit;
+        evbuffer_remove_buffer(fragments_[fragment].values, reply_, bytes);
+        status_ = proto::ReplyStatus::hit;
       }
     }
-    append(reply, kEnd);
-  } else if (kind == SlotKind::broadcast) {
-    append(reply, error.empty() ? kOk : std::string_view(error));
-    status = error.empty()
-                 ? proto::ReplyStatus::ok
-                 : proto::classify_reply_line(std::string_view(error).substr(0, error.find('\r')));
+    append(reply_, kEnd);
+  } else if (kind_ == SlotKind::broadcast) {
+    append(reply_, error_.empty() ? kOk : std::string_view(error_));
+    status_ = error_.empty() ? proto::ReplyStatus::ok : status_of(error_);
   }
 }
 
 void ReplySlot::reset() {
-  owner = nullptr;
-  abandoned_to = nullptr;
-  status = proto::ReplyStatus::none;
-  kind = SlotKind::direct;
-  outstanding = 0;
-  complete = close_after = drop_reply = false;
-  keys.clear();
-  key_refs.clear();
-  for (size_t i = 0; i < fragment_count; ++i) {
-    Fragment& f = fragments[i];
+  owner_ = nullptr;
+  abandoned_to_ = nullptr;
+  status_ = proto::ReplyStatus::none;
+  kind_ = SlotKind::direct;
+  outstanding_ = 0;
+  complete_ = close_after_ = drop_reply_ = false;
+  keys_.clear();
+  key_refs_.clear();
+  for (size_t i = 0; i < fragment_count_; ++i) {
+    Fragment& f = fragments_[i];
     evbuffer_drain(f.values, evbuffer_get_length(f.values));
     f.key_positions.clear();
     f.next_key = 0;
     f.failed = false;
   }
-  fragment_count = 0;
-  error.clear();
-  evbuffer_drain(reply, evbuffer_get_length(reply));
+  fragment_count_ = 0;
+  error_.clear();
+  evbuffer_drain(reply_, evbuffer_get_length(reply_));
+  keys_weight = 1;
+  started_usec = 0;
 }
 
 }  // namespace memshard::proxy

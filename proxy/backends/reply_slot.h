@@ -43,13 +43,13 @@ struct Fragment {
 };
 
 struct KeyRef {
-  uint32_t offset;  // into ReplySlot::keys
+  uint32_t offset;  // into the slot's keys
   uint32_t length;
   uint32_t fragment;
   uint32_t block_bytes;  // bytes of this key's VALUE block in its fragment, 0 = miss
 };
 
-struct ReplySlot;
+class ReplySlot;
 
 // Where slots come from: a worker keeps a pool of them. Routes that hold a
 // reply back before the client sees it (failover, fan-out) take slots of
@@ -66,55 +66,113 @@ class SlotSource {
   ~SlotSource() = default;
 };
 
-struct ReplySlot {
+// The invariant only these methods keep: a slot completes once, either
+// answered by the proxy itself (nothing outstanding) or when the last of the
+// operations it expects is done, and what its reply says (status) is set
+// with its bytes. Everything else is its owner's bookkeeping.
+class ReplySlot {
+ public:
   ReplySlot();
   ~ReplySlot();
   ReplySlot(const ReplySlot&) = delete;
   ReplySlot& operator=(const ReplySlot&) = delete;
 
-  // Told when the slot completes. Null for a slot whose owner gave up on
-  // it while a server still owed it (work.h: Call): it then goes back to
-  // `abandoned_to` once answered.
-  SlotOwner* owner = nullptr;
-  SlotSource* abandoned_to = nullptr;
-  evbuffer* reply = nullptr;
-  // What the reply says (reply_status.h), set with its bytes: by the
-  // backend as it reads them, by whoever answers in the proxy's name.
-  proto::ReplyStatus status = proto::ReplyStatus::none;
-  SlotKind kind = SlotKind::direct;
-  uint32_t outstanding = 0;  // fragments not yet answered
-  bool complete = false;
-  bool close_after = false;  // quit, or a request that ends the connection
-  bool drop_reply = false;   // noreply: the client asked for nothing back
-  std::string keys;          // retrieval: the requested keys, concatenated
-  std::vector<KeyRef> key_refs;
-  std::vector<Fragment> fragments;
-  size_t fragment_count = 0;  // fragments in use (the vector keeps spares)
-  std::string error;          // broadcast: the first failure
-  uint64_t started_usec = 0;
-  uint32_t keys_weight = 1;        // keys the client waits on in this slot
-  ReplySlot* next_owed = nullptr;  // the client's next slot (SlotQueue)
-
-  std::string_view key(uint32_t position) const {
-    const KeyRef& k = key_refs[position];
-    return std::string_view(keys).substr(k.offset, k.length);
+  // ---- who is owed it
+  SlotOwner* owner() const { return owner_; }
+  void set_owner(SlotOwner* owner) { owner_ = owner; }
+  // The owner no longer waits (work.h: a Call that is gone): once the
+  // operations still out are done, the slot goes back to `pool`.
+  void abandon_to(SlotSource* pool) {
+    owner_ = nullptr;
+    abandoned_to_ = pool;
   }
+
+  // ---- what the owner reads
+  bool complete() const { return complete_; }
+  proto::ReplyStatus status() const { return status_; }
+  // The reply's bytes: moved out by the owner once complete; appended to
+  // by the backend while it reads them (and set_status with them).
+  evbuffer* reply() const { return reply_; }
+  bool close_after() const { return close_after_; }
+  bool drop_reply() const { return drop_reply_; }
+
+  // ---- answered by the proxy itself: completes the slot
+  // `text` (whole lines, "\r\n" included; may be empty: a request that
+  // asked for silence), its status classified from its first line.
+  void answer(std::string_view text);
+  // The same with a known status (a binary reply made by the proxy, a
+  // quiet write that failed: its client hears nothing, a route that may try
+  // elsewhere sees server_error).
+  void answer(std::string_view text, proto::ReplyStatus status);
+  // A reply made elsewhere (another slot's, once complete): its bytes,
+  // status and silence become this one's. Does not complete this slot.
+  void take_reply(ReplySlot& from);
+  void set_close_after() { close_after_ = true; }
+  void set_drop_reply() { drop_reply_ = true; }
+
+  // ---- set up by routes, filled by the backend
+  SlotKind kind() const { return kind_; }
+  void set_kind(SlotKind kind) { kind_ = kind; }
+  // One operation more whose end the slot waits for.
+  void expect(uint32_t n = 1) { outstanding_ += n; }
+  uint32_t outstanding() const { return outstanding_; }
   Fragment& add_fragment();
-  // One of the `outstanding` backend operations finished (answered or
-  // failed); the last one completes the slot and tells the owner.
+  Fragment& fragment(size_t i) { return fragments_[i]; }
+  size_t fragment_count() const { return fragment_count_; }
+  // Retrieval: the client's next key, answered by fragment `fragment`.
+  void add_key(std::string_view key, uint32_t fragment);
+  size_t key_count() const { return key_refs_.size(); }
+  std::string_view key(uint32_t position) const {
+    const KeyRef& k = key_refs_[position];
+    return std::string_view(keys_).substr(k.offset, k.length);
+  }
+  KeyRef& key_ref(uint32_t position) { return key_refs_[position]; }
+  // Retrieval, broadcast: the first failure, kept for a reply made of
+  // failures only ("\r\n" added).
+  void note_error(std::string_view line);
+  const std::string& error() const { return error_; }
+  void set_status(proto::ReplyStatus status) { status_ = status; }
+
+  // ---- completion by the operations
+  // One of the expected operations finished (answered or failed); the last
+  // one completes the slot and tells the owner.
   void fragment_done();
   // The same, for an operation that finished before the route that sent it
   // returned: the owner is not told (it writes complete slots when its
   // dispatch returns). True when the slot is now complete.
   bool fragment_done_unreported();
-  // Completes a slot none of whose fragments went out (every server
-  // unavailable): its reply is built at once. The owner is not told: it
-  // is the one completing it, and writes complete slots when it returns.
+  // Completes a slot none of whose operations went out, or all of whose
+  // did before its route returned: its reply is built at once, the owner
+  // not told. Nothing while an operation is still out, or once complete.
   void complete_unsent();
-  // Builds the final reply from the fragments (retrieval, broadcast).
-  void assemble();
+
+  // ---- the client's bookkeeping
+  uint32_t keys_weight = 1;   // keys the client waits on in this slot
+  uint64_t started_usec = 0;  // when the request was read
+
   // Back to the pristine state for reuse; keeps allocations.
   void reset();
+
+ private:
+  friend class SlotQueue;
+  // Builds the final reply from the fragments (retrieval, broadcast).
+  void assemble();
+
+  SlotOwner* owner_ = nullptr;
+  SlotSource* abandoned_to_ = nullptr;
+  evbuffer* reply_ = nullptr;
+  proto::ReplyStatus status_ = proto::ReplyStatus::none;
+  SlotKind kind_ = SlotKind::direct;
+  uint32_t outstanding_ = 0;  // operations not yet done
+  bool complete_ = false;
+  bool close_after_ = false;  // quit, or a request that ends the connection
+  bool drop_reply_ = false;   // noreply: the client asked for nothing back
+  std::string keys_;          // retrieval: the requested keys, concatenated
+  std::vector<KeyRef> key_refs_;
+  std::vector<Fragment> fragments_;
+  size_t fragment_count_ = 0;  // fragments in use (the vector keeps spares)
+  std::string error_;
+  ReplySlot* next_owed_ = nullptr;  // the client's next slot (SlotQueue)
 };
 
 // The slots one client is owed, in request order, linked through the slots
@@ -126,16 +184,16 @@ class SlotQueue {
   size_t size() const { return size_; }
   ReplySlot* front() const { return head_; }
   void push_back(ReplySlot* s) {
-    s->next_owed = nullptr;
-    (head_ == nullptr ? head_ : tail_->next_owed) = s;
+    s->next_owed_ = nullptr;
+    (head_ == nullptr ? head_ : tail_->next_owed_) = s;
     tail_ = s;
     ++size_;
   }
   ReplySlot* pop_front() {
     ReplySlot* s = head_;
-    head_ = s->next_owed;
+    head_ = s->next_owed_;
     if (head_ == nullptr) tail_ = nullptr;
-    s->next_owed = nullptr;
+    s->next_owed_ = nullptr;
     --size_;
     return s;
   }

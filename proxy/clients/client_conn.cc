@@ -293,7 +293,7 @@ bool ClientConn::next_binary_request() {
       ReplySlot* s = new_slot();
       reply_now(s, t.reply);
       if (t.close_after) {
-        s->close_after = true;
+        s->set_close_after();
         closing_ = true;
       }
       return true;
@@ -341,16 +341,18 @@ void ClientConn::dispatch(evbuffer* in) {
       swallow_left_ = work_.request.swallow;
       if (work_.request.invalidate_key && route != nullptr) {
         ReplySlot* s = new_slot();
-        evbuffer_add(s->reply, work_.request.error_reply.data(), work_.request.error_reply.size());
+        evbuffer_add(s->reply(), work_.request.error_reply.data(),
+                     work_.request.error_reply.size());
         RouteRequest req = route_request(in);
         route->key->invalidate(req, *s);
+        s->complete_unsent();
       } else {
         reply_now(new_slot(), work_.request.error_reply);
       }
       return;
     case proto::Action::close: {
       ReplySlot* s = new_slot();
-      s->close_after = true;
+      s->set_close_after();
       reply_now(s, work_.request.error_reply);
       evbuffer_drain(in, header_bytes_);
       closing_ = true;
@@ -396,8 +398,8 @@ void ClientConn::answer_locally(evbuffer* in) {
   ReplySlot* s = new_slot();
   switch (work_.request.command) {
     case proto::Command::quit:
-      s->close_after = true;
-      s->complete = true;
+      s->set_close_after();
+      s->answer({});
       closing_ = true;
       break;
     case proto::Command::verbosity:
@@ -433,13 +435,12 @@ ReplySlot* ClientConn::new_slot() {
 }
 
 void ClientConn::reply_line(ReplySlot* s, std::string_view line) {
-  evbuffer_add(s->reply, line.data(), line.size());
-  reply_now(s, "\r\n");
+  evbuffer_add(s->reply(), line.data(), line.size());
+  s->answer("\r\n", proto::classify_reply_line(line));
 }
 
 void ClientConn::reply_now(ReplySlot* s, std::string_view text) {
-  if (!text.empty()) evbuffer_add(s->reply, text.data(), text.size());
-  s->complete = true;
+  s->answer(text);
 }
 
 void ClientConn::on_slot_complete() {
@@ -449,7 +450,7 @@ void ClientConn::on_slot_complete() {
 void ClientConn::flush_ready() {
   uint64_t now = slots_.empty() ? 0 : context_.now_usec();
   bool wrote = false;
-  while (!slots_.empty() && slots_.front()->complete) {
+  while (!slots_.empty() && slots_.front()->complete()) {
     ReplySlot* s = slots_.pop_front();
     keys_in_flight_ -= s->keys_weight;
     pool_stats_.requests.add();
@@ -460,8 +461,8 @@ void ClientConn::flush_ready() {
         // The text reply the request's path made, as binary frames, which
         // go to the client straight from the encoder.
         Binary& b = *binary_;
-        b.text.resize(evbuffer_get_length(s->reply));
-        evbuffer_remove(s->reply, b.text.data(), b.text.size());
+        b.text.resize(evbuffer_get_length(s->reply()));
+        evbuffer_remove(s->reply(), b.text.data(), b.text.size());
         b.reply.clear();
         proto::binary::encode_reply(owed.context, b.text, b.reply);
         evbuffer_add(stream_.output(), b.reply.data(), b.reply.size());
@@ -472,11 +473,11 @@ void ClientConn::flush_ready() {
       }
       binary_->owed.drop_front();
     }
-    if (!closed_ && !s->drop_reply && evbuffer_get_length(s->reply) > 0) {
-      evbuffer_add_buffer(stream_.output(), s->reply);
+    if (!closed_ && !s->drop_reply() && evbuffer_get_length(s->reply()) > 0) {
+      evbuffer_add_buffer(stream_.output(), s->reply());
       wrote = true;
     }
-    if (s->close_after) closing_ = true;
+    if (s->close_after()) closing_ = true;
     context_.release_slot(s);
   }
   // Written once, after everything this loop iteration produced.

@@ -5,14 +5,13 @@
 namespace memshard::proxy {
 
 void BroadcastRoute::send(RouteRequest& req, ReplySlot& slot) {
-  slot.kind = SlotKind::broadcast;
-  slot.drop_reply = req.request.quiet;
+  slot.set_kind(SlotKind::broadcast);
+  if (req.request.quiet) slot.set_drop_reply();
   slot.add_fragment();
   for (size_t i = 0; i < placement_.size(); ++i) {
     Outbox* outbox = placement_.server(i).outbox(req.affinity);
     if (outbox == nullptr) {
-      if (slot.error.empty())
-        slot.error.assign(proto::reply::own::kBackendUnavailable).append("\r\n");
+      slot.note_error(proto::reply::own::kBackendUnavailable);
       req.count_error();
       continue;
     }
@@ -24,12 +23,12 @@ void BroadcastRoute::send(RouteRequest& req, ReplySlot& slot) {
       evbuffer_add(out, "mn\r\n", 4);
       mode = ReplyMode::quiet_drop;
     }
-    ++slot.outstanding;
+    slot.expect();
     req.count_fragment();
     outbox->enqueue(BackendOp{&slot, 0, mode, req.now_usec});
   }
   evbuffer_drain(req.in, req.header_bytes);
-  if (slot.outstanding == 0) slot.complete_unsent();
+  if (slot.outstanding() == 0) slot.complete_unsent();
 }
 
 }  // namespace memshard::proxy

@@ -17,8 +17,7 @@ void unavailable(RouteRequest& req, ReplySlot& slot) {
     // Silent to the client, but a route that may try elsewhere (failover)
     // must still tell this from a write that was made.
     slot.add_fragment().failed = true;
-    slot.status = proto::ReplyStatus::server_error;
-    slot.complete = true;
+    slot.answer({}, proto::ReplyStatus::server_error);
   } else {
     answer(slot, proto::reply::own::kBackendUnavailable);
   }
@@ -27,12 +26,11 @@ void unavailable(RouteRequest& req, ReplySlot& slot) {
 }  // namespace
 
 void answer(ReplySlot& slot, std::string_view line) {
-  if (!line.empty()) {
-    evbuffer_add(slot.reply, line.data(), line.size());
-    evbuffer_add(slot.reply, "\r\n", 2);
-    slot.status = proto::classify_reply_line(line.substr(0, line.find('\r')));
-  }
-  slot.complete = true;
+  if (line.empty()) return slot.answer({});
+  // Appended apart from its "\r\n": a hot key's cached value is not
+  // copied once more to add two bytes.
+  evbuffer_add(slot.reply(), line.data(), line.size());
+  slot.answer("\r\n", proto::classify_reply_line(line.substr(0, line.find('\r'))));
 }
 
 void send_to(Server& server, RouteRequest& req, ReplySlot& slot) {
@@ -46,8 +44,8 @@ void send_to(Server& server, RouteRequest& req, ReplySlot& slot) {
     evbuffer_add(out, "mn\r\n", 4);
     mode = meta ? ReplyMode::quiet_keep : ReplyMode::quiet_drop;
   }
-  ++slot.outstanding;
-  uint32_t fragment = static_cast<uint32_t>(slot.fragment_count);
+  slot.expect();
+  uint32_t fragment = static_cast<uint32_t>(slot.fragment_count());
   slot.add_fragment();
   req.count_fragment();
   outbox->enqueue(BackendOp{&slot, fragment, mode, req.now_usec});
@@ -67,7 +65,7 @@ void send_delete(Server& server, RouteRequest& req, ReplySlot& slot) {
   if (!proto::append_delete(req.request.keys[0], true, text)) return;
   proto::append_noop(text);
   evbuffer_add(outbox->output(), text.data(), text.size());
-  ++slot.outstanding;
+  slot.expect();
   slot.add_fragment();
   req.count_fragment();
   outbox->enqueue(BackendOp{&slot, 0, ReplyMode::quiet_drop, req.now_usec});
@@ -76,7 +74,6 @@ void send_delete(Server& server, RouteRequest& req, ReplySlot& slot) {
 void KeyRoute::invalidate(RouteRequest& req, ReplySlot& slot) {
   size_t server = placement_.place(req.request.keys[0]);
   if (server != Placement::npos) send_delete(placement_.server(server), req, slot);
-  if (slot.outstanding == 0) slot.complete = true;
 }
 
 }  // namespace memshard::proxy

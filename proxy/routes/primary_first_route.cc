@@ -40,13 +40,13 @@ Work PrimaryFirstRoute::write(RouteRequest& req, ReplySlot& client, std::string 
   const bool error =
       status == proto::ReplyStatus::server_error || status == proto::ReplyStatus::client_error;
   if (noreply) {
-    client.status = status;  // classic noreply: nothing at all, errors included
+    client.set_status(status);  // classic noreply: nothing at all, errors included
   } else if (classic && !error) {
     const std::string_view reply = proto::classic_storage_reply(status);
-    evbuffer_add(client.reply, reply.data(), reply.size());
-    client.status = status;
+    evbuffer_add(client.reply(), reply.data(), reply.size());
+    client.set_status(status);
   } else if (quiet && status == proto::ReplyStatus::done) {
-    client.status = status;  // meta q hides HD only
+    client.set_status(status);  // meta q hides HD only
   } else {
     decision.pass_to(client);
   }

@@ -47,7 +47,7 @@ Work ReplicatedGetRoute::read_key(const RouteRequest& req, ReplySlot& client,
   HeldRequest held(req, first_line(req.request, key), first_line(req.request, key).size());
   // req is not touched past this point.
   if (touch) touch_others(held, key, exptime);
-  Fragment& fragment = client.fragments[client.key_refs[position].fragment];
+  Fragment& fragment = client.fragment(client.key_ref(position).fragment);
   std::vector<size_t> missed;
   std::string error;
   for (size_t copy = 0; copy < reads_.size(); ++copy) {
@@ -70,7 +70,7 @@ Work ReplicatedGetRoute::read_key(const RouteRequest& req, ReplySlot& client,
         if (repair_) repair(held, key, *v, missed);
       }
       evbuffer_add(fragment.values, block.data(), block.size());
-      client.key_refs[position].block_bytes = static_cast<uint32_t>(block.size());
+      client.key_ref(position).block_bytes = static_cast<uint32_t>(block.size());
       fragment.next_key = 1;
       co_return;
     }
@@ -89,10 +89,8 @@ Work ReplicatedGetRoute::read_key(const RouteRequest& req, ReplySlot& client,
   // error.
   if (!missed.empty()) co_return;
   fragment.failed = true;
-  if (client.error.empty()) {
-    client.error =
-        error.empty() ? std::string(proto::reply::own::kBackendUnavailable) + "\r\n" : error;
-  }
+  client.note_error(error.empty() ? proto::reply::own::kBackendUnavailable
+                                  : std::string_view(error));
 }
 
 void ReplicatedGetRoute::touch_others(const HeldRequest& held, std::string_view key,
@@ -121,19 +119,17 @@ ServerStats* ReplicatedGetRoute::counters(std::string_view key, size_t copy) con
 }
 
 void ReplicatedGetRoute::send(RouteRequest& req, ReplySlot& slot) {
-  slot.kind = SlotKind::retrieval;
+  slot.set_kind(SlotKind::retrieval);
   const auto& keys = req.request.keys;
   for (uint32_t pos = 0; pos < keys.size(); ++pos) {
-    const auto f = static_cast<uint32_t>(slot.fragment_count);
-    slot.add_fragment().key_positions.push_back(pos);
-    const auto offset = static_cast<uint32_t>(slot.keys.size());
-    slot.keys.append(keys[pos]);
-    slot.key_refs.push_back(KeyRef{offset, static_cast<uint32_t>(keys[pos].size()), f, 0});
+    const auto f = static_cast<uint32_t>(slot.fragment_count());
+    slot.add_fragment();
+    slot.add_key(keys[pos], f);
   }
   // Each key's work is counted when it starts, and the slot completes when
   // the last one ends: one that ends at once must not complete it before
   // the others have started.
-  ++slot.outstanding;
+  slot.expect();
   for (uint32_t pos = 0; pos < keys.size(); ++pos) read_key(req, slot, pos).start(slot, life_);
   evbuffer_drain(req.in, req.header_bytes);
   slot.fragment_done_unreported();

@@ -36,9 +36,6 @@ void ReplicatedKeyRoute::send(RouteRequest& req, ReplySlot& slot) {
 
 void ReplicatedKeyRoute::invalidate(RouteRequest& req, ReplySlot& slot) {
   for (KeyRoute* copy : copies_) copy->invalidate(req, slot);
-  // A copy with no server to ask completes the slot at once; the others'
-  // deletes are what it waits for.
-  slot.complete = slot.outstanding == 0;
 }
 
 }  // namespace memshard::proxy

@@ -63,7 +63,9 @@ class Route {
 class SingleKeyRoute : public Route {
  public:
   // The slot already holds the refusal, which is all the client sees,
-  // after the delete. The request's bytes are not touched.
+  // after the delete. The deletes become operations the slot expects; the
+  // caller completes it (complete_unsent) once every route has added its
+  // own. The request's bytes are not touched.
   virtual void invalidate(RouteRequest& req, ReplySlot& slot) = 0;
 };
 

@@ -8,7 +8,7 @@ namespace memshard::proxy {
 
 void SplitRoute::send(RouteRequest& req, ReplySlot& slot) {
   RequestScratch& work = req.scratch;
-  slot.kind = SlotKind::retrieval;
+  slot.set_kind(SlotKind::retrieval);
   size_t nservers = placement_.size();
   if (work.fragment_of_server.size() < nservers + 1)
     work.fragment_of_server.assign(nservers + 1, -1);
@@ -19,16 +19,12 @@ void SplitRoute::send(RouteRequest& req, ReplySlot& slot) {
     if (server == Placement::npos) server = nservers;  // nothing live: a failed fragment
     int32_t f = work.fragment_of_server[server];
     if (f < 0) {
-      f = static_cast<int32_t>(slot.fragment_count);
+      f = static_cast<int32_t>(slot.fragment_count());
       slot.add_fragment();
       work.fragment_of_server[server] = f;
       work.server_of_fragment.push_back(server);
     }
-    auto offset = static_cast<uint32_t>(slot.keys.size());
-    slot.keys.append(keys[pos]);
-    slot.key_refs.push_back(
-        KeyRef{offset, static_cast<uint32_t>(keys[pos].size()), static_cast<uint32_t>(f), 0});
-    slot.fragments[f].key_positions.push_back(pos);
+    slot.add_key(keys[pos], static_cast<uint32_t>(f));
   }
   for (size_t server : work.server_of_fragment) work.fragment_of_server[server] = -1;
 
@@ -40,25 +36,23 @@ void SplitRoute::send(RouteRequest& req, ReplySlot& slot) {
   if (req.request.command == proto::Command::gets) shared_verb = "gets";
   bool whole_line = work.server_of_fragment.size() == 1 && shared_verb.empty();
   if (!whole_line) evbuffer_drain(req.in, req.header_bytes);
-  for (uint32_t f = 0; f < slot.fragment_count; ++f) {
+  for (uint32_t f = 0; f < slot.fragment_count(); ++f) {
     size_t server = work.server_of_fragment[f];
     Outbox* outbox = server < nservers ? placement_.server(server).outbox(req.affinity) : nullptr;
     if (outbox == nullptr) {
-      slot.fragments[f].failed = true;
-      if (slot.error.empty())
-        slot.error.assign(proto::reply::own::kBackendUnavailable).append("\r\n");
+      slot.fragment(f).failed = true;
+      slot.note_error(proto::reply::own::kBackendUnavailable);
       req.count_error();
       continue;
     }
     if (!shared_verb.empty()) {
       std::span<const std::string_view> fragment_keys = keys;
-      if (slot.fragment_count > 1) {
+      if (slot.fragment_count() > 1) {
         work.key_views.clear();
-        for (uint32_t pos : slot.fragments[f].key_positions)
-          work.key_views.push_back(slot.key(pos));
+        for (uint32_t pos : slot.fragment(f).key_positions) work.key_views.push_back(slot.key(pos));
         fragment_keys = work.key_views;
       }
-      ++slot.outstanding;
+      slot.expect();
       req.count_fragment();
       outbox->enqueue_retrieval(shared_verb, fragment_keys,
                                 BackendOp{&slot, f, ReplyMode::retrieval, req.now_usec});
@@ -70,17 +64,17 @@ void SplitRoute::send(RouteRequest& req, ReplySlot& slot) {
       evbuffer_remove_buffer(req.in, out, req.header_bytes);
     } else {
       work.key_views.clear();
-      for (uint32_t pos : slot.fragments[f].key_positions) work.key_views.push_back(slot.key(pos));
+      for (uint32_t pos : slot.fragment(f).key_positions) work.key_views.push_back(slot.key(pos));
       work.text.clear();
       proto::append_retrieval_line(req.request, work.key_views, work.text);
       evbuffer_add(out, work.text.data(), work.text.size());
     }
-    ++slot.outstanding;
+    slot.expect();
     req.count_fragment();
     outbox->enqueue(BackendOp{&slot, f, ReplyMode::retrieval, req.now_usec});
   }
-  if (whole_line && slot.outstanding == 0) evbuffer_drain(req.in, req.header_bytes);
-  if (slot.outstanding == 0) slot.complete_unsent();
+  if (whole_line && slot.outstanding() == 0) evbuffer_drain(req.in, req.header_bytes);
+  if (slot.outstanding() == 0) slot.complete_unsent();
 }
 
 }  // namespace memshard::proxy

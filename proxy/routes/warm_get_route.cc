@@ -45,8 +45,8 @@ Work WarmGetRoute::read(RouteRequest& req, ReplySlot& client) const {
   const auto blocks = proto::parse_value_blocks(reply);
   if (!blocks) {
     // Not a retrieval reply (the pool's own error): as it is.
-    evbuffer_add(client.reply, reply.data(), reply.size());
-    client.status = proto::classify_reply_line(reply.substr(0, reply.find('\r')));
+    evbuffer_add(client.reply(), reply.data(), reply.size());
+    client.set_status(proto::classify_reply_line(reply.substr(0, reply.find('\r'))));
     co_return;
   }
   // The blocks come in key order, hits only: match them to positions.
@@ -103,11 +103,11 @@ Work WarmGetRoute::read(RouteRequest& req, ReplySlot& client) const {
   }
   bool hit = false;
   for (std::string_view block : by_key) {
-    evbuffer_add(client.reply, block.data(), block.size());
+    evbuffer_add(client.reply(), block.data(), block.size());
     hit = hit || !block.empty();
   }
-  evbuffer_add(client.reply, proto::reply::kEnd.data(), proto::reply::kEnd.size());
-  client.status = hit ? proto::ReplyStatus::hit : proto::ReplyStatus::miss;
+  evbuffer_add(client.reply(), proto::reply::kEnd.data(), proto::reply::kEnd.size());
+  client.set_status(hit ? proto::ReplyStatus::hit : proto::ReplyStatus::miss);
 }
 
 void WarmGetRoute::send(RouteRequest& req, ReplySlot& slot) {

@@ -81,7 +81,6 @@ void WarmKeyRoute::invalidate(RouteRequest& req, ReplySlot& slot) {
                        ? past_.owners(req.request.keys[0], req.now_usec, owners)
                        : 0;
   for (size_t i = 0; i < n; ++i) send_delete(*owners[i], req, slot);
-  slot.complete = slot.outstanding == 0;
 }
 
 }  // namespace memshard::proxy

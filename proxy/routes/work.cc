@@ -25,15 +25,13 @@ Reply::~Reply() {
 }
 
 std::string Reply::text() const {
-  std::string s(evbuffer_get_length(slot_->reply), '\0');
-  evbuffer_copyout(slot_->reply, s.data(), s.size());
+  std::string s(evbuffer_get_length(slot_->reply()), '\0');
+  evbuffer_copyout(slot_->reply(), s.data(), s.size());
   return s;
 }
 
 void Reply::pass_to(ReplySlot& client) {
-  evbuffer_add_buffer(client.reply, slot_->reply);
-  client.status = slot_->status;
-  client.drop_reply = client.drop_reply || slot_->drop_reply;
+  client.take_reply(*slot_);
 }
 
 // ---------------------------------------------------------------- Call
@@ -52,14 +50,13 @@ Call::Call(RouteRequest& req, Route& route)
 
 Call::~Call() {
   if (slot_ == nullptr) return;
-  if (slot_->complete) {
+  if (slot_->complete()) {
     slots_->release_slot(slot_);
     return;
   }
   // Still owed by a server: the slot goes back to its pool once answered
   // (ReplySlot::fragment_done), never to a Call that is gone.
-  slot_->owner = nullptr;
-  slot_->abandoned_to = slots_;
+  slot_->abandon_to(slots_);
 }
 
 void Call::on_slot_complete() {
@@ -120,7 +117,7 @@ Work::~Work() {
 }
 
 void Work::start(ReplySlot& client, RouteLife* life) {
-  ++client.outstanding;
+  client.expect();
   run(&client, life);
 }
 

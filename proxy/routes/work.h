@@ -65,7 +65,7 @@ class Reply {
   Reply& operator=(const Reply&) = delete;
 
   bool empty() const { return slot_ == nullptr; }
-  proto::ReplyStatus status() const { return slot_->status; }
+  proto::ReplyStatus status() const { return slot_->status(); }
   // The server could not answer (down, timed out, garbled; a quiet request
   // that failed says so here though its client hears nothing).
   bool failed() const { return proto::failed(status()); }
@@ -98,17 +98,18 @@ class Call final : public SlotOwner {
   template <typename Send>
   Call(SlotSource& slots, Send&& send) : slots_(&slots), slot_(slots.acquire_slot(this)) {
     send(*slot_);
+    slot_->complete_unsent();  // nothing went out (an invalidate with no server)
     sending_ = false;
   }
   ~Call();
   Call(const Call&) = delete;
   Call& operator=(const Call&) = delete;
 
-  bool await_ready() const noexcept { return slot_->complete; }
+  bool await_ready() const noexcept { return slot_->complete(); }
   void await_suspend(std::coroutine_handle<> waiting) noexcept { waiting_ = waiting; }
   Reply await_resume() noexcept { return take(); }
 
-  bool answered() const { return slot_ != nullptr && slot_->complete; }
+  bool answered() const { return slot_ != nullptr && slot_->complete(); }
   Reply take() { return Reply(*slots_, std::exchange(slot_, nullptr)); }
 
  private:

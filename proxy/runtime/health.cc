@@ -43,8 +43,8 @@ struct ServerHealth::Probe final : public SlotOwner {
       return;
     }
     slot.reset();
-    slot.owner = this;
-    slot.outstanding = 1;
+    slot.set_owner(this);
+    slot.expect();
     slot.add_fragment();
     std::string version;
     proto::append_version(version);
@@ -55,7 +55,7 @@ struct ServerHealth::Probe final : public SlotOwner {
 
   void on_slot_complete() override {
     in_flight = false;
-    owner->probe_done(key, slot.status == proto::ReplyStatus::version);  // may destroy it, later
+    owner->probe_done(key, slot.status() == proto::ReplyStatus::version);  // may destroy it, later
   }
 };
 

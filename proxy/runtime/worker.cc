@@ -515,7 +515,7 @@ ReplySlot* Worker::acquire_slot(SlotOwner* owner) {
     s = free_slots_.back();
     free_slots_.pop_back();
   }
-  s->owner = owner;
+  s->set_owner(owner);
   return s;
 }
 

@@ -239,8 +239,8 @@ TEST_F(BackendTest, AnErrorLineEndsASharedLineFailingOnlyTheOpsItCutOff) {
   memcached.send("VALUE a 0 1\r\nA\r\nSERVER_ERROR out of memory writing get response\r\n");
   ASSERT_TRUE(run_until([&] { return cut_off.completions > 0; }));
   EXPECT_EQ(answered.reply(), "VALUE a 0 1\r\nA\r\nEND\r\n");
-  EXPECT_FALSE(answered.slot->fragments[0].failed);
-  EXPECT_TRUE(cut_off.slot->fragments[0].failed);
+  EXPECT_FALSE(answered.slot->fragment(0).failed);
+  EXPECT_TRUE(cut_off.slot->fragment(0).failed);
   EXPECT_EQ(cut_off.reply(), "SERVER_ERROR out of memory writing get response\r\n");
   // A server's own error is an answer: the connection goes on.
   EXPECT_EQ(server.stats().server_err.get(), 0u);
@@ -327,7 +327,7 @@ TEST_F(BackendTest, BroadcastIsOkOnlyWhenEveryServerSaysOk) {
   EXPECT_EQ(all_ok.completions, 0) << "complete with one server still to answer";
   m1.send("OK\r\n");
   ASSERT_TRUE(run_until_complete(all_ok));
-  EXPECT_TRUE(all_ok.slot->error.empty());
+  EXPECT_TRUE(all_ok.slot->error().empty());
   EXPECT_EQ(all_ok.reply(), "OK\r\n");
 
   FakeOwner one_error;
@@ -338,7 +338,7 @@ TEST_F(BackendTest, BroadcastIsOkOnlyWhenEveryServerSaysOk) {
   m0.send("OK\r\n");
   m1.send("SERVER_ERROR flush_all disabled\r\n");
   ASSERT_TRUE(run_until_complete(one_error));
-  EXPECT_EQ(one_error.slot->error, "SERVER_ERROR flush_all disabled\r\n");
+  EXPECT_EQ(one_error.slot->error(), "SERVER_ERROR flush_all disabled\r\n");
   EXPECT_EQ(one_error.reply(), "SERVER_ERROR flush_all disabled\r\n");
 
   FakeOwner odd;
@@ -346,7 +346,7 @@ TEST_F(BackendTest, BroadcastIsOkOnlyWhenEveryServerSaysOk) {
   expect_request(m0, "flush_all\r\n");
   m0.send("STORED\r\n");  // a valid line, but not an answer to flush_all
   ASSERT_TRUE(run_until_complete(odd));
-  EXPECT_EQ(odd.slot->error, line(own::kBackendGarbled));
+  EXPECT_EQ(odd.slot->error(), line(own::kBackendGarbled));
   EXPECT_EQ(s0.stats().server_err.get(), 0u) << "the reply stream itself is intact";
 }
 

@@ -64,7 +64,7 @@ TEST_P(GarbageFromServer, FailsTheOpsInFlightAndTheNextOpGetsAFreshConnection) {
   EXPECT_EQ(first.completions, 1);
   EXPECT_EQ(first.reply(), garbled);
   if (g.mode == ReplyMode::retrieval) {
-    EXPECT_TRUE(first.slot->fragments[0].failed);
+    EXPECT_TRUE(first.slot->fragment(0).failed);
   }
   EXPECT_EQ(behind.reply(), garbled);
   EXPECT_EQ(server.stats().server_err.get(), 1u);
@@ -160,8 +160,8 @@ TEST_F(BackendTest, ServerClosingMidValueFailsEveryOpInFlight) {
   ASSERT_TRUE(run_until([&] { return s.completions > 0; }));
   const std::string closed = line(own::kBackendClosed);
   EXPECT_EQ(g.completions, 1);
-  EXPECT_TRUE(g.slot->fragments[0].failed);
-  EXPECT_EQ(g.slot->error, closed);
+  EXPECT_TRUE(g.slot->fragment(0).failed);
+  EXPECT_EQ(g.slot->error(), closed);
   EXPECT_EQ(g.reply(), closed) << "no partial value may reach the client";
   EXPECT_EQ(s.reply(), closed);
   EXPECT_EQ(server.stats().server_eof.get(), 1u);
@@ -185,8 +185,8 @@ TEST_F(BackendTest, AMultiGetSpreadOverTwoServersKeepsTheHitsOfTheOneThatAnswere
   EXPECT_EQ(owner.completions, 0);
   m1.hang_up();
   ASSERT_TRUE(run_until_complete(owner));
-  EXPECT_FALSE(owner.slot->fragments[0].failed);
-  EXPECT_TRUE(owner.slot->fragments[1].failed);
+  EXPECT_FALSE(owner.slot->fragment(0).failed);
+  EXPECT_TRUE(owner.slot->fragment(1).failed);
   // The failed server's key reads as a miss.
   EXPECT_EQ(owner.reply(), "VALUE a 0 1\r\nA\r\nVALUE c 0 1\r\nC\r\nEND\r\n");
 }

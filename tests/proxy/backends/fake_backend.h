@@ -195,12 +195,12 @@ class FakeServer {
 
 class FakeOwner final : public SlotOwner {
  public:
-  FakeOwner() : slot(std::make_unique<ReplySlot>()) { slot->owner = this; }
+  FakeOwner() : slot(std::make_unique<ReplySlot>()) { slot->set_owner(this); }
   void on_slot_complete() override {
     ++completions;
-    EXPECT_TRUE(slot->complete) << "told before the slot was complete";
+    EXPECT_TRUE(slot->complete()) << "told before the slot was complete";
   }
-  std::string reply() const { return buffer_text(slot->reply); }
+  std::string reply() const { return buffer_text(slot->reply()); }
 
   std::unique_ptr<ReplySlot> slot;
   int completions = 0;
@@ -280,7 +280,7 @@ class BackendTest : public testing::Test {
     if (mode == ReplyMode::quiet_drop || mode == ReplyMode::quiet_keep) {
       evbuffer_add(out, "mn\r\n", 4);
     }
-    owner.slot->outstanding = 1;
+    owner.slot->expect();
     owner.slot->add_fragment();
     conn.enqueue(BackendOp{owner.slot.get(), 0, mode, ctx_.now_usec()});
   }
@@ -290,14 +290,11 @@ class BackendTest : public testing::Test {
   static void prepare_retrieval(FakeOwner& owner, const std::vector<std::string_view>& keys,
                                 const std::vector<uint32_t>& fragment_of_key = {}) {
     ReplySlot& s = *owner.slot;
-    s.kind = SlotKind::retrieval;
+    s.set_kind(SlotKind::retrieval);
     for (uint32_t pos = 0; pos < keys.size(); ++pos) {
       uint32_t f = fragment_of_key.empty() ? 0 : fragment_of_key[pos];
-      while (s.fragment_count <= f) s.add_fragment();
-      auto offset = static_cast<uint32_t>(s.keys.size());
-      s.keys.append(keys[pos]);
-      s.key_refs.push_back(KeyRef{offset, static_cast<uint32_t>(keys[pos].size()), f, 0});
-      s.fragments[f].key_positions.push_back(pos);
+      while (s.fragment_count() <= f) s.add_fragment();
+      s.add_key(keys[pos], f);
     }
   }
 
@@ -305,8 +302,8 @@ class BackendTest : public testing::Test {
   void send_retrieval(BackendConn& conn, FakeOwner& owner, uint32_t f = 0) {
     ReplySlot& s = *owner.slot;
     std::vector<std::string_view> keys;
-    for (uint32_t pos : s.fragments[f].key_positions) keys.push_back(s.key(pos));
-    ++s.outstanding;
+    for (uint32_t pos : s.fragment(f).key_positions) keys.push_back(s.key(pos));
+    s.expect();
     conn.enqueue_retrieval("get", keys, BackendOp{&s, f, ReplyMode::retrieval, ctx_.now_usec()});
   }
 
@@ -318,10 +315,10 @@ class BackendTest : public testing::Test {
   // flush_all as ClientConn::broadcast sends it, to one server.
   void broadcast(BackendConn& conn, FakeOwner& owner) {
     ReplySlot& s = *owner.slot;
-    s.kind = SlotKind::broadcast;
-    if (s.fragment_count == 0) s.add_fragment();
+    s.set_kind(SlotKind::broadcast);
+    if (s.fragment_count() == 0) s.add_fragment();
     evbuffer_add(conn.output(), "flush_all\r\n", 11);
-    ++s.outstanding;
+    s.expect();
     conn.enqueue(BackendOp{&s, 0, ReplyMode::broadcast, ctx_.now_usec()});
   }
 

@@ -69,7 +69,7 @@ class FakeContext final : public ClientContext {
   }
   ReplySlot* acquire_slot(SlotOwner* owner) override {
     auto* s = new ReplySlot();
-    s->owner = owner;
+    s->set_owner(owner);
     ++slots_out;
     return s;
   }

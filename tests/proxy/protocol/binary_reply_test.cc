@@ -172,7 +172,8 @@ TEST(BinaryReply, GetMisses) {
     EXPECT_EQ(frames[0].cas, 0u);
   }
   // Quiet gets say nothing on a miss.
-  for (uint8_t o : {op::getq, op::getkq, op::gatq, op::gatkq}) expect_nothing(context(o, 1, "k"), "EN\r\n");
+  for (uint8_t o : {op::getq, op::getkq, op::gatq, op::gatkq})
+    expect_nothing(context(o, 1, "k"), "EN\r\n");
 }
 
 TEST(BinaryReply, Touch) {
@@ -221,8 +222,7 @@ TEST(BinaryReply, RefusedStoresByCommand) {
 
 TEST(BinaryReply, TooLargeAndOutOfMemory) {
   expect_error(context(op::set), "SERVER_ERROR object too large for cache\r\n", Status::too_large);
-  expect_error(context(op::setq), "SERVER_ERROR object too large for cache\r\n",
-               Status::too_large);
+  expect_error(context(op::setq), "SERVER_ERROR object too large for cache\r\n", Status::too_large);
   expect_error(context(op::set), "SERVER_ERROR out of memory storing object\r\n",
                Status::out_of_memory);
   expect_error(context(op::add), "SERVER_ERROR Out of memory allocating\r\n",

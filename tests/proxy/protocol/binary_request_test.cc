@@ -15,8 +15,8 @@
 namespace memshard::proto::binary {
 namespace {
 
-using testing::FrameSpec;
 using testing::frame;
+using testing::FrameSpec;
 using testing::Response;
 using testing::split_responses;
 using testing::u32;
@@ -146,12 +146,20 @@ TEST(BinaryHeader, NumbersAreBigEndian) {
 }
 
 TEST(BinaryHeader, QuietOpcodesAndTheirLoudForms) {
-  const std::pair<uint8_t, uint8_t> quiet[] = {
-      {op::getq, op::get},         {op::getkq, op::getk},     {op::gatq, op::gat},
-      {op::gatkq, op::gatk},       {op::setq, op::set},       {op::addq, op::add},
-      {op::replaceq, op::replace}, {op::deleteq, op::delete_}, {op::incrementq, op::increment},
-      {op::decrementq, op::decrement}, {op::quitq, op::quit}, {op::flushq, op::flush},
-      {op::appendq, op::append},   {op::prependq, op::prepend}};
+  const std::pair<uint8_t, uint8_t> quiet[] = {{op::getq, op::get},
+                                               {op::getkq, op::getk},
+                                               {op::gatq, op::gat},
+                                               {op::gatkq, op::gatk},
+                                               {op::setq, op::set},
+                                               {op::addq, op::add},
+                                               {op::replaceq, op::replace},
+                                               {op::deleteq, op::delete_},
+                                               {op::incrementq, op::increment},
+                                               {op::decrementq, op::decrement},
+                                               {op::quitq, op::quit},
+                                               {op::flushq, op::flush},
+                                               {op::appendq, op::append},
+                                               {op::prependq, op::prepend}};
   for (auto [q, loud] : quiet) {
     EXPECT_TRUE(is_quiet(q)) << int{q};
     EXPECT_EQ(loud_opcode(q), loud) << int{q};
@@ -259,8 +267,7 @@ TEST_F(BinaryRequest, ANonZeroCasMakesEveryStoreACompareAndSet) {
 
 TEST_F(BinaryRequest, AppendPrependIgnoreFlagsAndKeepTheCas) {
   expect_line({.opcode = op::append, .key = "k", .value = "tail"}, "ms k 4 MA c\r\n", 4);
-  expect_line({.opcode = op::appendq, .key = "k", .value = "t", .cas = 3},
-              "ms k 1 C3 MA c\r\n", 1);
+  expect_line({.opcode = op::appendq, .key = "k", .value = "t", .cas = 3}, "ms k 1 C3 MA c\r\n", 1);
   expect_line({.opcode = op::prepend, .key = "k", .value = "head"}, "ms k 4 MP c\r\n", 4);
   expect_line({.opcode = op::prependq, .key = "k", .value = ""}, "ms k 0 MP c\r\n");
 }
@@ -279,11 +286,9 @@ TEST_F(BinaryRequest, StorageChecks) {
 TEST_F(BinaryRequest, ValueOverItemSizeMax) {
   limits_.item_size_max = 10;
   // Exactly the limit is forwarded.
-  expect_line({.opcode = op::set,
-               .extras = store_extras(0, 0),
-               .key = "k",
-               .value = std::string(10, 'v')},
-              "ms k 10 c\r\n", 10);
+  expect_line(
+      {.opcode = op::set, .extras = store_extras(0, 0), .key = "k", .value = std::string(10, 'v')},
+      "ms k 10 c\r\n", 10);
   // A set one byte over: the key's old value is deleted, the value
   // swallowed, and the answer is "too large" whatever the delete says.
   const Translation& t = translate_frame(
@@ -387,8 +392,10 @@ TEST_F(BinaryRequest, KeyLengthLimits) {
   expect_line({.opcode = op::gat, .extras = u32(0), .key = k250}, "mg " + k250 + " v f c T0\r\n");
   // 251: invalid arguments, then the connection closes (memcached's check).
   expect_protocol_error({.opcode = op::get, .key = std::string(251, 'k')});
-  expect_protocol_error(
-      {.opcode = op::set, .extras = store_extras(0, 0), .key = std::string(300, 'k'), .value = "v"});
+  expect_protocol_error({.opcode = op::set,
+                         .extras = store_extras(0, 0),
+                         .key = std::string(300, 'k'),
+                         .value = "v"});
   // A key needing base64: 186 bytes encode to 248 characters and travel...
   const std::string b186(186, ' ');
   std::string encoded;
@@ -398,13 +405,14 @@ TEST_F(BinaryRequest, KeyLengthLimits) {
   // ...187 do not fit memcached's 250-character key token: a read is a
   // miss (silent when quiet), the connection kept (a documented difference
   // from memcached, which stores such keys)...
-  expect_answer({.opcode = op::get, .key = std::string(187, ' ')}, Status::key_not_found, 0,
-                false);
+  expect_answer({.opcode = op::get, .key = std::string(187, ' ')}, Status::key_not_found, 0, false);
   EXPECT_EQ(translate_frame({.opcode = op::getkq, .key = std::string(187, ' ')}).reply, "");
   // A refused store's value is swallowed.
-  expect_answer(
-      {.opcode = op::set, .extras = store_extras(0, 0), .key = std::string(200, ' '), .value = "vv"},
-      Status::invalid_arguments, 2, false);
+  expect_answer({.opcode = op::set,
+                 .extras = store_extras(0, 0),
+                 .key = std::string(200, ' '),
+                 .value = "vv"},
+                Status::invalid_arguments, 2, false);
 }
 
 // ------------------------------------------------------------ the rest
@@ -435,8 +443,7 @@ TEST_F(BinaryRequest, CommandsWithoutAKeyRefuseABody) {
 TEST_F(BinaryRequest, StatWithAGroupIsAnUnknownGroup) {
   for (const char* group : {"items", "slabs", "settings", "nosuchgroup"}) {
     SCOPED_TRACE(group);
-    expect_answer({.opcode = op::stat, .key = group, .opaque = 3}, Status::key_not_found, 0,
-                  false);
+    expect_answer({.opcode = op::stat, .key = group, .opaque = 3}, Status::key_not_found, 0, false);
   }
 }
 

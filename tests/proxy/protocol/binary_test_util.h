@@ -50,15 +50,16 @@ inline std::string frame(const FrameSpec& f) {
   std::string s;
   s.push_back(static_cast<char>(f.magic));
   s.push_back(static_cast<char>(f.opcode));
-  put16(s, static_cast<uint16_t>(f.key_length >= 0 ? f.key_length : static_cast<int>(f.key.size())));
+  put16(s,
+        static_cast<uint16_t>(f.key_length >= 0 ? f.key_length : static_cast<int>(f.key.size())));
   s.push_back(static_cast<char>(f.extras_length >= 0 ? f.extras_length
                                                      : static_cast<int>(f.extras.size())));
   s.push_back(0);  // data type
   put16(s, 0);     // vbucket
-  put32(s, static_cast<uint32_t>(f.body_length >= 0
-                                     ? f.body_length
-                                     : static_cast<int64_t>(f.extras.size() + f.key.size() +
-                                                            f.value.size())));
+  put32(s, static_cast<uint32_t>(
+               f.body_length >= 0
+                   ? f.body_length
+                   : static_cast<int64_t>(f.extras.size() + f.key.size() + f.value.size())));
   put32(s, f.opaque);
   put64(s, f.cas);
   s += f.extras;

@@ -241,12 +241,12 @@ void check_line(const Header& h, uint8_t command, std::string_view extras, std::
 }
 
 constexpr uint8_t kOpcodes[] = {
-    op::get,       op::set,        op::add,        op::replace,  op::delete_,   op::increment,
-    op::decrement, op::quit,       op::flush,      op::getq,     op::noop,      op::version,
-    op::getk,      op::getkq,      op::append,     op::prepend,  op::stat,      op::setq,
-    op::addq,      op::replaceq,   op::deleteq,    op::incrementq, op::decrementq, op::quitq,
-    op::flushq,    op::appendq,    op::prependq,   op::verbosity, op::touch,    op::gat,
-    op::gatq,      op::gatk,       op::gatkq};
+    op::get,       op::set,      op::add,      op::replace,    op::delete_,    op::increment,
+    op::decrement, op::quit,     op::flush,    op::getq,       op::noop,       op::version,
+    op::getk,      op::getkq,    op::append,   op::prepend,    op::stat,       op::setq,
+    op::addq,      op::replaceq, op::deleteq,  op::incrementq, op::decrementq, op::quitq,
+    op::flushq,    op::appendq,  op::prependq, op::verbosity,  op::touch,      op::gat,
+    op::gatq,      op::gatk,     op::gatkq};
 
 }  // namespace
 
@@ -269,8 +269,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static Translation t;  // reused, as a connection does
   translate(h, extras, key, limits, t);
   const uint8_t command = loud_opcode(h.opcode);
-  const bool lengths_fit =
-      uint64_t{h.key_length} + h.extras_length <= uint64_t{h.body_length};
+  const bool lengths_fit = uint64_t{h.key_length} + h.extras_length <= uint64_t{h.body_length};
   if (h.magic != kRequestMagic) {
     check(t.kind == Translation::Kind::close);
     check(t.reply.empty() && t.line.empty());

@@ -29,14 +29,14 @@ TEST_F(BroadcastRouteTest, EveryServerGetsTheLineAndAllOkIsOk) {
     EXPECT_EQ(s.box.ops[0].op.slot, &slot);
   }
   EXPECT_EQ(input(), "version\r\n");
-  EXPECT_EQ(slot.outstanding, 3u);
+  EXPECT_EQ(slot.outstanding(), 3u);
   answer(servers_[2].box.ops[0], "OK\r\n");
   answer(servers_[0].box.ops[0], "OK\r\n");
-  EXPECT_FALSE(slot.complete);
+  EXPECT_FALSE(slot.complete());
   answer(servers_[1].box.ops[0], "OK\r\n");
-  EXPECT_TRUE(slot.complete);
+  EXPECT_TRUE(slot.complete());
   EXPECT_EQ(owner_.told, 1);
-  EXPECT_EQ(copy_all(slot.reply), "OK\r\n");
+  EXPECT_EQ(copy_all(slot.reply()), "OK\r\n");
 }
 
 TEST_F(BroadcastRouteTest, OneErrorIsTheReply) {
@@ -46,7 +46,7 @@ TEST_F(BroadcastRouteTest, OneErrorIsTheReply) {
   answer(servers_[0].box.ops[0], "OK\r\n");
   answer(servers_[1].box.ops[0], "SERVER_ERROR out of memory\r\n");
   answer(servers_[2].box.ops[0], "OK\r\n");
-  EXPECT_EQ(copy_all(slot.reply), "SERVER_ERROR out of memory\r\n");
+  EXPECT_EQ(copy_all(slot.reply()), "SERVER_ERROR out of memory\r\n");
 }
 
 TEST_F(BroadcastRouteTest, DownServerIsTheError) {
@@ -58,7 +58,7 @@ TEST_F(BroadcastRouteTest, DownServerIsTheError) {
   EXPECT_EQ(worker_stats_.forward_error.get(), 1u);
   answer(servers_[0].box.ops[0], "OK\r\n");
   answer(servers_[2].box.ops[0], "OK\r\n");
-  EXPECT_EQ(copy_all(slot.reply), "SERVER_ERROR backend unavailable\r\n");
+  EXPECT_EQ(copy_all(slot.reply()), "SERVER_ERROR backend unavailable\r\n");
 }
 
 TEST_F(BroadcastRouteTest, AllDownCompletesAtOnce) {
@@ -66,9 +66,9 @@ TEST_F(BroadcastRouteTest, AllDownCompletesAtOnce) {
   request("flush_all");
   ReplySlot& slot = client_slot();
   send(slot);
-  EXPECT_TRUE(slot.complete);
+  EXPECT_TRUE(slot.complete());
   EXPECT_EQ(owner_.told, 0);
-  EXPECT_EQ(copy_all(slot.reply), "SERVER_ERROR backend unavailable\r\n");
+  EXPECT_EQ(copy_all(slot.reply()), "SERVER_ERROR backend unavailable\r\n");
   EXPECT_EQ(input(), "");
 }
 
@@ -77,14 +77,14 @@ TEST_F(BroadcastRouteTest, QuietFlushDropsTheReply) {
   ASSERT_TRUE(request_.quiet);
   ReplySlot& slot = client_slot();
   send(slot);
-  EXPECT_TRUE(slot.drop_reply);
+  EXPECT_TRUE(slot.drop_reply());
   for (FakeServer& s : servers_) {
     ASSERT_EQ(s.box.ops.size(), 1u);
     EXPECT_EQ(s.box.ops[0].bytes, "flush_all noreply\r\nmn\r\n");
     EXPECT_EQ(s.box.ops[0].op.mode, ReplyMode::quiet_drop);
   }
   for (FakeServer& s : servers_) answer(s.box.ops[0], "MN\r\n");
-  EXPECT_TRUE(slot.complete);
+  EXPECT_TRUE(slot.complete());
   EXPECT_EQ(owner_.told, 1);
 }
 

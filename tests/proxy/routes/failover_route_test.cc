@@ -37,13 +37,13 @@ TEST_F(FailoverRouteTest, FirstAnswerIsTheReply) {
   EXPECT_NE(servers_[0].box.ops[0].op.slot, &slot) << "a try fills a slot of its own";
   EXPECT_TRUE(servers_[1].box.ops.empty());
   EXPECT_EQ(input(), "get x\r\n");
-  EXPECT_FALSE(slot.complete);
+  EXPECT_FALSE(slot.complete());
   EXPECT_EQ(slots_.outstanding, 1);
 
   answer(servers_[0].box.ops[0], "STORED\r\n");
-  EXPECT_TRUE(slot.complete);
+  EXPECT_TRUE(slot.complete());
   EXPECT_EQ(owner_.told, 1);
-  EXPECT_EQ(copy_all(slot.reply), "STORED\r\n");
+  EXPECT_EQ(copy_all(slot.reply()), "STORED\r\n");
   EXPECT_TRUE(servers_[1].box.ops.empty());
 }
 
@@ -53,7 +53,7 @@ TEST_F(FailoverRouteTest, ServerErrorTriesTheNextWithTheSameBytes) {
   send(route_, slot);
   slots_.now = kNowUsec + 300'000;  // the first try timed out
   answer(servers_[0].box.ops[0], "SERVER_ERROR backend timed out\r\n");
-  EXPECT_FALSE(slot.complete);
+  EXPECT_FALSE(slot.complete());
   EXPECT_EQ(owner_.told, 0);
   EXPECT_EQ(slots_.outstanding, 1) << "the failed try's slot is given back";
   ASSERT_EQ(servers_[1].box.ops.size(), 1u);
@@ -62,9 +62,9 @@ TEST_F(FailoverRouteTest, ServerErrorTriesTheNextWithTheSameBytes) {
       << "a try sent later counts from then: a deadline already past would fail the next "
          "server's whole connection";
   answer(servers_[1].box.ops[0], "STORED\r\n");
-  EXPECT_TRUE(slot.complete);
+  EXPECT_TRUE(slot.complete());
   EXPECT_EQ(owner_.told, 1);
-  EXPECT_EQ(copy_all(slot.reply), "STORED\r\n");
+  EXPECT_EQ(copy_all(slot.reply()), "STORED\r\n");
   EXPECT_TRUE(servers_[2].box.ops.empty());
 }
 
@@ -75,11 +75,11 @@ TEST_F(FailoverRouteTest, DownServerIsSkippedWithinSend) {
   send(route_, slot);
   ASSERT_EQ(servers_[1].box.ops.size(), 1u);
   EXPECT_EQ(servers_[1].box.ops[0].bytes, "mg k v\r\n");
-  EXPECT_FALSE(slot.complete);
+  EXPECT_FALSE(slot.complete());
   answer(servers_[1].box.ops[0], "VA 1\r\nx\r\n");
-  EXPECT_TRUE(slot.complete);
+  EXPECT_TRUE(slot.complete());
   EXPECT_EQ(owner_.told, 1);
-  EXPECT_EQ(copy_all(slot.reply), "VA 1\r\nx\r\n");
+  EXPECT_EQ(copy_all(slot.reply()), "VA 1\r\nx\r\n");
 }
 
 TEST_F(FailoverRouteTest, MissIsTheReplyWithoutOnMiss) {
@@ -87,15 +87,15 @@ TEST_F(FailoverRouteTest, MissIsTheReplyWithoutOnMiss) {
   ReplySlot& slot = client_slot();
   send(route_, slot);
   answer(servers_[0].box.ops[0], "EN\r\n");
-  EXPECT_TRUE(slot.complete);
-  EXPECT_EQ(copy_all(slot.reply), "EN\r\n");
+  EXPECT_TRUE(slot.complete());
+  EXPECT_EQ(copy_all(slot.reply()), "EN\r\n");
   EXPECT_TRUE(servers_[1].box.ops.empty());
 
   request("get k");
   ReplySlot& get = client_slot();
   send(route_, get);
   answer(servers_[0].box.ops[1], "END\r\n");
-  EXPECT_EQ(copy_all(get.reply), "END\r\n");
+  EXPECT_EQ(copy_all(get.reply()), "END\r\n");
   EXPECT_TRUE(servers_[1].box.ops.empty());
 }
 
@@ -104,10 +104,10 @@ TEST_F(FailoverRouteTest, MissTriesTheNextWithOnMiss) {
   ReplySlot& slot = client_slot();
   send(on_miss_, slot);
   answer(servers_[0].box.ops[0], "EN\r\n");
-  EXPECT_FALSE(slot.complete);
+  EXPECT_FALSE(slot.complete());
   ASSERT_EQ(servers_[1].box.ops.size(), 1u);
   answer(servers_[1].box.ops[0], "VA 2\r\nhi\r\n");
-  EXPECT_EQ(copy_all(slot.reply), "VA 2\r\nhi\r\n");
+  EXPECT_EQ(copy_all(slot.reply()), "VA 2\r\nhi\r\n");
   EXPECT_EQ(owner_.told, 1);
 
   request("get k");
@@ -118,8 +118,8 @@ TEST_F(FailoverRouteTest, MissTriesTheNextWithOnMiss) {
   answer(servers_[1].box.ops[1], "END\r\n");
   ASSERT_EQ(servers_[2].box.ops.size(), 1u);
   answer(servers_[2].box.ops[0], "END\r\n");
-  EXPECT_TRUE(get.complete);
-  EXPECT_EQ(copy_all(get.reply), "END\r\n") << "the last try's miss";
+  EXPECT_TRUE(get.complete());
+  EXPECT_EQ(copy_all(get.reply()), "END\r\n") << "the last try's miss";
 }
 
 TEST_F(FailoverRouteTest, OnMissIsNotFooledByAHit) {
@@ -128,7 +128,7 @@ TEST_F(FailoverRouteTest, OnMissIsNotFooledByAHit) {
   ReplySlot& slot = client_slot();
   send(on_miss_, slot);
   answer(servers_[0].box.ops[0], "VALUE k 0 1\r\nx\r\nEND\r\n");
-  EXPECT_TRUE(slot.complete);
+  EXPECT_TRUE(slot.complete());
   EXPECT_TRUE(servers_[1].box.ops.empty());
 }
 
@@ -138,11 +138,11 @@ TEST_F(FailoverRouteTest, AllFailingGivesTheLastError) {
   send(route_, slot);
   answer(servers_[0].box.ops[0], "SERVER_ERROR first\r\n");
   answer(servers_[1].box.ops[0], "SERVER_ERROR second\r\n");
-  EXPECT_FALSE(slot.complete);
+  EXPECT_FALSE(slot.complete());
   answer(servers_[2].box.ops[0], "SERVER_ERROR third\r\n");
-  EXPECT_TRUE(slot.complete);
+  EXPECT_TRUE(slot.complete());
   EXPECT_EQ(owner_.told, 1);
-  EXPECT_EQ(copy_all(slot.reply), "SERVER_ERROR third\r\n");
+  EXPECT_EQ(copy_all(slot.reply()), "SERVER_ERROR third\r\n");
 }
 
 TEST_F(FailoverRouteTest, AsynchronousFailureThenDownServersCompletesOnce) {
@@ -152,10 +152,10 @@ TEST_F(FailoverRouteTest, AsynchronousFailureThenDownServersCompletesOnce) {
   ReplySlot& slot = client_slot();
   send(route_, slot);
   answer(servers_[0].box.ops[0], "SERVER_ERROR backend closed\r\n");
-  EXPECT_TRUE(slot.complete);
+  EXPECT_TRUE(slot.complete());
   EXPECT_EQ(owner_.told, 1);
-  EXPECT_EQ(slot.outstanding, 0u);
-  EXPECT_EQ(copy_all(slot.reply), "SERVER_ERROR backend unavailable\r\n");
+  EXPECT_EQ(slot.outstanding(), 0u);
+  EXPECT_EQ(copy_all(slot.reply()), "SERVER_ERROR backend unavailable\r\n");
 }
 
 TEST_F(FailoverRouteTest, AllDownCompletesInsideSendWithoutTellingTheOwner) {
@@ -163,10 +163,10 @@ TEST_F(FailoverRouteTest, AllDownCompletesInsideSendWithoutTellingTheOwner) {
   request("delete k", {}, "get x\r\n");
   ReplySlot& slot = client_slot();
   send(route_, slot);
-  EXPECT_TRUE(slot.complete);
-  EXPECT_EQ(slot.outstanding, 0u);
+  EXPECT_TRUE(slot.complete());
+  EXPECT_EQ(slot.outstanding(), 0u);
   EXPECT_EQ(owner_.told, 0) << "the client writes complete slots when its dispatch returns";
-  EXPECT_EQ(copy_all(slot.reply), "SERVER_ERROR backend unavailable\r\n");
+  EXPECT_EQ(copy_all(slot.reply()), "SERVER_ERROR backend unavailable\r\n");
   EXPECT_EQ(input(), "get x\r\n");
   EXPECT_EQ(slots_.acquired, 3);
 }
@@ -178,7 +178,7 @@ TEST_F(FailoverRouteTest, ConnectionFailureTriesTheNext) {
   fail_op(servers_[0].box.ops[0], "SERVER_ERROR backend closed");
   ASSERT_EQ(servers_[1].box.ops.size(), 1u);
   answer(servers_[1].box.ops[0], "STORED\r\n");
-  EXPECT_EQ(copy_all(slot.reply), "STORED\r\n");
+  EXPECT_EQ(copy_all(slot.reply()), "STORED\r\n");
 }
 
 // noreply asks for silence, not for the write to be dropped: a first
@@ -191,8 +191,8 @@ TEST_F(FailoverRouteTest, NoreplyWriteFailsOverPastADownServer) {
   ASSERT_EQ(servers_[1].box.ops.size(), 1u) << "the write stopped at the down server";
   EXPECT_EQ(servers_[1].box.ops[0].bytes, "set k 0 0 1 noreply\r\nx\r\nmn\r\n");
   answer(servers_[1].box.ops[0], "MN\r\n");
-  EXPECT_TRUE(slot.complete);
-  EXPECT_EQ(copy_all(slot.reply), "") << "still silent to the client";
+  EXPECT_TRUE(slot.complete());
+  EXPECT_EQ(copy_all(slot.reply()), "") << "still silent to the client";
 }
 
 TEST_F(FailoverRouteTest, NoreplyWriteFailsOverPastAFailedConnection) {
@@ -202,9 +202,9 @@ TEST_F(FailoverRouteTest, NoreplyWriteFailsOverPastAFailedConnection) {
   fail_op(servers_[0].box.ops[0], "SERVER_ERROR backend closed");
   ASSERT_EQ(servers_[1].box.ops.size(), 1u) << "the write stopped at the failed server";
   answer(servers_[1].box.ops[0], "MN\r\n");
-  EXPECT_TRUE(slot.complete);
+  EXPECT_TRUE(slot.complete());
   EXPECT_EQ(owner_.told, 1);
-  EXPECT_EQ(copy_all(slot.reply), "");
+  EXPECT_EQ(copy_all(slot.reply()), "");
 }
 
 TEST_F(FailoverRouteTest, NoreplyWriteEverywhereDownStaysSilent) {
@@ -212,8 +212,8 @@ TEST_F(FailoverRouteTest, NoreplyWriteEverywhereDownStaysSilent) {
   request("delete k noreply");
   ReplySlot& slot = client_slot();
   send(route_, slot);
-  EXPECT_TRUE(slot.complete);
-  EXPECT_EQ(copy_all(slot.reply), "");
+  EXPECT_TRUE(slot.complete());
+  EXPECT_EQ(copy_all(slot.reply()), "");
   EXPECT_EQ(slots_.acquired, 3) << "every server was tried";
 }
 
@@ -225,11 +225,11 @@ TEST_F(FailoverRouteTest, ManyRequestsLeakNoSlot) {
     send(on_miss_, slot);
     SentOp& first = servers_[0].box.ops.back();
     answer(first, i % 2 == 0 ? "EN\r\n" : "SERVER_ERROR busy\r\n");
-    if (!slot.complete) {
+    if (!slot.complete()) {
       FakeServer& next = servers_[1].down ? servers_[2] : servers_[1];
       answer(next.box.ops.back(), "HD\r\n");
     }
-    EXPECT_TRUE(slot.complete);
+    EXPECT_TRUE(slot.complete());
   }
   EXPECT_EQ(slots_.outstanding, 0);
   EXPECT_EQ(owner_.told, 50);
@@ -242,8 +242,8 @@ TEST_F(FailoverRouteTest, MissThenOnlyFailuresLeavesTheMissAsTheAnswer) {
   ReplySlot& slot = client_slot();
   send(on_miss_, slot);
   answer(servers_[0].box.ops[0], "EN\r\n");
-  ASSERT_TRUE(slot.complete);
-  EXPECT_EQ(copy_all(slot.reply), "EN\r\n")
+  ASSERT_TRUE(slot.complete());
+  EXPECT_EQ(copy_all(slot.reply()), "EN\r\n")
       << "a copy that is down does not turn a miss into an error";
 }
 

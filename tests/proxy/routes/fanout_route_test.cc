@@ -29,12 +29,12 @@ class FanoutRouteTest : public RouteTest {
     route.send(req, slot);
     int told = owner_.told;
     for (size_t i = 3; i-- > 0;) {
-      EXPECT_FALSE(slot.complete) << "complete before copy " << i << " answered";
+      EXPECT_FALSE(slot.complete()) << "complete before copy " << i << " answered";
       answer(servers_[i].box.ops.back(), replies[i]);
     }
-    EXPECT_TRUE(slot.complete);
+    EXPECT_TRUE(slot.complete());
     EXPECT_EQ(owner_.told, told + 1);
-    return copy_all(slot.reply);
+    return copy_all(slot.reply());
   }
 
   ServerRoute r0_{servers_[0]};
@@ -63,12 +63,12 @@ TEST_F(FanoutRouteTest, EveryServerGetsTheBytesAndTheReplyWaitsForAll) {
   EXPECT_EQ(slots_.outstanding, 3);
   answer(servers_[1].box.ops[0], kStored);
   answer(servers_[0].box.ops[0], kStored);
-  EXPECT_FALSE(slot.complete) << "the first policy still waits for every copy";
+  EXPECT_FALSE(slot.complete()) << "the first policy still waits for every copy";
   EXPECT_EQ(owner_.told, 0);
   answer(servers_[2].box.ops[0], kStored);
-  EXPECT_TRUE(slot.complete);
+  EXPECT_TRUE(slot.complete());
   EXPECT_EQ(owner_.told, 1);
-  EXPECT_EQ(copy_all(slot.reply), kStored);
+  EXPECT_EQ(copy_all(slot.reply()), kStored);
 }
 
 TEST_F(FanoutRouteTest, FirstIsTheFirstRoutesReplyThatIsNotAnError) {
@@ -100,13 +100,13 @@ TEST_F(FanoutRouteTest, DownServerCountsAsAnErrorAndOthersAreAwaited) {
   RouteRequest req = route_request();
   route.send(req, slot);
   EXPECT_TRUE(servers_[1].box.ops.empty());
-  EXPECT_FALSE(slot.complete);
+  EXPECT_FALSE(slot.complete());
   answer(servers_[0].box.ops[0], "DELETED\r\n");
-  EXPECT_FALSE(slot.complete);
+  EXPECT_FALSE(slot.complete());
   answer(servers_[2].box.ops[0], "DELETED\r\n");
-  EXPECT_TRUE(slot.complete);
+  EXPECT_TRUE(slot.complete());
   EXPECT_EQ(owner_.told, 1);
-  EXPECT_EQ(copy_all(slot.reply), "SERVER_ERROR backend unavailable\r\n");
+  EXPECT_EQ(copy_all(slot.reply()), "SERVER_ERROR backend unavailable\r\n");
 }
 
 TEST_F(FanoutRouteTest, AllDownCompletesInsideSendWithoutTellingTheOwner) {
@@ -116,10 +116,10 @@ TEST_F(FanoutRouteTest, AllDownCompletesInsideSendWithoutTellingTheOwner) {
   ReplySlot& slot = client_slot();
   RouteRequest req = route_request();
   route.send(req, slot);
-  EXPECT_TRUE(slot.complete);
-  EXPECT_EQ(slot.outstanding, 0u);
+  EXPECT_TRUE(slot.complete());
+  EXPECT_EQ(slot.outstanding(), 0u);
   EXPECT_EQ(owner_.told, 0);
-  EXPECT_EQ(copy_all(slot.reply), "SERVER_ERROR backend unavailable\r\n");
+  EXPECT_EQ(copy_all(slot.reply()), "SERVER_ERROR backend unavailable\r\n");
   EXPECT_EQ(input(), "get x\r\n");
 }
 

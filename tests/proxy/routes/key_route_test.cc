@@ -34,15 +34,15 @@ TEST_F(KeyRouteTest, BytesReachTheKeysServerAsSentAndLeaveTheInput) {
   EXPECT_EQ(op.op.sent_usec, kNowUsec);
   EXPECT_EQ(servers_[1].affinities, std::vector<uint64_t>{kAffinity});
   EXPECT_EQ(input(), "get a\r\n") << "the request's bytes, and only they, are consumed";
-  EXPECT_FALSE(slot.complete);
-  EXPECT_EQ(slot.outstanding, 1u);
+  EXPECT_FALSE(slot.complete());
+  EXPECT_EQ(slot.outstanding(), 1u);
   EXPECT_EQ(worker_stats_.fragments.get(), 1u);
   EXPECT_EQ(pool_stats_.fragments.get(), 1u);
 
   answer(op, "STORED\r\n");
-  EXPECT_TRUE(slot.complete);
+  EXPECT_TRUE(slot.complete());
   EXPECT_EQ(owner_.told, 1);
-  EXPECT_EQ(copy_all(slot.reply), "STORED\r\n");
+  EXPECT_EQ(copy_all(slot.reply()), "STORED\r\n");
   EXPECT_EQ(worker_stats_.forward_error.get(), 0u);
 }
 
@@ -68,8 +68,8 @@ TEST_F(KeyRouteTest, NoreplyIsFollowedByMnAndItsAnswerDropped) {
   EXPECT_EQ(op.op.mode, ReplyMode::quiet_drop);
   EXPECT_EQ(input(), "");
   answer(op, "MN\r\n");
-  EXPECT_TRUE(slot.complete);
-  EXPECT_EQ(copy_all(slot.reply), "");
+  EXPECT_TRUE(slot.complete());
+  EXPECT_EQ(copy_all(slot.reply()), "");
 }
 
 TEST_F(KeyRouteTest, QuietMetaIsFollowedByMnAndItsAnswerKept) {
@@ -89,10 +89,10 @@ TEST_F(KeyRouteTest, UnavailableServerAnswersServerErrorAtOnce) {
   RouteRequest req = route_request();
   route_.send(req, slot);
   EXPECT_TRUE(servers_[1].box.ops.empty());
-  EXPECT_TRUE(slot.complete);
-  EXPECT_EQ(slot.outstanding, 0u);
+  EXPECT_TRUE(slot.complete());
+  EXPECT_EQ(slot.outstanding(), 0u);
   EXPECT_EQ(owner_.told, 0) << "completed inside send(): the client sees it on return";
-  EXPECT_EQ(copy_all(slot.reply), "SERVER_ERROR backend unavailable\r\n");
+  EXPECT_EQ(copy_all(slot.reply()), "SERVER_ERROR backend unavailable\r\n");
   EXPECT_EQ(input(), "get a\r\n");
   EXPECT_EQ(worker_stats_.forward_error.get(), 1u);
   EXPECT_EQ(pool_stats_.forward_error.get(), 1u);
@@ -105,8 +105,8 @@ TEST_F(KeyRouteTest, UnavailableServerIsSilentForNoreply) {
   ReplySlot& slot = client_slot();
   RouteRequest req = route_request();
   route_.send(req, slot);
-  EXPECT_TRUE(slot.complete);
-  EXPECT_EQ(copy_all(slot.reply), "");
+  EXPECT_TRUE(slot.complete());
+  EXPECT_EQ(copy_all(slot.reply()), "");
   EXPECT_EQ(input(), "get a\r\n") << "the value is consumed with its line";
   EXPECT_EQ(worker_stats_.forward_error.get(), 1u);
 }
@@ -117,8 +117,8 @@ TEST_F(KeyRouteTest, QuietMetaStillHearsOfAnUnavailableServer) {
   ReplySlot& slot = client_slot();
   RouteRequest req = route_request();
   route_.send(req, slot);
-  EXPECT_TRUE(slot.complete);
-  EXPECT_EQ(copy_all(slot.reply), "SERVER_ERROR backend unavailable\r\n");
+  EXPECT_TRUE(slot.complete());
+  EXPECT_EQ(copy_all(slot.reply()), "SERVER_ERROR backend unavailable\r\n");
 }
 
 TEST_F(KeyRouteTest, NoLiveServerForTheKeyIsUnavailable) {
@@ -126,8 +126,8 @@ TEST_F(KeyRouteTest, NoLiveServerForTheKeyIsUnavailable) {
   ReplySlot& slot = client_slot();
   RouteRequest req = route_request();
   route_.send(req, slot);
-  EXPECT_TRUE(slot.complete);
-  EXPECT_EQ(copy_all(slot.reply), "SERVER_ERROR backend unavailable\r\n");
+  EXPECT_TRUE(slot.complete());
+  EXPECT_EQ(copy_all(slot.reply()), "SERVER_ERROR backend unavailable\r\n");
   EXPECT_EQ(input(), "");
   EXPECT_EQ(worker_stats_.forward_error.get(), 1u);
 }
@@ -141,7 +141,7 @@ TEST_F(KeyRouteTest, InvalidateDeletesQuietlyAndLeavesTheInput) {
   evbuffer_add(in_, "0123456789", 10);  // part of the value, the connection's to swallow
   std::string before = input();
   ReplySlot& slot = client_slot();
-  evbuffer_add(slot.reply, request_.error_reply.data(), request_.error_reply.size());
+  evbuffer_add(slot.reply(), request_.error_reply.data(), request_.error_reply.size());
   RouteRequest req = route_request();
   route_.invalidate(req, slot);
 
@@ -150,22 +150,25 @@ TEST_F(KeyRouteTest, InvalidateDeletesQuietlyAndLeavesTheInput) {
   SentOp& op = servers_[1].box.ops[0];
   EXPECT_EQ(op.bytes, "md k q\r\nmn\r\n");
   EXPECT_EQ(op.op.mode, ReplyMode::quiet_drop);
-  EXPECT_FALSE(slot.complete) << "the refusal waits for the delete, to keep the order";
+  EXPECT_FALSE(slot.complete()) << "the refusal waits for the delete, to keep the order";
   answer(op, "MN\r\n");
-  EXPECT_TRUE(slot.complete);
+  EXPECT_TRUE(slot.complete());
   EXPECT_EQ(owner_.told, 1);
-  EXPECT_EQ(copy_all(slot.reply), std::string(request_.error_reply));
+  EXPECT_EQ(copy_all(slot.reply()), std::string(request_.error_reply));
 }
 
 TEST_F(KeyRouteTest, InvalidateWithTheServerDownJustRefuses) {
   servers_[1].down = true;
   request("set k 0 0 100", {}, {}, proto::Limits{10});
   ReplySlot& slot = client_slot();
-  evbuffer_add(slot.reply, request_.error_reply.data(), request_.error_reply.size());
+  evbuffer_add(slot.reply(), request_.error_reply.data(), request_.error_reply.size());
   RouteRequest req = route_request();
   route_.invalidate(req, slot);
-  EXPECT_TRUE(slot.complete);
-  EXPECT_EQ(copy_all(slot.reply), std::string(request_.error_reply));
+  EXPECT_FALSE(slot.complete()) << "the caller completes it, once every route added its deletes";
+  EXPECT_EQ(slot.outstanding(), 0u) << "no delete went out";
+  slot.complete_unsent();  // as ClientConn does
+  EXPECT_TRUE(slot.complete());
+  EXPECT_EQ(copy_all(slot.reply()), std::string(request_.error_reply));
 }
 
 TEST_F(KeyRouteTest, ServerRouteSendsToItsServerWhateverTheKey) {
@@ -178,7 +181,7 @@ TEST_F(KeyRouteTest, ServerRouteSendsToItsServerWhateverTheKey) {
   ASSERT_EQ(servers_[2].box.ops.size(), 1u);
   EXPECT_EQ(servers_[2].box.ops[0].bytes, "incr k 5\r\n");
   answer(servers_[2].box.ops[0], "6\r\n");
-  EXPECT_EQ(copy_all(slot.reply), "6\r\n");
+  EXPECT_EQ(copy_all(slot.reply()), "6\r\n");
 }
 
 }  // namespace

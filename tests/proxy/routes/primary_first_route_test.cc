@@ -39,8 +39,8 @@ TEST_F(PrimaryFirstRouteTest, AddRefusedByTheFirstCopyWritesNoOther) {
       << "sent loud, as meta, so the proxy reads the decision";
   EXPECT_TRUE(servers_[1].box.ops.empty()) << "the second copy waits for the first's decision";
   answer(servers_[0].box.ops[0], "NS\r\n");
-  EXPECT_TRUE(slot.complete);
-  EXPECT_EQ(copy_all(slot.reply), "NOT_STORED\r\n");
+  EXPECT_TRUE(slot.complete());
+  EXPECT_EQ(copy_all(slot.reply()), "NOT_STORED\r\n");
   EXPECT_TRUE(servers_[1].box.ops.empty()) << "a refused value reached another copy";
 }
 
@@ -49,13 +49,13 @@ TEST_F(PrimaryFirstRouteTest, AddStoredByTheFirstCopyIsSetOnTheOthers) {
   ReplySlot& slot = client_slot();
   send(two_, slot);
   answer(servers_[0].box.ops[0], "HD\r\n");
-  EXPECT_FALSE(slot.complete) << "answered before the other copy was written";
+  EXPECT_FALSE(slot.complete()) << "answered before the other copy was written";
   ASSERT_EQ(servers_[1].box.ops.size(), 1u);
   EXPECT_EQ(servers_[1].box.ops[0].bytes, "ms k 3 F5 T100\r\nabc\r\n");
   answer(servers_[1].box.ops[0], "HD\r\n");
-  EXPECT_TRUE(slot.complete);
+  EXPECT_TRUE(slot.complete());
   EXPECT_EQ(owner_.told, 1);
-  EXPECT_EQ(copy_all(slot.reply), "STORED\r\n");
+  EXPECT_EQ(copy_all(slot.reply()), "STORED\r\n");
   EXPECT_EQ(pool_stats_.replica_writes.get(), 1u);
 }
 
@@ -70,7 +70,7 @@ TEST_F(PrimaryFirstRouteTest, CasGoesToTheFirstCopyAndItsValueToTheOthersWithout
   EXPECT_EQ(servers_[1].box.ops[0].bytes, "ms k 3\r\nnew\r\n")
       << "the other copy's cas differs: it gets the value as a set";
   answer(servers_[1].box.ops[0], "HD\r\n");
-  EXPECT_EQ(copy_all(slot.reply), "STORED\r\n");
+  EXPECT_EQ(copy_all(slot.reply()), "STORED\r\n");
 }
 
 TEST_F(PrimaryFirstRouteTest, StaleCasChangesNoCopy) {
@@ -78,7 +78,7 @@ TEST_F(PrimaryFirstRouteTest, StaleCasChangesNoCopy) {
   ReplySlot& slot = client_slot();
   send(two_, slot);
   answer(servers_[0].box.ops[0], "EX\r\n");
-  EXPECT_EQ(copy_all(slot.reply), "EXISTS\r\n");
+  EXPECT_EQ(copy_all(slot.reply()), "EXISTS\r\n");
   EXPECT_TRUE(servers_[1].box.ops.empty());
 }
 
@@ -92,8 +92,8 @@ TEST_F(PrimaryFirstRouteTest, DownFirstCopyLeavesTheDecisionToTheNext) {
   answer(servers_[1].box.ops[0], "HD\r\n");
   // The down copy is offered the set too, and fails at once: under
   // `first`, a write succeeds while one copy takes it.
-  EXPECT_TRUE(slot.complete);
-  EXPECT_EQ(copy_all(slot.reply), "STORED\r\n");
+  EXPECT_TRUE(slot.complete());
+  EXPECT_EQ(copy_all(slot.reply()), "STORED\r\n");
   EXPECT_EQ(pool_stats_.replica_write_failures.get(), 1u);
 }
 
@@ -105,8 +105,8 @@ TEST_F(PrimaryFirstRouteTest, NoreplyAddIsDecidedAloudAndAnsweredWithNothing) {
   answer(servers_[0].box.ops[0], "HD\r\n");
   ASSERT_EQ(servers_[1].box.ops.size(), 1u) << "a stored noreply add is copied too";
   answer(servers_[1].box.ops[0], "HD\r\n");
-  EXPECT_TRUE(slot.complete);
-  EXPECT_EQ(copy_all(slot.reply), "");
+  EXPECT_TRUE(slot.complete());
+  EXPECT_EQ(copy_all(slot.reply()), "");
 }
 
 TEST_F(PrimaryFirstRouteTest, MetaAddKeepsTheClientsFlagsAndQuietness) {
@@ -117,7 +117,7 @@ TEST_F(PrimaryFirstRouteTest, MetaAddKeepsTheClientsFlagsAndQuietness) {
   EXPECT_EQ(servers_[0].box.ops[0].bytes, "ms k 1 O12 T9 ME\r\nx\r\n");
   answer(servers_[0].box.ops[0], "HD O12\r\n");
   answer(servers_[1].box.ops[0], "HD\r\n");
-  EXPECT_EQ(copy_all(slot.reply), "") << "q hides HD";
+  EXPECT_EQ(copy_all(slot.reply()), "") << "q hides HD";
 }
 
 TEST_F(PrimaryFirstRouteTest, PoliciesCountTheCopiesThatTookTheValue) {
@@ -129,9 +129,9 @@ TEST_F(PrimaryFirstRouteTest, PoliciesCountTheCopiesThatTookTheValue) {
     answer(servers_[0].box.ops[0], "HD\r\n");
     answer(servers_[1].box.ops[0], "SERVER_ERROR backend timeout\r\n");
     answer(servers_[2].box.ops[0], "HD\r\n");
-    ASSERT_TRUE(slot.complete);
+    ASSERT_TRUE(slot.complete());
     // Two of three copies hold the value: a majority, not all.
-    EXPECT_EQ(copy_all(slot.reply),
+    EXPECT_EQ(copy_all(slot.reply()),
               route == &three_majority_ ? "STORED\r\n" : "SERVER_ERROR backend timeout\r\n");
   }
 }

@@ -44,11 +44,11 @@ TEST_F(ReplicatedGetRouteTest, EachKeyIsReadFromItsFirstCopyAndMergedInOrder) {
   EXPECT_TRUE(ops(1).empty());
   answer_retrieval(ops(0)[2], {{"c", "C"}});
   answer_retrieval(ops(0)[0], {{"a", "A"}});
-  EXPECT_FALSE(slot.complete);
+  EXPECT_FALSE(slot.complete());
   answer_retrieval(ops(0)[1], {});
-  ASSERT_TRUE(slot.complete);
+  ASSERT_TRUE(slot.complete());
   EXPECT_EQ(owner_.told, 1);
-  EXPECT_EQ(copy_all(slot.reply), "VALUE a 0 1\r\nA\r\nVALUE c 0 1\r\nC\r\nEND\r\n")
+  EXPECT_EQ(copy_all(slot.reply()), "VALUE a 0 1\r\nA\r\nVALUE c 0 1\r\nC\r\nEND\r\n")
       << "without on_miss, a miss is the answer";
   EXPECT_TRUE(ops(1).empty());
 }
@@ -61,8 +61,8 @@ TEST_F(ReplicatedGetRouteTest, ErrorTriesTheNextCopyAsMeta) {
   ASSERT_EQ(ops(1).size(), 1u);
   EXPECT_EQ(ops(1)[0].bytes, "mg a c f t v\r\n");
   answer(ops(1)[0], "VA 1 c9 f3 t-1\r\nZ\r\n");
-  ASSERT_TRUE(slot.complete);
-  EXPECT_EQ(copy_all(slot.reply), "VALUE a 3 1 9\r\nZ\r\nEND\r\n");
+  ASSERT_TRUE(slot.complete());
+  EXPECT_EQ(copy_all(slot.reply()), "VALUE a 3 1 9\r\nZ\r\nEND\r\n");
   EXPECT_EQ(pool_stats_.read_failovers.get(), 1u);
 }
 
@@ -75,8 +75,8 @@ TEST_F(ReplicatedGetRouteTest, MissOnTheFirstCopyIsFoundOnTheNextAndRepaired) {
   ASSERT_EQ(ops(1).size(), 1u);
   EXPECT_EQ(ops(1)[0].bytes, "mg b f t v\r\n");
   answer(ops(1)[0], "VA 2 f7 t300\r\nBB\r\n");
-  ASSERT_TRUE(slot.complete);
-  EXPECT_EQ(copy_all(slot.reply), "VALUE a 0 1\r\nA\r\nVALUE b 7 2\r\nBB\r\nEND\r\n");
+  ASSERT_TRUE(slot.complete());
+  EXPECT_EQ(copy_all(slot.reply()), "VALUE a 0 1\r\nA\r\nVALUE b 7 2\r\nBB\r\nEND\r\n");
   ASSERT_EQ(ops(0).size(), 3u) << "the value goes back to the copy that missed";
   EXPECT_EQ(ops(0)[2].bytes, "ms b 2 T300 F7 ME q\r\nBB\r\nmn\r\n")
       << "with its remaining TTL and flags, as an add: a newer write there wins";
@@ -90,8 +90,8 @@ TEST_F(ReplicatedGetRouteTest, MissThenADownCopyIsStillAMiss) {
   ReplySlot& slot = client_slot();
   send(repairing_, slot);
   answer_retrieval(ops(0)[0], {});
-  ASSERT_TRUE(slot.complete);
-  EXPECT_EQ(copy_all(slot.reply), "END\r\n");
+  ASSERT_TRUE(slot.complete());
+  EXPECT_EQ(copy_all(slot.reply()), "END\r\n");
 }
 
 TEST_F(ReplicatedGetRouteTest, EveryCopyDownIsAServerError) {
@@ -100,8 +100,8 @@ TEST_F(ReplicatedGetRouteTest, EveryCopyDownIsAServerError) {
   request("get a");
   ReplySlot& slot = client_slot();
   send(plain_, slot);
-  ASSERT_TRUE(slot.complete);
-  EXPECT_EQ(copy_all(slot.reply), "SERVER_ERROR backend unavailable\r\n");
+  ASSERT_TRUE(slot.complete());
+  EXPECT_EQ(copy_all(slot.reply()), "SERVER_ERROR backend unavailable\r\n");
 }
 
 TEST_F(ReplicatedGetRouteTest, GatTouchesTheOtherCopies) {
@@ -115,8 +115,8 @@ TEST_F(ReplicatedGetRouteTest, GatTouchesTheOtherCopies) {
   EXPECT_EQ(ops(0)[0].bytes, "gat 60 a\r\n");
   answer(ops(1)[0], "");
   answer_retrieval(ops(0)[0], {{"a", "A"}});
-  ASSERT_TRUE(slot.complete);
-  EXPECT_EQ(copy_all(slot.reply), "VALUE a 0 1\r\nA\r\nEND\r\n");
+  ASSERT_TRUE(slot.complete());
+  EXPECT_EQ(copy_all(slot.reply()), "VALUE a 0 1\r\nA\r\nEND\r\n");
 }
 
 }  // namespace

@@ -39,7 +39,7 @@ TEST_F(ReplicatedKeyRouteTest, ReadGoesToTheFirstCopyOnly) {
   EXPECT_TRUE(ops(1).empty());
   EXPECT_EQ(life_.held_requests, 1u) << "a held request counts itself";
   answer(ops(0)[0], "VA 1\r\nx\r\n");
-  EXPECT_EQ(copy_all(slot.reply), "VA 1\r\nx\r\n");
+  EXPECT_EQ(copy_all(slot.reply()), "VA 1\r\nx\r\n");
   EXPECT_EQ(life_.held_requests, 0u);
 }
 
@@ -60,7 +60,7 @@ TEST_F(ReplicatedKeyRouteTest, WritesGoToEveryCopy) {
     EXPECT_EQ(ops(1)[0].bytes, line + "\r\n" + data);
     answer(ops(1)[0], "SERVER_ERROR backend timeout\r\n");
     answer(ops(0)[0], "HD\r\n");
-    EXPECT_EQ(copy_all(slot.reply), "HD\r\n") << line << ": `first` takes the copy that answered";
+    EXPECT_EQ(copy_all(slot.reply()), "HD\r\n") << line << ": `first` takes the copy that answered";
   }
   EXPECT_EQ(pool_stats_.replica_writes.get(), 8u);
   EXPECT_EQ(pool_stats_.replica_write_failures.get(), 8u);
@@ -73,7 +73,7 @@ TEST_F(ReplicatedKeyRouteTest, AddAndCasAreDecidedByTheFirstCopy) {
     ASSERT_EQ(ops(0).size(), 1u) << line;
     EXPECT_TRUE(ops(1).empty()) << line;
     answer(ops(0)[0], "NS\r\n");
-    EXPECT_TRUE(slot.complete) << line;
+    EXPECT_TRUE(slot.complete()) << line;
     EXPECT_TRUE(ops(1).empty()) << line;
   }
 }
@@ -82,16 +82,16 @@ TEST_F(ReplicatedKeyRouteTest, TooLargeSetIsInvalidatedOnEveryCopy) {
   request("set k 0 0 5000000", {}, {}, proto::Limits{1024 * 1024});
   ASSERT_TRUE(request_.invalidate_key);
   ReplySlot& slot = client_slot();
-  evbuffer_add(slot.reply, "SERVER_ERROR object too large for cache\r\n", 41);
+  evbuffer_add(slot.reply(), "SERVER_ERROR object too large for cache\r\n", 41);
   RouteRequest req = route_request();
   route_.invalidate(req, slot);
   ASSERT_EQ(ops(0).size(), 1u);
   ASSERT_EQ(ops(1).size(), 1u);
   EXPECT_EQ(ops(1)[0].bytes, "md k q\r\nmn\r\n");
-  EXPECT_FALSE(slot.complete);
+  EXPECT_FALSE(slot.complete());
   answer(ops(0)[0], "MN\r\n");
   answer(ops(1)[0], "MN\r\n");
-  EXPECT_TRUE(slot.complete);
+  EXPECT_TRUE(slot.complete());
 }
 
 }  // namespace

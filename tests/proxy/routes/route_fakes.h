@@ -121,7 +121,7 @@ class FakeSlots final : public SlotSource {
   uint64_t now = 1'000'000;
   ReplySlot* acquire_slot(SlotOwner* owner) override {
     auto* s = new ReplySlot();
-    s->owner = owner;
+    s->set_owner(owner);
     ++outstanding;
     ++acquired;
     return s;
@@ -149,17 +149,15 @@ inline void answer(SentOp& s, std::string_view reply) {
   s.answered = true;
   ReplySlot* slot = s.op.slot;
   if (s.op.mode != ReplyMode::quiet_drop && s.op.mode != ReplyMode::broadcast) {
-    evbuffer_add(slot->reply, reply.data(), reply.size());
+    evbuffer_add(slot->reply(), reply.data(), reply.size());
   }
   // What the reply says, as the backend classifies it (nothing before the
   // MN of a quiet request: nothing to say).
   if (s.op.mode != ReplyMode::broadcast) {
-    slot->status = reply.empty() ? proto::ReplyStatus::ok
-                                 : proto::classify_reply_line(reply.substr(0, reply.find('\r')));
+    slot->set_status(reply.empty() ? proto::ReplyStatus::ok
+                                   : proto::classify_reply_line(reply.substr(0, reply.find('\r'))));
   }
-  if (s.op.mode == ReplyMode::broadcast && reply != "OK\r\n" && slot->error.empty()) {
-    slot->error.assign(reply);
-  }
+  if (s.op.mode == ReplyMode::broadcast && reply != "OK\r\n") slot->note_error(reply);
   slot->fragment_done();
 }
 
@@ -170,7 +168,7 @@ inline void answer_retrieval(SentOp& s, const std::map<std::string, std::string>
   ASSERT_EQ(s.op.mode, ReplyMode::retrieval);
   s.answered = true;
   ReplySlot* slot = s.op.slot;
-  Fragment& frag = slot->fragments[s.op.fragment];
+  Fragment& frag = slot->fragment(s.op.fragment);
   for (size_t i = 0; i < frag.key_positions.size(); ++i) {
     uint32_t pos = frag.key_positions[i];
     auto it = hits.find(std::string(slot->key(pos)));
@@ -178,7 +176,7 @@ inline void answer_retrieval(SentOp& s, const std::map<std::string, std::string>
     std::string block = "VALUE " + it->first + " 0 " + std::to_string(it->second.size()) + "\r\n" +
                         it->second + "\r\n";
     evbuffer_add(frag.values, block.data(), block.size());
-    slot->key_refs[pos].block_bytes = static_cast<uint32_t>(block.size());
+    slot->key_ref(pos).block_bytes = static_cast<uint32_t>(block.size());
     frag.next_key = i + 1;
   }
   slot->fragment_done();
@@ -194,17 +192,17 @@ inline void fail_op(SentOp& s, std::string_view reason) {
   ReplySlot* slot = s.op.slot;
   switch (s.op.mode) {
     case ReplyMode::broadcast:
-      if (slot->error.empty()) slot->error.assign(reason).append("\r\n");
+      slot->note_error(reason);
       break;
     case ReplyMode::quiet_drop:
-      slot->fragments[s.op.fragment].failed = true;
-      slot->status = proto::ReplyStatus::server_error;
+      slot->fragment(s.op.fragment).failed = true;
+      slot->set_status(proto::ReplyStatus::server_error);
       break;
     default:
-      evbuffer_drain(slot->reply, evbuffer_get_length(slot->reply));
-      evbuffer_add(slot->reply, reason.data(), reason.size());
-      evbuffer_add(slot->reply, "\r\n", 2);
-      slot->status = proto::ReplyStatus::server_error;
+      evbuffer_drain(slot->reply(), evbuffer_get_length(slot->reply()));
+      evbuffer_add(slot->reply(), reason.data(), reason.size());
+      evbuffer_add(slot->reply(), "\r\n", 2);
+      slot->set_status(proto::ReplyStatus::server_error);
       break;
   }
   slot->fragment_done();
@@ -215,11 +213,11 @@ inline void fail_retrieval(SentOp& s, std::string_view reason) {
   ASSERT_FALSE(s.answered);
   s.answered = true;
   ReplySlot* slot = s.op.slot;
-  Fragment& frag = slot->fragments[s.op.fragment];
+  Fragment& frag = slot->fragment(s.op.fragment);
   frag.failed = true;
   evbuffer_drain(frag.values, evbuffer_get_length(frag.values));
-  for (uint32_t pos : frag.key_positions) slot->key_refs[pos].block_bytes = 0;
-  if (slot->error.empty()) slot->error.assign(reason).append("\r\n");
+  for (uint32_t pos : frag.key_positions) slot->key_ref(pos).block_bytes = 0;
+  slot->note_error(reason);
   slot->fragment_done();
 }
 

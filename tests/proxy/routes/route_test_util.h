@@ -50,7 +50,7 @@ class RouteTest : public testing::Test {
   // A slot owed to the client, as ClientConn::new_slot makes it.
   ReplySlot& client_slot() {
     auto* s = new ReplySlot();
-    s->owner = &owner_;
+    s->set_owner(&owner_);
     client_slots_.push_back(s);
     return *s;
   }

@@ -46,20 +46,20 @@ TEST_F(SplitRouteTest, GetIsCutPerServerAndMergedInClientOrder) {
   EXPECT_NE(s0.op.fragment, s1.op.fragment);
   EXPECT_NE(s1.op.fragment, s2.op.fragment);
   EXPECT_NE(s0.op.fragment, s2.op.fragment);
-  EXPECT_EQ(slot.fragment_count, 3u);
-  EXPECT_EQ(slot.outstanding, 3u);
+  EXPECT_EQ(slot.fragment_count(), 3u);
+  EXPECT_EQ(slot.outstanding(), 3u);
   EXPECT_EQ(input(), "version\r\n");
   EXPECT_EQ(worker_stats_.fragments.get(), 3u);
 
   // Out of order: the last server first; c is a miss.
   answer_retrieval(s2, {{"d", "dd"}});
   answer_retrieval(s0, {{"a", "A"}});
-  EXPECT_FALSE(slot.complete);
+  EXPECT_FALSE(slot.complete());
   EXPECT_EQ(owner_.told, 0);
   answer_retrieval(s1, {{"b", "bbb"}});
-  EXPECT_TRUE(slot.complete);
+  EXPECT_TRUE(slot.complete());
   EXPECT_EQ(owner_.told, 1);
-  EXPECT_EQ(copy_all(slot.reply),
+  EXPECT_EQ(copy_all(slot.reply()),
             "VALUE a 0 1\r\nA\r\n"
             "VALUE b 0 3\r\nbbb\r\n"
             "VALUE d 0 2\r\ndd\r\n"
@@ -74,7 +74,7 @@ TEST_F(SplitRouteTest, InterleavedKeysOfOneServerComeBackInClientOrder) {
   answer_retrieval(servers_[2].box.ops[0], {{"d", "4"}});
   answer_retrieval(servers_[0].box.ops[0], {{"a", "1"}, {"c", "3"}});
   EXPECT_EQ(
-      copy_all(slot.reply),
+      copy_all(slot.reply()),
       "VALUE a 0 1\r\n1\r\nVALUE b 0 1\r\n2\r\nVALUE c 0 1\r\n3\r\nVALUE d 0 1\r\n4\r\nEND\r\n");
 }
 
@@ -106,7 +106,7 @@ TEST_F(SplitRouteTest, GatGoesAsBuiltLinesWithItsExptime) {
   answer_retrieval(servers_[0].box.ops[0], {{"c", "C"}});
   answer_retrieval(servers_[2].box.ops[0], {});
   answer_retrieval(servers_[1].box.ops[0], {{"b", "B"}});
-  EXPECT_EQ(copy_all(slot.reply), "VALUE b 0 1\r\nB\r\nVALUE c 0 1\r\nC\r\nEND\r\n");
+  EXPECT_EQ(copy_all(slot.reply()), "VALUE b 0 1\r\nB\r\nVALUE c 0 1\r\nC\r\nEND\r\n");
 }
 
 TEST_F(SplitRouteTest, SingleServerGatKeepsTheClientsLine) {
@@ -120,7 +120,7 @@ TEST_F(SplitRouteTest, SingleServerGatKeepsTheClientsLine) {
   EXPECT_TRUE(servers_[1].box.ops.empty());
   EXPECT_EQ(input(), "mn\r\n");
   answer_retrieval(servers_[0].box.ops[0], {{"a", "1"}, {"c", "3"}});
-  EXPECT_EQ(copy_all(slot.reply), "VALUE c 0 1\r\n3\r\nVALUE a 0 1\r\n1\r\nEND\r\n");
+  EXPECT_EQ(copy_all(slot.reply()), "VALUE c 0 1\r\n3\r\nVALUE a 0 1\r\n1\r\nEND\r\n");
 }
 
 TEST_F(SplitRouteTest, SingleServerGetPassesTheClientsKeys) {
@@ -129,9 +129,9 @@ TEST_F(SplitRouteTest, SingleServerGetPassesTheClientsKeys) {
   send(slot);
   ASSERT_EQ(servers_[0].box.ops.size(), 1u);
   EXPECT_EQ(servers_[0].box.ops[0].keys, (Keys{"c", "a"}));
-  EXPECT_EQ(slot.fragment_count, 1u);
+  EXPECT_EQ(slot.fragment_count(), 1u);
   answer_retrieval(servers_[0].box.ops[0], {});
-  EXPECT_EQ(copy_all(slot.reply), "END\r\n");
+  EXPECT_EQ(copy_all(slot.reply()), "END\r\n");
 }
 
 TEST_F(SplitRouteTest, DownServersKeysAreMissesWhenOthersAnswer) {
@@ -140,13 +140,13 @@ TEST_F(SplitRouteTest, DownServersKeysAreMissesWhenOthersAnswer) {
   ReplySlot& slot = client_slot();
   send(slot);
   EXPECT_TRUE(servers_[1].box.ops.empty());
-  EXPECT_EQ(slot.outstanding, 2u);
+  EXPECT_EQ(slot.outstanding(), 2u);
   EXPECT_EQ(worker_stats_.forward_error.get(), 1u);
   answer_retrieval(servers_[0].box.ops[0], {{"a", "1"}, {"c", "3"}});
   answer_retrieval(servers_[2].box.ops[0], {{"d", "4"}});
-  EXPECT_TRUE(slot.complete);
+  EXPECT_TRUE(slot.complete());
   EXPECT_EQ(owner_.told, 1);
-  EXPECT_EQ(copy_all(slot.reply),
+  EXPECT_EQ(copy_all(slot.reply()),
             "VALUE a 0 1\r\n1\r\nVALUE c 0 1\r\n3\r\nVALUE d 0 1\r\n4\r\nEND\r\n");
 }
 
@@ -157,7 +157,7 @@ TEST_F(SplitRouteTest, ServerFailingLaterMakesItsKeysMisses) {
   answer_retrieval(servers_[1].box.ops[0], {{"b", "2"}});
   fail_retrieval(servers_[0].box.ops[0], "SERVER_ERROR backend timed out");
   answer_retrieval(servers_[2].box.ops[0], {{"d", "4"}});
-  EXPECT_EQ(copy_all(slot.reply), "VALUE b 0 1\r\n2\r\nVALUE d 0 1\r\n4\r\nEND\r\n");
+  EXPECT_EQ(copy_all(slot.reply()), "VALUE b 0 1\r\n2\r\nVALUE d 0 1\r\n4\r\nEND\r\n");
 }
 
 TEST_F(SplitRouteTest, EveryServerFailingLaterGivesTheError) {
@@ -166,8 +166,8 @@ TEST_F(SplitRouteTest, EveryServerFailingLaterGivesTheError) {
   send(slot);
   fail_retrieval(servers_[1].box.ops[0], "SERVER_ERROR backend timed out");
   fail_retrieval(servers_[0].box.ops[0], "SERVER_ERROR backend closed");
-  EXPECT_TRUE(slot.complete);
-  EXPECT_EQ(copy_all(slot.reply), "SERVER_ERROR backend timed out\r\n");
+  EXPECT_TRUE(slot.complete());
+  EXPECT_EQ(copy_all(slot.reply()), "SERVER_ERROR backend timed out\r\n");
 }
 
 TEST_F(SplitRouteTest, AllServersDownGivesTheErrorAtOnce) {
@@ -175,9 +175,9 @@ TEST_F(SplitRouteTest, AllServersDownGivesTheErrorAtOnce) {
   request("get a b c d", {}, "version\r\n");
   ReplySlot& slot = client_slot();
   send(slot);
-  EXPECT_TRUE(slot.complete);
+  EXPECT_TRUE(slot.complete());
   EXPECT_EQ(owner_.told, 0) << "completed inside send()";
-  EXPECT_EQ(copy_all(slot.reply), "SERVER_ERROR backend unavailable\r\n");
+  EXPECT_EQ(copy_all(slot.reply()), "SERVER_ERROR backend unavailable\r\n");
   EXPECT_EQ(input(), "version\r\n");
   EXPECT_EQ(worker_stats_.forward_error.get(), 3u);
 }
@@ -187,8 +187,8 @@ TEST_F(SplitRouteTest, SingleServerGatWithItsServerDownConsumesTheLine) {
   request("gat 100 a c", {}, "mn\r\n");
   ReplySlot& slot = client_slot();
   send(slot);
-  EXPECT_TRUE(slot.complete);
-  EXPECT_EQ(copy_all(slot.reply), "SERVER_ERROR backend unavailable\r\n");
+  EXPECT_TRUE(slot.complete());
+  EXPECT_EQ(copy_all(slot.reply()), "SERVER_ERROR backend unavailable\r\n");
   EXPECT_EQ(input(), "mn\r\n");
 }
 
@@ -196,10 +196,10 @@ TEST_F(SplitRouteTest, KeysWithNoLiveServerAreMisses) {
   request("get a nowhere b");
   ReplySlot& slot = client_slot();
   send(slot);
-  EXPECT_EQ(slot.outstanding, 2u);
+  EXPECT_EQ(slot.outstanding(), 2u);
   answer_retrieval(servers_[0].box.ops[0], {{"a", "1"}});
   answer_retrieval(servers_[1].box.ops[0], {{"b", "2"}});
-  EXPECT_EQ(copy_all(slot.reply), "VALUE a 0 1\r\n1\r\nVALUE b 0 1\r\n2\r\nEND\r\n");
+  EXPECT_EQ(copy_all(slot.reply()), "VALUE a 0 1\r\n1\r\nVALUE b 0 1\r\n2\r\nEND\r\n");
 }
 
 TEST_F(SplitRouteTest, ScratchIsReadyForTheNextRequest) {
@@ -215,7 +215,7 @@ TEST_F(SplitRouteTest, ScratchIsReadyForTheNextRequest) {
   ASSERT_EQ(servers_[0].box.ops.size(), 2u);
   EXPECT_EQ(servers_[2].box.ops[1].keys, (Keys{"d"}));
   EXPECT_EQ(servers_[0].box.ops[1].keys, (Keys{"c"}));
-  EXPECT_EQ(second.fragment_count, 2u);
+  EXPECT_EQ(second.fragment_count(), 2u);
 }
 
 }  // namespace

@@ -90,13 +90,13 @@ TEST_F(WarmRoutesTest, AMovedMissIsFoundOnTheOldServerAnsweredInOrderAndCopied) 
   ASSERT_EQ(ops(1).size(), 1u);
   answer_retrieval(ops(0)[0], {{"a", "A"}});  // b missed on its new server
   answer_retrieval(ops(1)[0], {});            // c missed, but it did not move
-  EXPECT_FALSE(slot.complete);
+  EXPECT_FALSE(slot.complete());
   ASSERT_EQ(ops(1).size(), 2u) << "b looked up on the server of the past config";
   EXPECT_EQ(ops(1)[1].bytes, "mg b f t v\r\n");
   answer(ops(1)[1], "VA 2 f7 t300\r\nBB\r\n");
-  ASSERT_TRUE(slot.complete);
+  ASSERT_TRUE(slot.complete());
   EXPECT_EQ(owner_.told, 1);
-  EXPECT_EQ(copy_all(slot.reply), "VALUE a 0 1\r\nA\r\nVALUE b 7 2\r\nBB\r\nEND\r\n");
+  EXPECT_EQ(copy_all(slot.reply()), "VALUE a 0 1\r\nA\r\nVALUE b 7 2\r\nBB\r\nEND\r\n");
   ASSERT_EQ(ops(0).size(), 2u) << "b copied to its new server";
   EXPECT_EQ(ops(0)[1].bytes, "ms b 2 T300 F7 ME\r\nBB\r\n");
   answer(ops(0)[1], "HD\r\n");
@@ -112,8 +112,8 @@ TEST_F(WarmRoutesTest, AnOldServerThatFailsLeavesAMiss) {
   answer_retrieval(ops(0)[0], {});
   ASSERT_EQ(ops(1).size(), 1u);
   fail_op(ops(1)[0], "SERVER_ERROR backend timeout");
-  ASSERT_TRUE(slot.complete);
-  EXPECT_EQ(copy_all(slot.reply), "END\r\n");
+  ASSERT_TRUE(slot.complete());
+  EXPECT_EQ(copy_all(slot.reply()), "END\r\n");
 }
 
 TEST_F(WarmRoutesTest, KeysThatDidNotMoveGoStraightToThePoolsRoute) {
@@ -121,10 +121,10 @@ TEST_F(WarmRoutesTest, KeysThatDidNotMoveGoStraightToThePoolsRoute) {
   ReplySlot& slot = client_slot();
   send(warm_get_, slot);
   ASSERT_EQ(ops(1).size(), 1u);
-  EXPECT_EQ(slot.kind, SlotKind::retrieval) << "the pool's own route filled the client's slot";
+  EXPECT_EQ(slot.kind(), SlotKind::retrieval) << "the pool's own route filled the client's slot";
   answer_retrieval(ops(1)[0], {});
-  ASSERT_TRUE(slot.complete);
-  EXPECT_EQ(copy_all(slot.reply), "END\r\n");
+  ASSERT_TRUE(slot.complete());
+  EXPECT_EQ(copy_all(slot.reply()), "END\r\n");
   EXPECT_EQ(slots_.acquired, 0) << "nothing was held";
 }
 
@@ -135,8 +135,8 @@ TEST_F(WarmRoutesTest, NoCopyWhileAWriteOfTheKeyIsInFlight) {
   guard_.begin("b");  // a write of b, on another worker, before the miss is seen
   answer_retrieval(ops(0)[0], {});
   answer(ops(1)[0], "VA 1 f0 t-1\r\nB\r\n");
-  ASSERT_TRUE(slot.complete);
-  EXPECT_EQ(copy_all(slot.reply), "VALUE b 0 1\r\nB\r\nEND\r\n");
+  ASSERT_TRUE(slot.complete());
+  EXPECT_EQ(copy_all(slot.reply()), "VALUE b 0 1\r\nB\r\nEND\r\n");
   EXPECT_EQ(ops(0).size(), 1u) << "no copy";
   guard_.end("b");
 }
@@ -165,10 +165,10 @@ TEST_F(WarmRoutesTest, AWriteDeletesTheOldCopyBeforeItIsAnswered) {
   EXPECT_EQ(ops(1)[0].bytes, "md a\r\n");
   EXPECT_TRUE(guard_.sample("a").writing);
   answer(ops(0)[0], "STORED\r\n");
-  EXPECT_FALSE(slot.complete) << "answered before the old copy is gone";
+  EXPECT_FALSE(slot.complete()) << "answered before the old copy is gone";
   answer(ops(1)[0], "HD\r\n");
-  ASSERT_TRUE(slot.complete);
-  EXPECT_EQ(copy_all(slot.reply), "STORED\r\n");
+  ASSERT_TRUE(slot.complete());
+  EXPECT_EQ(copy_all(slot.reply()), "STORED\r\n");
   EXPECT_FALSE(guard_.sample("a").writing);
   EXPECT_EQ(pool_stats_.warmup_invalidations.get(), 1u);
 }
@@ -179,15 +179,15 @@ TEST_F(WarmRoutesTest, AnOldCopyThatCouldNotBeDeletedIsNeverReadAgain) {
   send(warm_key_, slot);
   answer(ops(0)[0], "NOT_FOUND\r\n");
   fail_op(ops(1)[0], "SERVER_ERROR backend timeout");
-  ASSERT_TRUE(slot.complete);
-  EXPECT_EQ(copy_all(slot.reply), "NOT_FOUND\r\n");
+  ASSERT_TRUE(slot.complete());
+  EXPECT_EQ(copy_all(slot.reply()), "NOT_FOUND\r\n");
   EXPECT_TRUE(guard_.sample("a").poisoned);
   request("get a");
   ReplySlot& read = client_slot();
   send(warm_get_, read);
   answer_retrieval(ops(0)[1], {});
-  ASSERT_TRUE(read.complete);
-  EXPECT_EQ(copy_all(read.reply), "END\r\n");
+  ASSERT_TRUE(read.complete());
+  EXPECT_EQ(copy_all(read.reply()), "END\r\n");
   EXPECT_EQ(ops(1).size(), 1u) << "the old server was not asked";
 }
 
@@ -199,8 +199,8 @@ TEST_F(WarmRoutesTest, AMetaReadFallsBackAsTheClientWroteIt) {
   ASSERT_EQ(ops(1).size(), 1u);
   EXPECT_EQ(ops(1)[0].bytes, "mg a v\r\n");
   answer(ops(1)[0], "VA 1\r\nA\r\n");
-  ASSERT_TRUE(slot.complete);
-  EXPECT_EQ(copy_all(slot.reply), "VA 1\r\nA\r\n");
+  ASSERT_TRUE(slot.complete());
+  EXPECT_EQ(copy_all(slot.reply()), "VA 1\r\nA\r\n");
   EXPECT_EQ(pool_stats_.warmup_hits.get(), 1u);
 }
 
@@ -210,8 +210,8 @@ TEST_F(WarmRoutesTest, AMetaReadWhoseOldServerFailsIsTheMiss) {
   send(warm_key_, slot);
   answer(ops(0)[0], "EN\r\n");
   fail_op(ops(1)[0], "SERVER_ERROR backend timeout");
-  ASSERT_TRUE(slot.complete);
-  EXPECT_EQ(copy_all(slot.reply), "EN\r\n");
+  ASSERT_TRUE(slot.complete());
+  EXPECT_EQ(copy_all(slot.reply()), "EN\r\n");
 }
 
 }  // namespace

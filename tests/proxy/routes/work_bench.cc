@@ -63,16 +63,16 @@ class CallbackFanout final : public SlotOwner {
   bool maybe_finish() {
     if (slots_.size() < targets_.size()) return false;
     for (ReplySlot* s : slots_) {
-      if (!s->complete) return false;
+      if (!s->complete()) return false;
     }
     ReplySlot* chosen = slots_.front();
     for (ReplySlot* s : slots_) {
-      if (!proto::failed(s->status)) {
+      if (!proto::failed(s->status())) {
         chosen = s;
         break;
       }
     }
-    evbuffer_add_buffer(client_.reply, chosen->reply);
+    evbuffer_add_buffer(client_.reply(), chosen->reply());
     for (ReplySlot* s : slots_) held_.slots().release_slot(s);
     ReplySlot& client = client_;
     const bool sync = synchronous;
@@ -100,7 +100,7 @@ void BM_FanoutOfThreeCoroutine(benchmark::State& state) {
     RouteRequest req = b.route_request();
     route.send(req, slot);
     b.answer_all();
-    if (!slot.complete) state.SkipWithError("not complete");
+    if (!slot.complete()) state.SkipWithError("not complete");
   }
 }
 BENCHMARK(BM_FanoutOfThreeCoroutine);
@@ -112,12 +112,12 @@ void BM_FanoutOfThreeCallbacks(benchmark::State& state) {
     b.request("set k 0 0 3", "abc\r\n");
     ReplySlot& slot = b.fresh_client_slot();
     RouteRequest req = b.route_request();
-    ++slot.outstanding;
+    slot.expect();
     slot.add_fragment();
     auto* work = new CallbackFanout(targets, req, slot);
     if (!work->run()) work->synchronous = false;
     b.answer_all();
-    if (!slot.complete) state.SkipWithError("not complete");
+    if (!slot.complete()) state.SkipWithError("not complete");
   }
 }
 BENCHMARK(BM_FanoutOfThreeCallbacks);
@@ -131,7 +131,7 @@ void BM_PlainKeyRoute(benchmark::State& state) {
     RouteRequest req = b.route_request();
     b.r0_.send(req, slot);
     b.answer_all();
-    if (!slot.complete) state.SkipWithError("not complete");
+    if (!slot.complete()) state.SkipWithError("not complete");
   }
 }
 BENCHMARK(BM_PlainKeyRoute);

@@ -35,10 +35,10 @@ TEST_F(WorkTest, AWorkAnsweredWithinItsStartEndsThereUnreported) {
   ReplySlot& slot = client_slot();
   RouteRequest req = route_request();
   relay(req, slot, r0_).start(slot, &life_);
-  EXPECT_TRUE(slot.complete);
+  EXPECT_TRUE(slot.complete());
   EXPECT_EQ(owner_.told, 0) << "the client writes what its own dispatch completed";
-  EXPECT_EQ(copy_all(slot.reply), "SERVER_ERROR backend unavailable\r\n");
-  EXPECT_EQ(slot.status, proto::ReplyStatus::server_error);
+  EXPECT_EQ(copy_all(slot.reply()), "SERVER_ERROR backend unavailable\r\n");
+  EXPECT_EQ(slot.status(), proto::ReplyStatus::server_error);
   EXPECT_EQ(life_.held_requests, 0u) << "the frame is gone";
 }
 
@@ -47,15 +47,15 @@ TEST_F(WorkTest, AWorkAnsweredLaterTellsTheClientOnce) {
   ReplySlot& slot = client_slot();
   RouteRequest req = route_request();
   relay(req, slot, r0_).start(slot, &life_);
-  EXPECT_FALSE(slot.complete);
+  EXPECT_FALSE(slot.complete());
   EXPECT_EQ(life_.held_requests, 1u) << "a waiting work keeps its routes alive";
   EXPECT_EQ(input(), "") << "the held request took the client's bytes";
   ASSERT_EQ(servers_[0].box.ops.size(), 1u);
   EXPECT_EQ(servers_[0].box.ops[0].bytes, "mg k v\r\n");
   answer(servers_[0].box.ops[0], "VA 1\r\nx\r\n");
-  EXPECT_TRUE(slot.complete);
+  EXPECT_TRUE(slot.complete());
   EXPECT_EQ(owner_.told, 1);
-  EXPECT_EQ(slot.status, proto::ReplyStatus::hit);
+  EXPECT_EQ(slot.status(), proto::ReplyStatus::hit);
   EXPECT_EQ(life_.held_requests, 0u);
 }
 
@@ -80,11 +80,11 @@ TEST_F(WorkTest, CallsResumeOnceEveryOneIsAnsweredInTheirOrder) {
   ASSERT_EQ(servers_[0].box.ops.size(), 1u);
   ASSERT_EQ(servers_[1].box.ops.size(), 1u);
   answer(servers_[1].box.ops[0], "NF\r\n");
-  EXPECT_FALSE(slot.complete) << "one of two answered";
+  EXPECT_FALSE(slot.complete()) << "one of two answered";
   answer(servers_[0].box.ops[0], "HD\r\n");
-  EXPECT_TRUE(slot.complete);
+  EXPECT_TRUE(slot.complete());
   EXPECT_EQ(order, "HD\r\nNF\r\n");
-  EXPECT_EQ(slot.status, proto::ReplyStatus::not_found);
+  EXPECT_EQ(slot.status(), proto::ReplyStatus::not_found);
   EXPECT_EQ(owner_.told, 1);
 }
 
@@ -96,7 +96,7 @@ TEST_F(WorkTest, CallsAllAnsweredAtOnceDoNotWait) {
   RouteRequest req = route_request();
   std::string order;
   both(req, slot, r0_, r1_, order).start(slot, &life_);
-  EXPECT_TRUE(slot.complete);
+  EXPECT_TRUE(slot.complete());
   EXPECT_EQ(owner_.told, 0);
   EXPECT_EQ(order, "SERVER_ERROR backend unavailable\r\nSERVER_ERROR backend unavailable\r\n");
 }
@@ -135,7 +135,7 @@ TEST_F(WorkTest, CallsPastTheInlineOnesKeepTheirOrder) {
       answer(ops[static_cast<size_t>(i)], "HD c" + std::to_string(s * 10 + i) + "\r\n");
     }
   }
-  EXPECT_TRUE(slot.complete);
+  EXPECT_TRUE(slot.complete());
   std::string want;
   for (int i = 0; i < 3; ++i) {
     for (int s = 0; s < 3; ++s) want += "HD c" + std::to_string(s * 10 + i) + "\r\n";

@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <event2/buffer.h>
 #include <netinet/in.h>
+#include <sys/socket.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -23,6 +24,12 @@ constexpr timeval kWaitForRequest{0, 150'000};
 constexpr timeval kWaitForHead{5, 0};
 // An HTTP request head larger than this is not one we serve.
 constexpr size_t kMaxRequestHead = 8192;
+// Once answered, what a reader still sends is read and dropped until it
+// closes, for this long and this much at most: closing a socket with
+// unread bytes resets it, and a reset can destroy the answer before the
+// reader has read it (a 431 to a head still arriving).
+constexpr timeval kLinger{1, 0};
+constexpr size_t kMaxDropped = 1 << 20;
 
 // Whether the reader connected from this host (127.0.0.0/8, ::1, or
 // 127.x as an IPv4-mapped IPv6 address).
@@ -51,7 +58,10 @@ struct StatsServer::Session {
   const bool loopback;
   bool http = false;  // its first bytes began an HTTP request
   bool responded = false;
+  bool answer_sent = false;  // all of it written; lingering until the reader closes
+  bool reader_closed = false;
   bool done = false;
+  size_t dropped = 0;
 
   Session(StatsServer& s, int fd, bool from_loopback)
       : server(s),
@@ -73,10 +83,18 @@ struct StatsServer::Session {
     if (s->done) return;
     switch (what) {
       case Stream::Happened::input:
-        if (!s->responded) s->read_request();
+        if (!s->responded) {
+          s->read_request();
+        } else {
+          s->drop_input();
+        }
         return;
       case Stream::Happened::eof:
-        if (s->responded) return;
+        if (s->responded) {
+          s->reader_closed = true;
+          if (s->answer_sent) s->finish();
+          return;
+        }
         // Closed its side without a word: the nutcracker way. An HTTP
         // client that stopped mid-head gets told so.
         if (s->http) {
@@ -86,7 +104,7 @@ struct StatsServer::Session {
         }
         return;
       case Stream::Happened::written:
-        if (s->stream.output_length() == 0) s->finish();
+        if (s->stream.output_length() == 0 && !s->answer_sent) s->answer_written();
         return;
       case Stream::Happened::error:
         s->finish();
@@ -99,7 +117,11 @@ struct StatsServer::Session {
 
   static void on_timeout(evutil_socket_t, short, void* arg) {
     auto* s = static_cast<Session*>(arg);
-    if (s->responded || s->done) return;
+    if (s->done) return;
+    if (s->responded) {
+      s->finish();  // lingered long enough
+      return;
+    }
     if (s->http) {
       s->send(serialize_answer(answer_bad_head(HeadStatus::malformed), false));
     } else {
@@ -140,10 +162,28 @@ struct StatsServer::Session {
   void send(const std::string& bytes) {
     responded = true;
     evtimer_del(timer);
-    stream.set_reading(false);
+    drop_input();
     evbuffer_add(stream.output(), bytes.data(), bytes.size());
     stream.watch_writes(true);  // finish once it has all gone
     stream.mark_dirty();
+  }
+
+  void drop_input() {
+    const size_t len = evbuffer_get_length(stream.input());
+    evbuffer_drain(stream.input(), len);
+    dropped += len;
+    if (dropped > kMaxDropped) finish();
+  }
+
+  // The answer is out: say so (EOF) and wait for the reader to close.
+  void answer_written() {
+    answer_sent = true;
+    if (reader_closed) {
+      finish();
+      return;
+    }
+    shutdown(stream.fd(), SHUT_WR);
+    evtimer_add(timer, &kLinger);
   }
 
   void finish() {

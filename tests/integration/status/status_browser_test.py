@@ -202,6 +202,25 @@ class Browser(unittest.TestCase):
         finally:
             beta_load.stop()
 
+    def test_6_with_a_token_the_browser_gives_it_as_a_password(self):
+        token_file = os.path.join(self.profile, "stats-token")
+        with open(token_file, "w") as f:
+            f.write("tok-%d\n" % os.getpid())
+        port = u.free_port()
+        guarded = Memshard(u.pool_yaml("alpha", port, [(self.servers[0].address, 1)]), port,
+                           ("--stats-token-file", token_file))
+        try:
+            # What a browser's login prompt sends: Basic credentials, which
+            # the page's own reads of /status.json carry as well.
+            self.driver.get("http://anyone:tok-%d@127.0.0.1:%d/status" %
+                            (os.getpid(), guarded.stats_port))
+            self.wait_shown(lambda: self.shown("#live")[0].startswith("updated"),
+                            what="data read with the token")
+            self.assertEqual(self.shown('#pools tr[data-pool="alpha"] td')[0], "alpha")
+            self.assertEqual(self.console_errors(), [])
+        finally:
+            guarded.stop()
+
 
 if __name__ == "__main__":
     why = browser_missing()

@@ -152,6 +152,12 @@ void Proxy::start() {
           "Prometheus)%s",
           options_.stats_address.c_str(), options_.stats_port,
           options_.stats_token.empty() ? "" : "; HTTP requests must carry the stats token");
+      const std::string& a = options_.stats_address;
+      if (options_.stats_token.empty() && !a.starts_with("127.") && a != "::1" && a != "localhost")
+        log_warn(
+            "the stats port listens on %s with no stats token: whoever reaches it reads the "
+            "stats and the status page (--stats-token-file)",
+            a.c_str());
     } catch (const std::exception& e) {
       // Serving traffic matters more than the stats port: run without it.
       log_warn("no stats port: %s", e.what());

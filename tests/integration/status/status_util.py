@@ -131,7 +131,9 @@ def http(port, path, headers=None, method="GET", raw=None, limit=5.0):
             lines += ["%s: %s" % kv for kv in (headers or {}).items()]
             raw = ("\r\n".join(lines) + "\r\n\r\n").encode()
         s.sendall(raw)
-        data = read_to_close(s, limit)
+        # As a browser or curl: read the head and Content-Length bytes of
+        # body (or to the close), then close.
+        data = read_to_close(s, limit, whole_answer if method != "HEAD" else head_only)
     head, _, body = data.partition(b"\r\n\r\n")
     status_line, *header_lines = head.decode("latin-1").split("\r\n")
     parsed = {}
@@ -144,9 +146,24 @@ def http(port, path, headers=None, method="GET", raw=None, limit=5.0):
     return status, parsed, body
 
 
-def read_to_close(s, limit):
+def head_only(data):
+    return b"\r\n\r\n" in data
+
+
+def whole_answer(data):
+    head, sep, body = data.partition(b"\r\n\r\n")
+    for line in head.split(b"\r\n"):
+        name, _, value = line.partition(b":")
+        if sep and name.strip().lower() == b"content-length":
+            return len(body) >= int(value)
+    return False
+
+
+def read_to_close(s, limit, complete=lambda data: False):
     end, data = time.time() + limit, b""
     while time.time() < end:
+        if complete(data):
+            return data
         s.settimeout(max(0.01, end - time.time()))
         try:
             chunk = s.recv(1 << 20)

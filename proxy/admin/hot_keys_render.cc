@@ -7,9 +7,7 @@
 
 namespace memshard::proxy {
 
-namespace {
-
-std::string escaped(std::string_view key) {
+std::string escaped_hot_key(std::string_view key) {
   std::string out;
   for (unsigned char c : key) {
     if (c > 0x20 && c < 0x7f && c != '%' && c != '"' && c != '\\') {
@@ -23,6 +21,12 @@ std::string escaped(std::string_view key) {
   return out;
 }
 
+namespace {
+
+std::string escaped(std::string_view key) {
+  return escaped_hot_key(key);
+}
+
 std::string number(double v) {
   char buf[32];
   snprintf(buf, sizeof(buf), "%.6f", v);
@@ -30,10 +34,14 @@ std::string number(double v) {
 }
 
 std::vector<HotKeyReport> hot_keys(const StatsSnapshot::PoolTotals& t) {
-  return merge_hot_keys(t.hot_keys, t.hot_key_share, kHotKeysShown);
+  return shown_hot_keys(t);
 }
 
 }  // namespace
+
+std::vector<HotKeyReport> shown_hot_keys(const StatsSnapshot::PoolTotals& t) {
+  return merge_hot_keys(t.hot_keys, t.hot_key_share, kHotKeysShown);
+}
 
 void render_stat_hot_keys(const StatsSnapshot& snap, std::string& out) {
   for (const auto& [pool, t] : snap.pools) {

@@ -4,6 +4,8 @@
 #pragma once
 
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "proxy/admin/stats_view.h"
 
@@ -11,6 +13,12 @@ namespace memshard::proxy {
 
 // Keys shown per pool: bounds the Prometheus label cardinality too.
 inline constexpr size_t kHotKeysShown = 10;
+
+// The keys shown for one pool, hottest first, at most kHotKeysShown.
+std::vector<HotKeyReport> shown_hot_keys(const StatsSnapshot::PoolTotals& pool);
+// A key (or name) as every format shows it: printable ASCII but for '%',
+// '"' and '\\', the rest as %XX.
+std::string escaped_hot_key(std::string_view key);
 
 // `stats hotkeys`: per pool and rank, STAT lines for key, share, error and
 // server, then END.

@@ -1,6 +1,9 @@
 #include "proxy/admin/stats_server.h"
 
+#include <arpa/inet.h>
 #include <event2/buffer.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -8,17 +11,44 @@
 #include <stdexcept>
 #include <string_view>
 
-#include "proxy/admin/stats_render.h"
-#include "proxy/transport/lines.h"
+#include "proxy/admin/http_request.h"
+#include "proxy/admin/stats_routes.h"
 #include "proxy/transport/socket_address.h"
 
 namespace memshard::proxy {
 
 namespace {
-// A client silent for this long is a twemproxy-style reader.
-constexpr timeval kWaitForRequest{0, 150'000};
+// A client silent for this long is a twemproxy-style reader. Long enough
+// for a browser on a loaded host: its fetch connects, and may send its
+// request only a few hundred ms later (a page's poll, starved of CPU, got
+// the JSON without HTTP headers after 150 ms: ERR_INVALID_HTTP_RESPONSE).
+constexpr uint64_t kWaitForRequestMs = 1000;
+// An HTTP client gets this long to send its whole request head.
+constexpr uint64_t kWaitForHeadMs = 5000;
 // An HTTP request head larger than this is not one we serve.
 constexpr size_t kMaxRequestHead = 8192;
+// Once answered, what a reader still sends is read and dropped until it
+// closes, for this long and this much at most: closing a socket with
+// unread bytes resets it, and a reset can destroy the answer before the
+// reader has read it (a 431 to a head still arriving).
+constexpr uint64_t kLingerMs = 1000;
+constexpr size_t kMaxDropped = 1 << 20;
+
+// Whether the reader connected from this host (127.0.0.0/8, ::1, or
+// 127.x as an IPv4-mapped IPv6 address).
+bool is_loopback(const sockaddr* addr) {
+  if (addr == nullptr) return false;
+  if (addr->sa_family == AF_INET) {
+    const auto* in = reinterpret_cast<const sockaddr_in*>(addr);
+    return (ntohl(in->sin_addr.s_addr) >> 24) == 127;
+  }
+  if (addr->sa_family == AF_INET6) {
+    const auto* in6 = reinterpret_cast<const sockaddr_in6*>(addr);
+    if (IN6_IS_ADDR_LOOPBACK(&in6->sin6_addr)) return true;
+    return IN6_IS_ADDR_V4MAPPED(&in6->sin6_addr) && in6->sin6_addr.s6_addr[12] == 127;
+  }
+  return false;
+}
 }  // namespace
 
 // One reader of the stats port, on a Stream like every other socket of
@@ -27,34 +57,56 @@ constexpr size_t kMaxRequestHead = 8192;
 struct StatsServer::Session {
   StatsServer& server;
   Stream stream;
-  event* timer = nullptr;  // a reader silent this long gets the JSON
+  Timer timer;  // a reader silent this long gets the JSON
+  const bool loopback;
+  bool http = false;  // its first bytes began an HTTP request
   bool responded = false;
-  bool head_only = false;  // HEAD: the headers of what GET would send
+  bool answer_sent = false;  // all of it written; lingering until the reader closes
+  bool reader_closed = false;
+  bool done = false;
+  size_t dropped = 0;
 
-  Session(StatsServer& s, int fd)
+  Session(StatsServer& s, int fd, bool from_loopback)
       : server(s),
         stream(s.streams_, fd, &Session::on_stream, this, kMaxRequestHead + 1,
-               Stream::Reads::compact) {
+               Stream::Reads::compact),
+        timer(s.streams_.base(), [this] { on_timeout(); }),
+        loopback(from_loopback) {
     stream.set_input_limit(kMaxRequestHead + 1);
-    timer = evtimer_new(s.streams_.base(), &Session::on_timeout, this);
-    evtimer_add(timer, &kWaitForRequest);
+    timer.arm_ms(kWaitForRequestMs);
   }
-  ~Session() { event_free(timer); }
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
 
+  StatsAccess access() const { return StatsAccess{server.token_, loopback}; }
+
   static void on_stream(void* arg, Stream::Happened what) {
     auto* s = static_cast<Session*>(arg);
+    if (s->done) return;
     switch (what) {
       case Stream::Happened::input:
-        if (!s->responded) s->read_request();
+        if (!s->responded) {
+          s->read_request();
+        } else {
+          s->drop_input();
+        }
         return;
       case Stream::Happened::eof:
-        // Closed its side without a word: the nutcracker way.
-        if (!s->responded) s->respond_json();
+        if (s->responded) {
+          s->reader_closed = true;
+          if (s->answer_sent) s->finish();
+          return;
+        }
+        // Closed its side without a word: the nutcracker way. An HTTP
+        // client that stopped mid-head gets told so.
+        if (s->http) {
+          s->send(serialize_answer(answer_bad_head(HeadStatus::malformed), false));
+        } else {
+          s->send(answer_raw_reader(s->server.proxy_, s->access()));
+        }
         return;
       case Stream::Happened::written:
-        if (s->stream.output_length() == 0) s->finish();
+        if (s->stream.output_length() == 0 && !s->answer_sent) s->answer_written();
         return;
       case Stream::Happened::error:
         s->finish();
@@ -65,91 +117,88 @@ struct StatsServer::Session {
     }
   }
 
-  static void on_timeout(evutil_socket_t, short, void* arg) {
-    auto* s = static_cast<Session*>(arg);
-    if (!s->responded) s->respond_json();
+  void on_timeout() {
+    Session* s = this;
+    if (s->done) return;
+    if (s->responded) {
+      s->finish();  // lingered long enough
+      return;
+    }
+    if (s->http) {
+      s->send(serialize_answer(answer_bad_head(HeadStatus::malformed), false));
+    } else {
+      s->send(answer_raw_reader(s->server.proxy_, s->access()));
+    }
   }
 
   void read_request() {
     evbuffer* in = stream.input();
-    size_t len = evbuffer_get_length(in);
-    char head[5] = {};
-    evbuffer_copyout(in, head, std::min<size_t>(len, 4));
-    std::string_view h(head);
-    bool http = false;
-    for (std::string_view method : {"GET ", "HEAD", "POST", "PUT ", "DELE", "PATC", "OPTI"}) {
-      http = http || h == method;
-    }
+    const size_t len = std::min(evbuffer_get_length(in), kMaxRequestHead + 1);
+    std::string bytes(len, '\0');
+    evbuffer_copyout(in, bytes.data(), len);
     if (!http) {
-      if (len >= 4 || find_line(in, LineEnd::lf).whole()) {
-        respond_json();  // `echo stats | nc host 22222` and the like
+      switch (looks_like_http(bytes)) {
+        case LooksLike::not_http:
+          // `echo stats | nc host 22222` and the like
+          send(answer_raw_reader(server.proxy_, access()));
+          return;
+        case LooksLike::undecided:
+          return;
+        case LooksLike::http:
+          http = true;
+          timer.arm_ms(kWaitForHeadMs);  // replaces the raw reader's wait
+          break;
       }
+    }
+    HttpRequest request;
+    const HeadStatus status = parse_http_head(bytes, kMaxRequestHead, request);
+    if (status == HeadStatus::incomplete) return;
+    if (status != HeadStatus::complete) {
+      send(serialize_answer(answer_bad_head(status), false));
       return;
     }
-    evbuffer_ptr end = evbuffer_search(in, "\r\n\r\n", 4, nullptr);
-    if (end.pos < 0) end = evbuffer_search(in, "\n\n", 2, nullptr);
-    if (end.pos < 0) {
-      if (len > kMaxRequestHead)
-        respond_http("431 Request Header Fields Too Large", "text/plain", "");
-      return;
-    }
-    std::string request_line(find_line(in, LineEnd::lf).length, '\0');
-    evbuffer_copyout(in, request_line.data(), request_line.size());
-    if (!request_line.empty() && request_line.back() == '\r') request_line.pop_back();
-    std::string_view rl = request_line;
-    size_t sp1 = rl.find(' ');
-    size_t sp2 = rl.find(' ', sp1 + 1);
-    std::string_view path =
-        rl.substr(sp1 + 1, sp2 == std::string_view::npos ? rl.npos : sp2 - sp1 - 1);
-    if (size_t q = path.find('?'); q != path.npos) path = path.substr(0, q);
-    std::string body;
-    head_only = rl.starts_with("HEAD ");
-    if (!rl.starts_with("GET ") && !head_only) {
-      respond_http("405 Method Not Allowed", "text/plain", "only GET is served here\n");
-    } else if (path == "/metrics") {
-      render_prometheus(server.proxy_, body);
-      respond_http("200 OK", "text/plain; version=0.0.4; charset=utf-8", body);
-    } else if (path == "/" || path == "/stats" || path == "/stats.json") {
-      render_twemproxy_json(server.proxy_, body);
-      respond_http("200 OK", "application/json", body);
-    } else {
-      respond_http("404 Not Found", "text/plain", "try /metrics or /stats\n");
-    }
-  }
-
-  void respond_json() {
-    std::string body;
-    render_twemproxy_json(server.proxy_, body);
-    send(body);
-  }
-
-  void respond_http(std::string_view status, std::string_view type, const std::string& body) {
-    std::string r;
-    r.append("HTTP/1.1 ").append(status).append("\r\nContent-Type: ").append(type);
-    r.append("\r\nContent-Length: ").append(std::to_string(body.size()));
-    r.append("\r\nConnection: close\r\n\r\n");
-    if (!head_only) r.append(body);
-    send(r);
+    const HttpAnswer answer = answer_stats_request(request, server.proxy_, access());
+    send(serialize_answer(answer, request.method == "HEAD"));
   }
 
   void send(const std::string& bytes) {
     responded = true;
-    evtimer_del(timer);
-    stream.set_reading(false);
+    timer.cancel();
+    drop_input();
     evbuffer_add(stream.output(), bytes.data(), bytes.size());
     stream.watch_writes(true);  // finish once it has all gone
     stream.mark_dirty();
   }
 
+  void drop_input() {
+    const size_t len = evbuffer_get_length(stream.input());
+    evbuffer_drain(stream.input(), len);
+    dropped += len;
+    if (dropped > kMaxDropped) finish();
+  }
+
+  // The answer is out: say so (EOF) and wait for the reader to close.
+  void answer_written() {
+    answer_sent = true;
+    if (reader_closed) {
+      finish();
+      return;
+    }
+    shutdown(stream.fd(), SHUT_WR);
+    timer.arm_ms(kLingerMs);
+  }
+
   void finish() {
-    server.sessions_.erase(this);
-    delete this;
+    done = true;
+    timer.cancel();
+    stream.set_reading(false);
+    server.finished(this);
   }
 };
 
 StatsServer::StatsServer(StreamLoop& streams, const StatsView& proxy, DescriptorReserve& reserve,
-                         const std::string& address, uint16_t port)
-    : base_(streams.base()), streams_(streams), proxy_(proxy) {
+                         const std::string& address, uint16_t port, std::string token)
+    : base_(streams.base()), streams_(streams), proxy_(proxy), token_(std::move(token)) {
   SocketAddress a = resolve_address(address, port, false);
   listener_ =
       evconnlistener_new_bind(base_, &StatsServer::on_accept, this,
@@ -159,6 +208,7 @@ StatsServer::StatsServer(StreamLoop& streams, const StatsView& proxy, Descriptor
     throw std::runtime_error("cannot listen on " + address + ":" + std::to_string(port) + ": " +
                              strerror(errno));
   }
+  sweep_ = std::make_unique<Timer>(base_, [this] { done_.clear(); });
   guard_ = std::make_unique<AcceptGuard>(base_, listener_, &StatsServer::on_accept, this, reserve,
                                          "stats port", [] {});
 }
@@ -166,12 +216,23 @@ StatsServer::StatsServer(StreamLoop& streams, const StatsView& proxy, Descriptor
 StatsServer::~StatsServer() {
   guard_.reset();
   evconnlistener_free(listener_);
-  for (Session* s : sessions_) delete s;
+  sessions_.clear();
+  done_.clear();
 }
 
-void StatsServer::on_accept(evconnlistener*, evutil_socket_t fd, sockaddr*, int, void* arg) {
+void StatsServer::on_accept(evconnlistener*, evutil_socket_t fd, sockaddr* addr, int, void* arg) {
   auto* self = static_cast<StatsServer*>(arg);
-  self->sessions_.insert(new Session(*self, fd));
+  auto session = std::make_unique<Session>(*self, fd, is_loopback(addr));
+  Session* key = session.get();
+  self->sessions_.emplace(key, std::move(session));
+}
+
+void StatsServer::finished(Session* s) {
+  auto it = sessions_.find(s);
+  if (it == sessions_.end()) return;
+  done_.push_back(std::move(it->second));
+  sessions_.erase(it);
+  sweep_->arm_usec(0);
 }
 
 }  // namespace memshard::proxy

@@ -1,20 +1,22 @@
 // The stats port (-s/-a). A client that connects and says nothing, or says
 // anything but HTTP, gets twemproxy's JSON stats document and the
-// connection closes, as with nutcracker; an HTTP client gets
-// `GET /metrics` (Prometheus text format) or `GET /` / `GET /stats` (the
-// JSON). Runs on the main thread: reading counters never touches a worker's
-// request path.
+// connection closes, as with nutcracker; an HTTP client gets what
+// stats_routes.h says: the status page, its JSON, twemproxy's JSON or
+// /metrics. Runs on the main thread: reading counters never touches a
+// worker's request path.
 #pragma once
 
 #include <event2/event.h>
 #include <event2/listener.h>
 
 #include <cstdint>
+#include <map>
 #include <memory>
-#include <set>
 #include <string>
+#include <vector>
 
 #include "proxy/admin/stats_view.h"
+#include "proxy/support/timer.h"
 #include "proxy/transport/accept_guard.h"
 #include "proxy/transport/stream.h"
 
@@ -23,8 +25,10 @@ namespace memshard::proxy {
 class StatsServer {
  public:
   // Throws std::runtime_error when the address cannot be bound.
+  // `token`: when not empty, every HTTP request must carry it
+  // (stats_token.h).
   StatsServer(StreamLoop& streams, const StatsView& proxy, DescriptorReserve& reserve,
-              const std::string& address, uint16_t port);
+              const std::string& address, uint16_t port, std::string token = "");
   ~StatsServer();
   StatsServer(const StatsServer&) = delete;
   StatsServer& operator=(const StatsServer&) = delete;
@@ -32,11 +36,16 @@ class StatsServer {
  private:
   struct Session;
   static void on_accept(evconnlistener*, evutil_socket_t fd, sockaddr*, int, void* self);
+  // A session that is done is freed once its callback has returned.
+  void finished(Session* s);
 
   event_base* base_;
   StreamLoop& streams_;
   const StatsView& proxy_;
-  std::set<Session*> sessions_;  // freed with the server, should any remain
+  const std::string token_;
+  std::map<Session*, std::unique_ptr<Session>> sessions_;
+  std::vector<std::unique_ptr<Session>> done_;  // freed by sweep_
+  std::unique_ptr<Timer> sweep_;                // frees finished sessions after their callbacks
   evconnlistener* listener_ = nullptr;
   std::unique_ptr<AcceptGuard> guard_;
 };

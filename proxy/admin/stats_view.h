@@ -44,6 +44,76 @@ struct MigrationStatus {
   bool running = false;
 };
 
+// The status page (status_json.h) shows each pool as the configuration in
+// force lays it out, beside its counters.
+enum class ServerState : uint8_t {
+  up,        // in the ring
+  ejected,   // out of the ring (auto_eject_hosts) until a probe answers
+  probing,   // ejected, and a probe of it is out now
+  draining,  // not in the config in force: a reload removed it, and its
+             // connections finish what they owe, or a reload_warmup window
+             // still looks keys up on it
+};
+inline std::string_view server_state_name(ServerState s) {
+  switch (s) {
+    case ServerState::up:
+      return "up";
+    case ServerState::ejected:
+      return "ejected";
+    case ServerState::probing:
+      return "probing";
+    case ServerState::draining:
+      return "draining";
+  }
+  return "up";
+}
+
+struct ServerLayout {
+  std::string address;  // the server's identity: "host:port" or the socket path
+  std::string name;     // its stats name
+  uint32_t weight = 0;
+  double share = 0;   // of the keyspace whose first copy it holds, 0..1
+  double copies = 0;  // of all the copies of every key it holds, 0..1 (= share unreplicated)
+  ServerState state = ServerState::up;
+};
+
+struct PoolLayout {
+  std::string name;
+  std::string listen;        // as the config writes it
+  std::string distribution;  // ketama, modula, random
+  std::string hash;
+  uint32_t replicas = 1;
+  std::string write_policy;  // with replicas > 1
+  bool auto_eject_hosts = false;
+  bool tls = false;  // the listener speaks TLS
+  // reload_warmup: windows still open, and seconds until the last ends.
+  uint64_t warmup_windows = 0;
+  uint64_t warmup_seconds_left = 0;
+  std::vector<ServerLayout> servers;  // config order; then draining ones
+};
+
+// One reload (or the start), newest last in reload_history().
+struct ReloadRecord {
+  int64_t at = 0;           // seconds since the epoch
+  uint64_t generation = 0;  // of the config in force after it
+  enum class Outcome : uint8_t { started, applied, refused } outcome = Outcome::applied;
+  std::string reason;  // refused: the first error, as logged
+  // applied: per pool that was there before, the share of the keyspace
+  // whose server changed (0..1).
+  std::vector<std::pair<std::string, double>> moved;
+};
+inline std::string_view reload_outcome_name(ReloadRecord::Outcome o) {
+  switch (o) {
+    case ReloadRecord::Outcome::started:
+      return "started";
+    case ReloadRecord::Outcome::applied:
+      return "applied";
+    case ReloadRecord::Outcome::refused:
+      return "refused";
+  }
+  return "applied";
+}
+
 class StatsView {
  public:
   virtual uint64_t uptime_seconds() const = 0;
@@ -77,6 +147,9 @@ class StatsView {
     int64_t not_after = 0;
   };
   virtual std::vector<TlsCertificate> tls_certificates() const { return {}; }
+  // The status page's view of the config in force, and the last reloads.
+  virtual std::vector<PoolLayout> pool_layouts() const { return {}; }
+  virtual std::vector<ReloadRecord> reload_history() const { return {}; }
 
  protected:
   ~StatsView() = default;

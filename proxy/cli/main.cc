@@ -18,7 +18,9 @@
 #include <vector>
 
 #include "conf/config.h"
+#include "proxy/admin/stats_token.h"
 #include "proxy/cli/ring_tools.h"
+#include "proxy/cli/top.h"
 #include "proxy/runtime/proxy.h"
 #include "proxy/runtime/ring_warnings.h"
 #include "proxy/support/log.h"
@@ -193,6 +195,20 @@ int main(int argc, char** argv) {
                "read and write each socket with its own system call, rather than all the reads, "
                "then all the writes, of an event loop iteration in one io_uring submission each "
                "(the default, when the kernel allows io_uring)");
+  std::string stats_token_file;
+  app.add_option("--stats-token-file", stats_token_file,
+                 "a file holding the stats token: every HTTP request on the stats port must "
+                 "then carry it (Authorization: Bearer TOKEN, or as a browser's password)");
+  memshard::proxy::TopOptions top_options;
+  CLI::App* top = app.add_subcommand(
+      "top", "a live view of a running memshard's status page numbers, in the terminal");
+  top->add_option("-s,--stats", top_options.server, "the instance's stats port, HOST:PORT")
+      ->capture_default_str();
+  top->add_option("--token-file", top_options.token_file,
+                  "a file holding the stats token, when the port needs one");
+  top->add_option("-n,--interval", top_options.interval_s, "seconds between refreshes")
+      ->capture_default_str();
+  top->add_flag("--once", top_options.once, "print one frame (rates over one interval) and exit");
   CLI::App* ring = app.add_subcommand("ring", "inspect the rings a configuration builds");
   ring->require_subcommand(1);
   std::string ring_conf, ring_pool, diff_old, diff_new;
@@ -225,6 +241,7 @@ int main(int argc, char** argv) {
 
   CLI11_PARSE(app, argc, argv);
 
+  if (*top) return memshard::proxy::run_top(top_options, std::cout, std::cerr);
   if (*lookup)
     return memshard::proxy::ring_lookup(ring_conf, ring_pool, keys, lookup_all, std::cin, std::cout,
                                         std::cerr);
@@ -244,6 +261,16 @@ int main(int argc, char** argv) {
   if (stats_port < 0 || stats_port > 65535) {
     std::cerr << "memshard: --stats-port must be 0 (off) to 65535\n";
     return 1;
+  }
+  // Read before daemonizing, so that a missing or bad file is said on the
+  // terminal, as a bad config is.
+  std::string stats_token;
+  if (!stats_token_file.empty()) {
+    std::string error;
+    if (!memshard::proxy::read_stats_token(stats_token_file, stats_token, error)) {
+      std::cerr << "memshard: " << error << "\n";
+      return 1;
+    }
   }
   // Threads and event bases do not survive fork(): daemonize first, after
   // a check of the config so its errors still reach the terminal.
@@ -273,7 +300,7 @@ int main(int argc, char** argv) {
   try {
     memshard::proxy::Proxy proxy(memshard::proxy::ProxyOptions{
         conf_file, threads, watch, drain_timeout_ms, stats_addr, static_cast<uint16_t>(stats_port),
-        park_after_ms, !no_io_uring, fixed_threads});
+        park_after_ms, !no_io_uring, fixed_threads, std::move(stats_token)});
     proxy.start();
     if (!pid_file.empty() && !write_pid_file(pid_file)) {
       return fail("cannot write pid file '" + pid_file + "': " + strerror(errno));

@@ -50,11 +50,13 @@ struct ServerHealth::Probe final : public SlotOwner {
     proto::append_version(version);
     evbuffer_add(conn->output(), version.data(), version.size());
     in_flight = true;
+    owner->set_probing(key, true);
     conn->enqueue(BackendOp{&slot, 0, ReplyMode::single, owner->loop_.now_usec()});
   }
 
   void on_slot_complete() override {
     in_flight = false;
+    owner->set_probing(key, false);
     owner->probe_done(key, slot.status() == proto::ReplyStatus::version);  // may destroy it, later
   }
 };
@@ -138,6 +140,7 @@ void ServerHealth::probe_done(const Key& key, bool healthy) {
   {
     std::lock_guard<std::mutex> lock(state_mu_);
     ejected_.erase(key);
+    probing_.erase(key);
   }
   ++readmissions_;
   log_notice("pool '%s': server %s answered a probe; back in the ring", key.first.c_str(),
@@ -155,12 +158,13 @@ void ServerHealth::probe_done(const Key& key, bool healthy) {
 }
 
 void ServerHealth::set_topology(std::shared_ptr<const Topology> base) {
-  base_topology_ = std::move(base);
   std::lock_guard<std::mutex> lock(state_mu_);
+  base_topology_ = std::move(base);
   for (auto it = ejected_.begin(); it != ejected_.end();) {
     const Key& key = it->first;
     if (pool_of(key) == nullptr || !pool_of(key)->config.auto_eject_hosts) {
       probes_.erase(key);
+      probing_.erase(key);
       it = ejected_.erase(it);
     } else {
       schedule_probe(key);  // settings or address may have changed
@@ -173,6 +177,20 @@ uint64_t ServerHealth::ejected_at(const std::string& pool, const std::string& id
   std::lock_guard<std::mutex> lock(state_mu_);
   auto it = ejected_.find(Key{pool, identity});
   return it == ejected_.end() ? 0 : it->second;
+}
+
+void ServerHealth::set_probing(const Key& key, bool out) {
+  std::lock_guard<std::mutex> lock(state_mu_);
+  if (out) {
+    probing_.insert(key);
+  } else {
+    probing_.erase(key);
+  }
+}
+
+bool ServerHealth::probing(const std::string& pool, const std::string& identity) const {
+  std::lock_guard<std::mutex> lock(state_mu_);
+  return probing_.contains(Key{pool, identity});
 }
 
 uint64_t ServerHealth::pool_ejections(const std::string& pool) const {

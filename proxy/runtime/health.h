@@ -54,6 +54,8 @@ class ServerHealth {
   // twemproxy reports it), 0 when it is in the ring.
   uint64_t ejected_at(const std::string& pool, const std::string& identity) const;
   uint64_t pool_ejections(const std::string& pool) const;
+  // Whether a probe of the ejected server is out now.
+  bool probing(const std::string& pool, const std::string& identity) const;
 
  private:
   using Key = std::pair<std::string, std::string>;  // pool, server identity
@@ -62,6 +64,7 @@ class ServerHealth {
   void eject(const Key& key);
   void schedule_probe(const Key& key);
   void probe_done(const Key& key, bool healthy);
+  void set_probing(const Key& key, bool out);
   const Pool* pool_of(const Key& key) const;
 
   event_base* base_;
@@ -69,9 +72,10 @@ class ServerHealth {
   std::function<void()> on_change_;
   Mailbox mailbox_;  // the workers' reports
 
-  std::shared_ptr<const Topology> base_topology_;
   // Written on the main thread; read by stats from any thread.
   mutable std::mutex state_mu_;
+  std::shared_ptr<const Topology> base_topology_;  // read unlocked on the main thread
+  std::set<Key> probing_;
   std::map<Key, uint64_t> ejected_;  // -> when it was ejected (us since the epoch)
   std::map<std::string, uint64_t> pool_ejections_;
   std::map<Key, std::unique_ptr<Probe>> probes_;

@@ -13,6 +13,7 @@
 #include <ctime>
 #include <stdexcept>
 
+#include "proxy/runtime/pool_layout.h"
 #include "proxy/runtime/ring_warnings.h"
 #include "proxy/runtime/thread_busy.h"
 #include "proxy/support/clock.h"
@@ -98,6 +99,7 @@ void Proxy::start() {
   for (const auto& w : ring_warnings(*loaded.config)) log_warn("%s", w.c_str());
   generation_ = 1;
   topology_ = build_topology(*loaded.config, 1);
+  reload_log_.started(1);
 
   std::vector<int> cpus = allowed_cpus();
   int threads = options_.threads > 0 ? options_.threads : static_cast<int>(cpus.size());
@@ -144,11 +146,20 @@ void Proxy::start() {
 
   if (options_.stats_port != 0) {
     try {
-      stats_server_ =
-          std::make_unique<StatsServer>(main_loop_->streams(), *this, descriptor_reserve_,
-                                        options_.stats_address, options_.stats_port);
-      log_notice("stats on %s:%u (JSON; HTTP GET /metrics for Prometheus)",
-                 options_.stats_address.c_str(), options_.stats_port);
+      stats_server_ = std::make_unique<StatsServer>(main_loop_->streams(), *this,
+                                                    descriptor_reserve_, options_.stats_address,
+                                                    options_.stats_port, options_.stats_token);
+      log_notice(
+          "stats on %s:%u (JSON; HTTP GET /status for the status page, /metrics for "
+          "Prometheus)%s",
+          options_.stats_address.c_str(), options_.stats_port,
+          options_.stats_token.empty() ? "" : "; HTTP requests must carry the stats token");
+      const std::string& a = options_.stats_address;
+      if (options_.stats_token.empty() && !a.starts_with("127.") && a != "::1" && a != "localhost")
+        log_warn(
+            "the stats port listens on %s with no stats token: whoever reaches it reads the "
+            "stats and the status page (--stats-token-file)",
+            a.c_str());
     } catch (const std::exception& e) {
       // Serving traffic matters more than the stats port: run without it.
       log_warn("no stats port: %s", e.what());
@@ -435,6 +446,20 @@ std::vector<std::pair<std::string_view, uint64_t>> Proxy::counter_totals() const
     });
   }
   return totals;
+}
+
+std::vector<PoolLayout> Proxy::pool_layouts() const {
+  // As the workers have it: an ejected server is out of its ring.
+  std::shared_ptr<const Topology> t = health_->with_ejections();
+  if (!t) return {};
+  const ServerHealth& health = *health_;
+  return proxy::pool_layouts(
+      *t,
+      [&health](const std::string& pool, const std::string& identity) {
+        if (health.ejected_at(pool, identity) == 0) return ServerState::up;
+        return health.probing(pool, identity) ? ServerState::probing : ServerState::ejected;
+      },
+      monotonic_usec());
 }
 
 std::vector<StatsView::TlsCertificate> Proxy::tls_certificates() const {

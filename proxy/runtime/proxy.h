@@ -29,6 +29,7 @@
 #include "proxy/runtime/main_loop.h"
 #include "proxy/runtime/migration.h"
 #include "proxy/runtime/name_refresh.h"
+#include "proxy/runtime/reload_log.h"
 #include "proxy/runtime/worker.h"
 #include "proxy/runtime/worker_governor.h"
 #include "proxy/runtime/worker_picker.h"
@@ -50,6 +51,9 @@ struct ProxyOptions {
   // Every worker takes connections all the time; otherwise as few as keep
   // up with the load (worker_governor.h), `threads` at most.
   bool fixed_threads = false;
+  // When not empty, every HTTP request on the stats port must carry it
+  // (admin/stats_token.h; --stats-token-file).
+  std::string stats_token;
 };
 
 class Proxy final : public StatsView, public WorkerHost {
@@ -116,6 +120,9 @@ class Proxy final : public StatsView, public WorkerHost {
   }
   uint64_t dns_failures() const override { return dns_failures_.load(std::memory_order_relaxed); }
   std::map<std::string, MigrationStatus> migrations() const override;
+  // The status page's view of the config in force (pool_layout.h).
+  std::vector<PoolLayout> pool_layouts() const override;
+  std::vector<ReloadRecord> reload_history() const override { return reload_log_.records(); }
 
   // Re-reads the config file and switches every worker to it; a config that
   // does not load, resolve or bind changes nothing. Main thread only.
@@ -143,8 +150,13 @@ class Proxy final : public StatsView, public WorkerHost {
   Worker& worker_for(int cpu);
   // Binds a listener for the pool; null (and errno set) on failure.
   std::unique_ptr<Listener> open_listener(const Pool& pool);
-  bool swap_listeners(const Topology& next);
-  void log_changes(const Topology& next) const;
+  // False, with why, when a new listener does not bind.
+  bool swap_listeners(const Topology& next, std::string& why);
+  // Logs what the reload changes; returns per pool kept the share of the
+  // keyspace that changes server.
+  std::vector<std::pair<std::string, double>> log_changes(const Topology& next) const;
+  // A reload that changed nothing, and why.
+  bool refuse_reload(std::string why);
   // A lookup of a server's name came back (name_refresh.h).
   void apply_resolved(const NameRefresh::Result& result);
   // Sets max_connections from the descriptor limit and the topology in
@@ -206,6 +218,7 @@ class Proxy final : public StatsView, public WorkerHost {
   std::atomic<uint64_t> generation_{0};
   std::atomic<uint64_t> reloads_{0};
   std::atomic<uint64_t> reload_failures_{0};
+  ReloadLog reload_log_;  // the last reloads, for the status page
   std::atomic<uint64_t> rejected_connections_{0};
 };
 

@@ -23,23 +23,21 @@ bool Proxy::reload() {
   conf::LoadResult loaded = conf::load_config_file(options_.config_file);
   if (!loaded.errors.empty()) {
     for (const auto& e : loaded.errors) log_error("reload refused: %s", e.to_string().c_str());
-    reload_failures_.fetch_add(1, std::memory_order_relaxed);
-    return false;
+    std::string why = loaded.errors.front().to_string();
+    if (loaded.errors.size() > 1)
+      why += " (and " + std::to_string(loaded.errors.size() - 1) + " more error(s))";
+    return refuse_reload(std::move(why));
   }
   std::shared_ptr<const Topology> next;
   try {
     next = build_topology(*loaded.config, generation() + 1, topology_.get(), monotonic_usec());
   } catch (const std::exception& e) {
     log_error("reload refused: %s", e.what());
-    reload_failures_.fetch_add(1, std::memory_order_relaxed);
-    return false;
+    return refuse_reload(e.what());
   }
-  if (!swap_listeners(*next)) {
-    reload_failures_.fetch_add(1, std::memory_order_relaxed);
-    return false;
-  }
+  if (std::string why; !swap_listeners(*next, why)) return refuse_reload(std::move(why));
   for (const auto& w : ring_warnings(*loaded.config)) log_warn("%s", w.c_str());
-  log_changes(*next);
+  std::vector<std::pair<std::string, double>> moved = log_changes(*next);
   health_->set_topology(next);
   names_->set_topology(*next);
   topology_ = next;
@@ -47,11 +45,18 @@ bool Proxy::reload() {
   set_descriptor_budget(false);
   generation_.store(next->generation, std::memory_order_relaxed);
   reloads_.fetch_add(1, std::memory_order_relaxed);
+  reload_log_.applied(next->generation, std::move(moved));
   arm_warmup_timer();
   start_migrations();
   log_notice("configuration generation %llu in force",
              static_cast<unsigned long long>(next->generation));
   return true;
+}
+
+bool Proxy::refuse_reload(std::string why) {
+  reload_failures_.fetch_add(1, std::memory_order_relaxed);
+  reload_log_.refused(generation(), std::move(why));
+  return false;
 }
 
 // A listen address that stays keeps its socket (even if it moves to another
@@ -67,7 +72,7 @@ bool same_socket(const conf::ListenAddress& a, const conf::ListenAddress& b) {
 }
 }  // namespace
 
-bool Proxy::swap_listeners(const Topology& next) {
+bool Proxy::swap_listeners(const Topology& next, std::string& why) {
   std::vector<Listener*> reuse(next.pools.size(), nullptr);
   std::vector<std::unique_ptr<Listener>> opened;
   std::set<Listener*> taken;
@@ -83,8 +88,9 @@ bool Proxy::swap_listeners(const Topology& next) {
     if (reuse[i] != nullptr) continue;
     std::unique_ptr<Listener> l = open_listener(pool);
     if (!l) {
-      log_error("reload refused: pool '%s' cannot listen on %s: %s", pool.config.name.c_str(),
-                pool.config.listen.text.c_str(), strerror(errno));
+      why = "pool '" + pool.config.name + "' cannot listen on " + pool.config.listen.text + ": " +
+            strerror(errno);
+      log_error("reload refused: %s", why.c_str());
       for (auto& o : opened) close_listener(*o);
       return false;
     }
@@ -114,7 +120,8 @@ bool Proxy::swap_listeners(const Topology& next) {
   return true;
 }
 
-void Proxy::log_changes(const Topology& next) const {
+std::vector<std::pair<std::string, double>> Proxy::log_changes(const Topology& next) const {
+  std::vector<std::pair<std::string, double>> moved;
   for (const Pool& pool : next.pools) {
     const Pool* old = topology_->find_pool(pool.config.name);
     if (old == nullptr) {
@@ -133,6 +140,7 @@ void Proxy::log_changes(const Topology& next) const {
       if (!after.contains(s)) went += " " + s;
     }
     ketama::RingDiff d = ketama::diff(old->ring, pool.ring);
+    moved.emplace_back(pool.config.name, d.moved);
     std::string warmup = " reload_warmup: off";
     if (pool.config.reload_warmup_ms > 0) {
       warmup = " reload_warmup: " + std::to_string(pool.config.reload_warmup_ms) + " ms, " +
@@ -151,6 +159,7 @@ void Proxy::log_changes(const Topology& next) const {
                  pool.config.name.c_str());
     }
   }
+  return moved;
 }
 
 // A reload ends the walks of the last one (their windows go on, their

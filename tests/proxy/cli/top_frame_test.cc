@@ -1,0 +1,107 @@
+// `memshard top`'s frames: documents rendered by the admin layer from a
+// fake view, read back as top reads them, then shown; rates between two of
+// them, quantiles from the histogram, alerts, and no colour off a terminal.
+#include "proxy/cli/top_frame.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "../admin/fake_stats_view.h"
+#include "proxy/admin/status_json.h"
+#include "proxy/cli/status_sample.h"
+
+namespace memshard::proxy {
+namespace {
+
+using testing::alpha_fleet;
+using testing::FakeStatsView;
+
+StatusSample sample_of(const FakeStatsView& v, uint64_t clock_ms) {
+  std::string json, error;
+  render_status_json(v, true, json);
+  std::optional<StatusSample> s = parse_status_sample(json, error);
+  EXPECT_TRUE(s) << error;
+  s->clock_ms = clock_ms;  // the real clock moves too little between two renders
+  return *s;
+}
+
+TEST(TopSample, ReadsWhatThePageReads) {
+  StatusSample s = sample_of(alpha_fleet(), 1000);
+  EXPECT_EQ(s.generation, 2u);
+  EXPECT_EQ(s.reload_failures, 1u);
+  EXPECT_FALSE(s.switch_pending);
+  ASSERT_EQ(s.pools.size(), 1u);
+  EXPECT_EQ(s.pools[0].requests, 1000u);
+  ASSERT_EQ(s.pools[0].servers.size(), 4u);
+  EXPECT_EQ(s.pools[0].servers[2].state, "ejected");
+  EXPECT_DOUBLE_EQ(s.pools[0].servers[1].share, 0.75);
+  ASSERT_EQ(s.history.size(), 3u);
+  EXPECT_EQ(s.history.back().reason, "memshard.yml:3: listen: bad port");
+}
+
+TEST(TopSample, RefusesWhatIsNotAStatusDocument) {
+  std::string error;
+  EXPECT_FALSE(parse_status_sample("{\"service\":\"other\"}", error));
+  EXPECT_FALSE(parse_status_sample("<html>", error));
+  EXPECT_FALSE(parse_status_sample("{\"service\":\"memshard\", \"pools\": [", error));
+  EXPECT_NE(error, "");
+}
+
+TEST(TopFrame, RatesAreTakenBetweenTwoDocuments) {
+  FakeStatsView v = alpha_fleet();
+  StatusSample before = sample_of(v, 10'000);
+  v.pool_counter("alpha", "requests", 3000);  // +2000 in 2 s
+  v.pool_counter("alpha", "forward_error", 7);
+  v.pool_counter("alpha", "client_connections", 3);
+  v.server_counter("alpha", "beta", "10.0.0.2:11211", "requests", 1600);  // +1000
+  StatusSample now = sample_of(v, 12'000);
+  const std::string frame = render_top_frame(now, &before, TopStyle{false, 120});
+  EXPECT_NE(frame.find(" 1000 "), std::string::npos) << frame;  // pool: 2000 in 2 s
+  EXPECT_NE(frame.find(" 500 "), std::string::npos) << frame;   // beta: 1000 in 2 s
+  EXPECT_NE(frame.find("127.0.0.1:22122"), std::string::npos);
+  EXPECT_NE(frame.find("75.0%"), std::string::npos) << frame;
+  EXPECT_EQ(frame.find("(rates from the next refresh on)"), std::string::npos);
+  EXPECT_EQ(frame.find('\x1b'), std::string::npos) << "escapes off a terminal";
+}
+
+TEST(TopFrame, TheFirstFrameSaysRatesComeNext) {
+  StatusSample now = sample_of(alpha_fleet(), 1000);
+  const std::string frame = render_top_frame(now, nullptr, TopStyle{true, 100});
+  EXPECT_NE(frame.find("(rates from the next refresh on)"), std::string::npos);
+  EXPECT_NE(frame.find("\x1b[31;1m"), std::string::npos) << "the ejected server in red";
+}
+
+TEST(TopFrame, EjectedServersAndARefusedReloadStandOut) {
+  StatusSample now = sample_of(alpha_fleet(), 1000);
+  const std::vector<std::string> alerts = top_alerts(now, nullptr);
+  ASSERT_EQ(alerts.size(), 2u);
+  EXPECT_EQ(alerts[0], "pool alpha: server 10.0.0.3:11211 ejected");
+  EXPECT_TRUE(alerts[1].starts_with("reload refused at ")) << alerts[1];
+  EXPECT_TRUE(alerts[1].ends_with(": memshard.yml:3: listen: bad port")) << alerts[1];
+}
+
+TEST(TopFrame, ErrorsInTheIntervalAreAnAlert) {
+  FakeStatsView v = alpha_fleet();
+  StatusSample before = sample_of(v, 1000);
+  v.pool_counter("alpha", "forward_error", 17);
+  StatusSample now = sample_of(v, 2000);
+  const std::vector<std::string> alerts = top_alerts(now, &before);
+  EXPECT_NE(std::find(alerts.begin(), alerts.end(), "pool alpha: 10.0 errors/s"), alerts.end());
+}
+
+TEST(LatencyQuantile, LinearWithinTheBucketItFallsIn) {
+  const std::vector<uint64_t> bounds = {100, 200, 400};
+  // 10 requests in (100, 200], 10 in (200, 400]: the median is 200 us.
+  EXPECT_DOUBLE_EQ(*latency_quantile(0.5, bounds, {5, 10, 10, 0}, {5, 0, 0, 0}), 200.0);
+  // p99 of those 20: 19.8 of them, 9.8 into the second bucket of 10.
+  EXPECT_DOUBLE_EQ(*latency_quantile(0.99, bounds, {5, 10, 10, 0}, {5, 0, 0, 0}), 396.0);
+  // In the unbounded bucket: its lower bound.
+  EXPECT_DOUBLE_EQ(*latency_quantile(0.5, bounds, {0, 0, 0, 4}, {0, 0, 0, 0}), 400.0);
+  // Nothing answered, or the counters went back (a restart): no figure.
+  EXPECT_FALSE(latency_quantile(0.5, bounds, {1, 2, 3, 4}, {1, 2, 3, 4}));
+  EXPECT_FALSE(latency_quantile(0.5, bounds, {0, 2, 3, 4}, {1, 2, 3, 4}));
+}
+
+}  // namespace
+}  // namespace memshard::proxy

@@ -1,144 +1,15 @@
 // A validated, immutable memshard configuration, read from twemproxy's
-// nutcracker.yml format unchanged (plus memshard's extensions).
-//
-// No sockets here: addresses are kept as written and resolved by the proxy.
+// nutcracker.yml format unchanged (plus memshard's extensions): the entry
+// points. The configuration itself is conf/model.h.
 #pragma once
 
-#include <cstdint>
 #include <optional>
 #include <string>
-#include <string_view>
 #include <vector>
 
-#include "ketama/ring.h"
+#include "conf/model.h"
 
 namespace memshard::conf {
-
-struct ListenAddress {
-  std::string host;  // as written; empty for a unix socket
-  uint16_t port = 0;
-  bool is_unix = false;
-  std::string path;              // unix socket path
-  std::optional<uint32_t> perm;  // unix socket permissions ("/tmp/m.sock 0666")
-  std::string text;              // the directive's value as written
-
-  bool operator==(const ListenAddress&) const = default;
-};
-
-struct ServerConfig {
-  ketama::ServerEntry entry;  // host/path, port, weight, explicit name
-  std::string text;           // "host:port:weight name" as written
-  int line = 0;               // 1-based line in the file
-
-  bool operator==(const ServerConfig& o) const { return text == o.text; }
-};
-
-// Which reply a replicated write gives its client: the first live copy's
-// (the others are still written), a majority's, or success only when every
-// live copy succeeded.
-enum class WritePolicy : uint8_t { first, majority, all };
-std::string_view write_policy_name(WritePolicy p);
-
-// memshard extension: TLS on the pool's listener (tls_*) and on its
-// connections to the servers (server_tls*); read by conf/tls.cc. File
-// names are as written: the proxy loads them (at start and every reload).
-struct TlsConfig {
-  std::string cert_file, key_file, ca_file;  // tls_cert_file, tls_key_file, tls_ca_file
-  bool verify_client = false;                // tls_verify_client: refuse clients without a cert
-  std::string min_version = "1.2";           // tls_min_version: 1.2 or 1.3
-  bool server_tls = false;
-  std::string server_ca_file, server_cert_file, server_key_file;
-  std::string server_name;                         // server_tls_name: name verified and sent as SNI
-  bool server_verify = true;                       // server_tls_verify
-  std::vector<std::pair<std::string, int>> lines;  // directive, line given
-  bool listens() const { return !cert_file.empty(); }
-  int line_of(std::string_view directive) const;
-};
-
-// Defaults are nutcracker 0.5's. A loaded config guarantees: listen set
-// (port 1..65535, or a unix path of at most 107 bytes, perm <= 0777); at
-// least one server, each with weight >= 1, port 1..65535 (0 for a unix
-// socket), unique address and unique twemproxy ring name; pool weights sum
-// to at most 2^32-1 (2^24 with modula); hash_tag empty or 2 bytes; every
-// number in 0..INT_MAX; server_connections >= 1; item_size_max 1 KiB..1 GiB.
-struct PoolConfig {
-  std::string name;
-  int line = 0;
-  ListenAddress listen;
-  ketama::RingOptions ring;       // hash (fnv1a_64), hash_tag, distribution (ketama), ketama_compat
-  int hash_line = 0;              // line of the hash directive; 0 when the default applies
-  std::optional<int> timeout_ms;  // none = wait forever, as nutcracker (also for timeout: 0)
-  int backlog = 512;
-  bool preconnect = false;
-  // nutcracker 0.5 accepts redis_auth only with redis: true, which memshard
-  // refuses, so a valid config never sets it.
-  std::optional<std::string> redis_auth;
-  int redis_db = 0;  // accepted for compatibility, unused
-  uint32_t server_connections = 1;
-  bool auto_eject_hosts = false;
-  int server_retry_timeout_ms = 30000;
-  uint32_t server_failure_limit = 2;
-  uint32_t client_connections = 0;  // 0 = no limit
-  bool tcpkeepalive = false;
-  // memshard extension: largest value accepted from a client (memcached's -I).
-  uint32_t item_size_max = 1024 * 1024;
-  // memshard extension: close a client connection that has sent nothing
-  // for this many ms and is owed no reply (0 = never, as nutcracker).
-  int client_idle_timeout_ms = 0;
-  // memshard extension: look the servers' DNS names up again this often
-  // (ms; 0 = only when a connection to one fails, at start and on reload).
-  int dns_refresh_ms = 30000;
-  // memshard extension: keep each key on the first `replicas` distinct
-  // servers clockwise from its point (1: today's single copy). At most the
-  // number of servers.
-  uint32_t replicas = 1;
-  int replicas_line = 0;
-  // With replicas > 1: which copy's reply a write's client sees.
-  WritePolicy write_policy = WritePolicy::first;
-  // With replicas > 1: a read that misses tries the next copy as well (a
-  // copy that restarted empty), and with read_repair the hit is written
-  // back to the copies that missed.
-  bool read_failover_on_miss = false;
-  bool read_repair = false;
-  // memshard extension: for this many ms after a reload that moves keys, a
-  // read that misses a moved key on its new server looks for it on the
-  // server that held it before (and copies a hit over); writes of moved
-  // keys invalidate the old copy meanwhile. 0: off.
-  int reload_warmup_ms = 0;
-  // With reload_warmup: copy the moved keys to their new servers in the
-  // background at no more than this many keys a second (0: off).
-  uint32_t reload_migrate_rate = 0;
-  int reload_migrate_rate_line = 0;
-  // memshard extension, hot keys (README "Hot keys"): a key whose share of
-  // the pool's requests reaches hot_key_log_share is hot (logged, and
-  // cached with hot_key_cache); hot_key_cache MB of values of hot keys kept
-  // for hot_key_ttl ms (0 MB: no cache); hot_key_spread: with replicas > 1,
-  // reads of a hot key go to any of its copies.
-  double hot_key_log_share = 0.01;
-  uint32_t hot_key_cache_mb = 0;
-  uint32_t hot_key_ttl_ms = 1000;
-  bool hot_key_spread = false;
-  int hot_key_spread_line = 0;
-  std::vector<ServerConfig> servers;
-  TlsConfig tls;
-};
-
-struct Config {
-  std::string file;
-  std::vector<PoolConfig> pools;  // in file order
-
-  const PoolConfig* find_pool(const std::string& name) const;
-};
-
-struct ConfigError {
-  std::string file;
-  int line = 0;           // 0 when the error is about the file as a whole
-  std::string directive;  // e.g. "servers", "listen"; empty when none applies
-  std::string message;    // says what was expected
-
-  // "file:line: directive: message" (GCC-style, so editors can jump to it)
-  std::string to_string() const;
-};
 
 struct LoadResult {
   std::optional<Config> config;     // set when errors is empty

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "conf/config.h"
+#include "conf/model.h"
 
 namespace memshard::conf::detail {
 

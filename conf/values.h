@@ -12,7 +12,7 @@
 #include <string>
 #include <string_view>
 
-#include "conf/config.h"
+#include "conf/model.h"
 #include "ketama/ring.h"
 
 namespace memshard::conf::detail {

@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "ketama/ring.h"
+#include "ketama/ring_types.h"
 
 namespace memshard::ketama::detail {
 

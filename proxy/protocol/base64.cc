@@ -3,8 +3,6 @@
 #include <array>
 #include <cstdint>
 
-#include "proxy/protocol/request_parser.h"
-
 namespace memshard::proto {
 namespace {
 

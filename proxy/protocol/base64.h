@@ -20,6 +20,12 @@ namespace memshard::proto {
 // keys with these rules, not with the strict base64_decode().
 bool memcached_base64_decode(std::string_view in, std::string& out);
 
+// Decodes RFC 4648 base64, strictly: padding required, no stray bytes,
+// zero pad bits. False on malformed input. memcached's own decoder accepts
+// more, so the request parser routes `b` keys with the lenient
+// memcached_base64_decode() above instead.
+bool base64_decode(std::string_view in, std::string& out);
+
 // Appends the RFC 4648 encoding of `in` (with '=' padding), which both
 // decoders accept, to `out`.
 void base64_encode(std::string_view in, std::string& out);

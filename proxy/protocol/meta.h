@@ -8,7 +8,7 @@
 // and kind of every flag.
 #pragma once
 
-#include "proxy/protocol/request_parser.h"
+#include "proxy/protocol/request.h"
 #include "proxy/protocol/tokens.h"
 
 namespace memshard::proto {

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "proxy/protocol/request_parser.h"
+#include "proxy/protocol/request.h"
 
 namespace memshard::proto::reply {
 

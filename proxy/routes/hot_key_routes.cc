@@ -4,7 +4,6 @@
 
 #include "proxy/protocol/replies.h"
 #include "proxy/protocol/request_kind.h"
-#include "proxy/routes/pool_route.h"
 #include "proxy/routes/work.h"
 
 namespace memshard::proxy {
@@ -160,26 +159,19 @@ void HotKeyContext::record(std::string_view key, uint64_t now_usec) {
   });
 }
 
-void wrap_hot_key_routes(PoolRoute& route) {
-  const conf::PoolConfig& pc = route.pool->config;
-  route.stats->hot_keys.configure(pc.name, pc.hot_key_log_share);
-  std::shared_ptr<HotKeyCache> cache;
-  if (pc.hot_key_cache_mb > 0) {
-    cache = HotKeyCache::for_pool(pc.name, size_t{pc.hot_key_cache_mb} << 20,
-                                  uint64_t{pc.hot_key_ttl_ms} * 1000);
-  }
-  std::vector<std::string> names;
-  for (const ServerInfo& s : route.pool->servers) names.push_back(s.stats_name);
-  std::vector<Route*> copies;
-  if (pc.hot_key_spread) {
-    for (const auto& r : route.copy_reads) copies.push_back(r.get());
-  }
-  auto hot = std::make_shared<HotKeyContext>(
-      HotKeyContext{route.stats->hot_keys, *route.placement, std::move(names), cache,
-                    std::move(copies), route.replicas.get(), route.life.get()});
-  route.key = std::make_unique<HotKeyKeyRoute>(std::move(route.key), hot);
-  route.multi_get = std::make_unique<HotKeyGetRoute>(std::move(route.multi_get), hot);
-  if (cache) route.all = std::make_unique<HotKeyFlushRoute>(std::move(route.all), hot);
+std::unique_ptr<SingleKeyRoute> hot_key_route(std::unique_ptr<SingleKeyRoute> inner,
+                                              std::shared_ptr<HotKeyContext> hot) {
+  return std::make_unique<HotKeyKeyRoute>(std::move(inner), std::move(hot));
+}
+
+std::unique_ptr<Route> hot_key_get_route(std::unique_ptr<Route> inner,
+                                         std::shared_ptr<HotKeyContext> hot) {
+  return std::make_unique<HotKeyGetRoute>(std::move(inner), std::move(hot));
+}
+
+std::unique_ptr<Route> hot_key_flush_route(std::unique_ptr<Route> inner,
+                                           std::shared_ptr<HotKeyContext> hot) {
+  return std::make_unique<HotKeyFlushRoute>(std::move(inner), std::move(hot));
 }
 
 }  // namespace memshard::proxy

@@ -22,8 +22,6 @@
 
 namespace memshard::proxy {
 
-struct PoolRoute;
-
 // What a pool's hot-key routes share on one worker.
 struct HotKeyContext {
   HotKeyTracker& tracker;
@@ -41,7 +39,14 @@ struct HotKeyContext {
   void record(std::string_view key, uint64_t now_usec);
 };
 
-// Wraps the pool's key, multi_get and all routes (set by build_routes).
-void wrap_hot_key_routes(PoolRoute& route);
+// The hot-key layer around a pool's routes (PoolRoute::build_routes):
+// each takes the route it wraps. The flush route is needed only with a
+// cache, which a flush clears.
+std::unique_ptr<SingleKeyRoute> hot_key_route(std::unique_ptr<SingleKeyRoute> inner,
+                                              std::shared_ptr<HotKeyContext> hot);
+std::unique_ptr<Route> hot_key_get_route(std::unique_ptr<Route> inner,
+                                         std::shared_ptr<HotKeyContext> hot);
+std::unique_ptr<Route> hot_key_flush_route(std::unique_ptr<Route> inner,
+                                           std::shared_ptr<HotKeyContext> hot);
 
 }  // namespace memshard::proxy

@@ -26,7 +26,29 @@ ReplyPolicy policy_of(conf::WritePolicy p) {
 
 void PoolRoute::build_routes() {
   build_plain_routes();
-  wrap_hot_key_routes(*this);
+  build_hot_keys();
+}
+
+void PoolRoute::build_hot_keys() {
+  const conf::PoolConfig& pc = pool->config;
+  stats->hot_keys.configure(pc.name, pc.hot_key_log_share);
+  std::shared_ptr<HotKeyCache> cache;
+  if (pc.hot_key_cache_mb > 0) {
+    cache = HotKeyCache::for_pool(pc.name, size_t{pc.hot_key_cache_mb} << 20,
+                                  uint64_t{pc.hot_key_ttl_ms} * 1000);
+  }
+  std::vector<std::string> names;
+  for (const ServerInfo& s : pool->servers) names.push_back(s.stats_name);
+  std::vector<Route*> copies;
+  if (pc.hot_key_spread) {
+    for (const auto& r : copy_reads) copies.push_back(r.get());
+  }
+  auto hot = std::make_shared<HotKeyContext>(
+      HotKeyContext{stats->hot_keys, *placement, std::move(names), cache, std::move(copies),
+                    replicas.get(), life.get()});
+  key = hot_key_route(std::move(key), hot);
+  multi_get = hot_key_get_route(std::move(multi_get), hot);
+  if (cache) all = hot_key_flush_route(std::move(all), hot);
 }
 
 void PoolRoute::build_plain_routes() {

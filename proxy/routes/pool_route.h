@@ -52,6 +52,7 @@ struct PoolRoute {
 
  private:
   void build_warmup();
+  void build_hot_keys();
 };
 
 }  // namespace memshard::proxy

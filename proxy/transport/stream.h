@@ -39,6 +39,10 @@
 
 namespace memshard::proxy {
 
+// Reads per readiness at most: a peer that keeps the socket full cannot
+// keep the loop from its other sockets.
+inline constexpr int kMaxReadsPerEvent = 4;
+
 class Stream;
 
 // The streams of one event loop (one worker) that have output to write.

@@ -74,9 +74,7 @@ Worker::~Worker() {
   for (ClientConn* c : clients_) destroy_client(c);
   for (ClientConn* c : retired_) destroy_client(c);
   parked_.reset();
-  backends_.clear();
-  draining_.clear();
-  retired_routes_.clear();
+  routes_.clear();  // its connections' events live in base_
   for (ReplySlot* s : free_slots_) delete s;
   housekeeping_timer_.reset();
   reap_timer_.reset();
@@ -108,12 +106,7 @@ void Worker::run() {
 }
 
 uint64_t Worker::requests() const {
-  std::lock_guard<std::mutex> lock(stats_mu_);
-  uint64_t n = 0;
-  for (const auto& [name, weak] : pool_stats_) {
-    if (std::shared_ptr<PoolStats> ps = weak.lock()) n += ps->requests.get();
-  }
-  return n;
+  return routes_.requests();
 }
 
 void Worker::place(Placement placement) {
@@ -393,68 +386,7 @@ void Worker::close_parked(std::vector<ParkedClients::Entry> entries) {
 }
 
 void Worker::apply_topology(std::shared_ptr<const Topology> topology) {
-  // Requests already queued on a backend keep their slots; only requests
-  // parsed from now on see the new routes.
-  std::unordered_map<std::string, PoolRoute> routes;
-  std::unordered_map<std::string, std::unique_ptr<BackendServer>> backends;
-  std::lock_guard<std::mutex> stats_lock(stats_mu_);
-  for (const Pool& pool : topology->pools) {
-    PoolRoute& route = routes[pool.config.name];
-    route.pool = &pool;
-    route.stats = pool_stats_[pool.config.name].lock();
-    if (!route.stats) {
-      route.stats = std::make_shared<PoolStats>();
-      pool_stats_[pool.config.name] = route.stats;
-    }
-    ServerSettings settings{pool.config.name,
-                            pool.config.timeout_ms.value_or(-1),
-                            pool.config.server_connections,
-                            pool.config.auto_eject_hosts ? pool.config.server_failure_limit : 0,
-                            pool.config.item_size_max,
-                            pool.server_tls};
-    // The worker's backend for a server of this pool: kept from the last
-    // topology when it had one (same connections), else new.
-    const auto backend_for = [&](const ServerInfo& server) -> BackendServer* {
-      std::string key = pool.config.name + '\0' + server.identity;
-      if (auto again = backends.find(key); again != backends.end()) return again->second.get();
-      auto it = backends_.find(key);
-      std::unique_ptr<BackendServer> backend;
-      if (it != backends_.end()) {
-        backend = std::move(it->second);
-        backends_.erase(it);
-        backend->update_settings(settings, route.stats);
-        backend->update_addresses(server.addresses);
-      } else {
-        auto stats = std::make_shared<ServerStats>();
-        server_stats_[ServerKey{pool.config.name, server.stats_name, server.identity}] = stats;
-        backend = std::make_unique<BackendServer>(*this, server.identity, server.addresses,
-                                                  settings, std::move(stats), route.stats);
-      }
-      BackendServer* b = backend.get();
-      backends.emplace(std::move(key), std::move(backend));
-      return b;
-    };
-    for (const ServerInfo& server : pool.servers) route.backends.push_back(backend_for(server));
-    // reload_warmup: the servers of past configs stay connected while
-    // their window lasts, those the current config dropped included.
-    for (const PastRing& past : pool.past) {
-      std::vector<Server*>& servers = route.past_servers.emplace_back();
-      for (const ServerInfo& server : past.servers) servers.push_back(backend_for(server));
-    }
-    route.build_routes();
-  }
-  // Servers that left: their connections close once they owe nothing.
-  for (auto& [key, backend] : backends_) {
-    if (backend->idle()) continue;
-    draining_.push_back(std::move(backend));
-  }
-  backends_ = std::move(backends);
-  const bool holding = std::any_of(routes_.begin(), routes_.end(),
-                                   [](const auto& r) { return r.second.life->held_requests > 0; });
-  if (holding) retired_routes_.push_back(RetiredRoutes{topology_, std::move(routes_)});
-  routes_ = std::move(routes);
-  ++routes_epoch_;
-  topology_ = std::move(topology);
+  routes_.apply(std::move(topology));
   // Clients of a pool that is gone get the replies they are owed, then
   // close; the others take their pool's new settings. Parked ones of a pool
   // that is gone owe nothing and close now.
@@ -465,38 +397,11 @@ void Worker::apply_topology(std::shared_ptr<const Topology> topology) {
 }
 
 void Worker::collect(StatsSnapshot& out) const {
-  std::lock_guard<std::mutex> lock(stats_mu_);
-  for (const auto& [name, weak] : pool_stats_) {
-    std::shared_ptr<PoolStats> ps = weak.lock();
-    if (!ps) continue;
-    StatsSnapshot::PoolTotals& t = out.pools[name];
-    size_t i = 0;
-    ps->for_each([&](std::string_view, const Counter& c) {
-      if (t.counters.size() <= i) t.counters.resize(i + 1, 0);
-      t.counters[i++] += c.get();
-    });
-    t.latency.resize(kLatencyBuckets, 0);
-    for (size_t b = 0; b < kLatencyBuckets; ++b) t.latency[b] += ps->latency_bucket[b].get();
-    t.latency_sum_usec += ps->latency_sum_usec.get();
-    t.hot_keys.push_back(ps->hot_keys.summary());
-    t.hot_key_share = ps->hot_keys.threshold();
-  }
-  for (const auto& [key, weak] : server_stats_) {
-    std::shared_ptr<ServerStats> ss = weak.lock();
-    if (!ss) continue;
-    StatsSnapshot::Server& t = out.pools[key.pool].servers[key.stats_name];
-    t.identity = key.identity;
-    size_t i = 0;
-    ss->for_each([&](std::string_view, const Counter& c) {
-      if (t.counters.size() <= i) t.counters.resize(i + 1, 0);
-      t.counters[i++] += c.get();
-    });
-  }
+  routes_.collect(out);
 }
 
 const PoolRoute* Worker::route(const std::string& pool_name) const {
-  auto it = routes_.find(pool_name);
-  return it == routes_.end() ? nullptr : &it->second;
+  return routes_.route(pool_name);
 }
 
 // Read once per loop iteration (clock_gettime is a vDSO call, no syscall):
@@ -553,18 +458,7 @@ void Worker::reap() {
   dead.swap(w->retired_);
   w->forget_clients(dead);
   for (ClientConn* c : dead) w->destroy_client(c);
-  // Replaced routes go once no request they hold is in flight; backends of
-  // departed servers once they owe no replies and no such route is left.
-  std::erase_if(w->retired_routes_, [](const RetiredRoutes& r) {
-    return std::all_of(r.routes.begin(), r.routes.end(),
-                       [](const auto& e) { return e.second.life->held_requests == 0; });
-  });
-  if (w->retired_routes_.empty()) {
-    std::erase_if(w->draining_, [](const auto& b) { return b->idle(); });
-  }
-  std::lock_guard<std::mutex> lock(w->stats_mu_);
-  std::erase_if(w->pool_stats_, [](const auto& e) { return e.second.expired(); });
-  std::erase_if(w->server_stats_, [](const auto& e) { return e.second.expired(); });
+  w->routes_.reap();
 }
 
 void Worker::housekeeping() {
@@ -572,7 +466,7 @@ void Worker::housekeeping() {
   reap();
   // Connections to addresses a server's name no longer resolves to, once
   // they owe nothing: once a second, not at every client's close.
-  for (auto& [key, backend] : w->backends_) backend->close_retired();
+  w->routes_.housekeeping(w->now_usec());
   // Closing first: a client past its timeout is not parked only to close.
   w->close_idle_clients();
   w->park_idle_clients();
@@ -581,7 +475,6 @@ void Worker::housekeeping() {
   // open: a few active clients must not keep the memory of the many idle.
   w->client_memory_.release_free_pages();
   std::erase_if(w->origins_, [](const auto& o) { return o.use_count() == 1; });
-  for (auto& [name, route] : w->routes_) route.stats->hot_keys.tick_if_due(w->now_usec());
 }
 
 }  // namespace memshard::proxy

@@ -25,6 +25,7 @@
 #include "proxy/routes/pool_route.h"
 #include "proxy/routes/request_scratch.h"
 #include "proxy/routes/topology.h"
+#include "proxy/runtime/worker_routes.h"
 #include "proxy/support/mailbox.h"
 #include "proxy/support/slab_pool.h"
 #include "proxy/support/stats.h"
@@ -110,14 +111,14 @@ class Worker final : public BackendContext, public ClientContext {
   const PoolRoute* route(const std::string& pool_name) const override;
   // Bumped whenever routes change (reload or ejection): a client may keep
   // a PoolRoute pointer for as long as this stays the same.
-  uint64_t routes_epoch() const override { return routes_epoch_; }
+  uint64_t routes_epoch() const override { return routes_.epoch(); }
   ReplySlot* acquire_slot(SlotOwner* owner) override;
   void release_slot(ReplySlot* slot) override;
   void retire(ClientConn* client) override;
   void append_stats(const std::vector<std::string_view>& args, std::string& out) override;
   void server_failing(const std::string& pool, const std::string& identity) override;
   void server_unreachable(const std::string& pool, const std::string& identity) override;
-  uint64_t generation() const { return topology_ ? topology_->generation : 0; }
+  uint64_t generation() const { return routes_.generation(); }
   // Thread-safe: adds this worker's pool and server counters to `out`.
   void collect(StatsSnapshot& out) const;
   const WorkerStats& stats() const { return stats_; }
@@ -177,23 +178,8 @@ class Worker final : public BackendContext, public ClientContext {
   std::mutex topology_mu_;
   std::shared_ptr<const Topology> latest_topology_;
 
-  std::shared_ptr<const Topology> topology_;
-  std::unordered_map<std::string, PoolRoute> routes_;
-  uint64_t routes_epoch_ = 0;
-  // Keyed by pool name + '\0' + server identity: a reload that keeps a
-  // server keeps its connections.
-  std::unordered_map<std::string, std::unique_ptr<BackendServer>> backends_;
-  // Backends of servers that left the config, kept until they owe nothing
-  // and no replaced routes that may still send to them are left.
-  std::vector<std::unique_ptr<BackendServer>> draining_;
-  // Routes replaced while requests they hold (failover, fan-out, replicas)
-  // were in flight, with the topology whose rings they read: freed once
-  // those requests are done (RouteLife).
-  struct RetiredRoutes {
-    std::shared_ptr<const Topology> topology;
-    std::unordered_map<std::string, PoolRoute> routes;
-  };
-  std::vector<RetiredRoutes> retired_routes_;
+  // Routes, server connections and counters, topology by topology.
+  WorkerRoutes routes_{*this};
   std::vector<ClientConn*> clients_;
   SlabPool client_memory_;  // the ClientConn objects
   std::unique_ptr<ParkedClients> parked_;
@@ -210,15 +196,6 @@ class Worker final : public BackendContext, public ClientContext {
   bool clients_draining_ = false;  // moved-in clients close once idle
   std::atomic<int> tid_{0};
   std::atomic<uint64_t> wakeups_{0};
-  // Counters readable from other threads; the mutex guards the maps only
-  // (taken on reload and by readers), never the counting itself.
-  mutable std::mutex stats_mu_;
-  std::map<std::string, std::weak_ptr<PoolStats>> pool_stats_;
-  struct ServerKey {
-    std::string pool, stats_name, identity;
-    auto operator<=>(const ServerKey&) const = default;
-  };
-  std::map<ServerKey, std::weak_ptr<ServerStats>> server_stats_;
 };
 
 }  // namespace memshard::proxy

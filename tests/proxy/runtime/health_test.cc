@@ -126,7 +126,8 @@ TEST_F(HealthTest, ReportedServerLeavesTheRingAndComesBackOnlyWhenAProbeIsAnswer
   EXPECT_GT(keys_on(topology_->pools[0], 0), 0);
 
   // Unanswered probes (each times out) keep it out, and are sent again.
-  ASSERT_TRUE(run_until([&] { return dead.lines() >= 3; })) << "probes were not repeated";
+  ASSERT_TRUE(run_until([&] { return dead.lines() >= 3 || health_->readmissions() > 0; }))
+      << "probes were not repeated";
   EXPECT_TRUE(ejected(dead.address()));
   EXPECT_EQ(health_->readmissions(), 0u);
   EXPECT_EQ(changes_, 1);
@@ -143,7 +144,8 @@ TEST_F(HealthTest, AProbeAnsweredWithAnErrorIsNoSignOfHealth) {
   ScriptedServer server(answers_error), other(answers_version);
   install(topology_of(alpha_yaml({server.address(), other.address()})));
   report_from_a_worker("alpha", server.address());
-  ASSERT_TRUE(run_until([&] { return server.lines() >= 2; })) << "no probe came";
+  // A second probe comes only if the first left the server out.
+  ASSERT_TRUE(run_until([&] { return server.lines() >= 2 || health_->readmissions() > 0; }));
   EXPECT_TRUE(ejected(server.address()));
   EXPECT_EQ(health_->readmissions(), 0u);
 }

@@ -8,6 +8,11 @@
 
 namespace memshard::proxy {
 
+namespace {
+// A line longer than any memcached writes: not a server we know.
+constexpr size_t kMaxLine = 64 * 1024;
+}  // namespace
+
 BlockingConn::BlockingConn(const ServerInfo& server, int timeout_ms) : timeout_ms_(timeout_ms) {
   for (const SocketAddress& a : server.addresses) {
     fd_ = socket(a.get()->sa_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
@@ -45,13 +50,16 @@ bool BlockingConn::read_line(std::string& line) {
     const size_t eol = buf_.find('\n', pos_);
     if (eol != std::string::npos) {
       const size_t end = eol > pos_ && buf_[eol - 1] == '\r' ? eol - 1 : eol;
+      // Checked here too: a long line whose end came in the read that
+      // took it past the limit is still too long.
+      if (end - pos_ > kMaxLine) return fail();
       line.assign(buf_, pos_, end - pos_);
       pos_ = eol + 1;
       compact();
       return true;
     }
-    // A line longer than any memcached writes: not a server we know.
-    if (buf_.size() - pos_ > 64 * 1024) return fail();
+    // Room for the longest line and its "\r" before its "\n" arrives.
+    if (buf_.size() - pos_ > kMaxLine + 1) return fail();
     if (!fill()) return false;
   }
 }

@@ -1,6 +1,9 @@
 // One worker: a thread running its own libevent loop, with its own client
 // connections, its own backend connections and its own counters. Nothing on
-// the request path is shared with another worker, so it takes no lock.
+// the request path is shared with another worker, so it takes no lock,
+// with one exception a pool asks for: with hot_key_cache, the pool's
+// hot-key cache is one structure for every worker, under its own lock
+// (hot_key_cache.h), taken only for hot keys' gets and for writes.
 #pragma once
 
 #include <event2/event.h>

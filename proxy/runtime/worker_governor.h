@@ -1,10 +1,10 @@
 // How many workers take connections: as few as keep up with the load.
 //
-// Measured on the 2-vCPU bench machine (issue 25), neither fixed count wins
-// everywhere: with one client thread one worker gives 28% more throughput
-// than two, at two thirds of the CPU per request (every request handed
-// between two workers' CPUs pays a cross-CPU wake-up); with two client
-// threads two workers give 19% more. What decides it is not visible in a
+// On a 2-vCPU host neither fixed count wins everywhere (scripts/bench
+// measures both beside the default): with one client thread one worker
+// gives more throughput than two, at less CPU per request (every request
+// handed between two workers' CPUs pays a cross-CPU wake-up); with two
+// client threads two workers give more. What decides it is not visible in a
 // worker's own figures alone (a saturated worker looks the same in both
 // cases), so the governor does what an operator would: when the active
 // workers are saturated it tries one more, keeps it only if throughput
@@ -12,8 +12,8 @@
 // load falls so far that one worker fewer would carry it, it takes one away
 // (and puts it back if throughput fell).
 //
-// A trial is short and throughput noisy (on the bench machine a steady
-// closed-loop load swings by 15% from one second to the next), so a growth
+// A trial is short and throughput noisy (a steady closed-loop load swings
+// by several percent from one second to the next), so a growth
 // that did not really pay can pass its trial by luck, and nothing else
 // would take it back while the load stays high. Each kept growth is
 // therefore checked again later: after `recheck_usec` the governor tries

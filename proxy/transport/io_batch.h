@@ -6,17 +6,19 @@
 // switch away after each of them: a write wakes its reader (the client, or
 // memcached), and on a shared core the woken reader often runs at once,
 // before the proxy has made its next write, reads one reply, and sleeps
-// again. Measured on 2 cores, a worker was preempted about once for every
-// three requests that way. Handing all of an iteration's sends to the kernel
-// at once lets every reader wake to all of its bytes, and the proxy is
-// preempted at most once per iteration, after the last send.
+// again. Handing all of an iteration's sends to the kernel at once lets
+// every reader wake to all of its bytes, and the proxy is preempted at most
+// once per iteration, after the last send.
 //
-// Why receives: a system call costs about 1.2 us on the bench's virtual
-// machine (a bare getppid), as much as the rest of a small request's user
-// space work, and a worker made one read per client request (perf: 1.0 read
-// per request, 1.45 system calls in all, workload (a), one worker). The
-// sockets that epoll reported readable in one iteration are read together
-// instead (StreamLoop::read_ready).
+// Why receives: a system call costs about as much as the rest of a small
+// request's work in user space on the bench's virtual machine, and without
+// batching a worker made one read per client request. The sockets that
+// epoll reported readable in one iteration are read together instead
+// (StreamLoop::read_ready).
+//
+// What each saved, and the system calls per request now, are measured by
+// scripts/bench's syscall pass; the figures of the last measurement are in
+// README.md ("How a request travels").
 //
 // Neither ever waits: each is made with MSG_DONTWAIT, so a full socket (or
 // an empty one) comes back as -EAGAIN and the caller waits for readiness as

@@ -85,7 +85,11 @@ void translate_get(const Header& h, std::string_view extras, std::string_view ke
   }
   out.kind = Translation::Kind::text;
   if (base64) out.line.append(" b");
-  out.line.append(command == op::touch ? " f c" : " v f c");
+  // A get also asks for the TTL: during a reload's warm-up a hit found on
+  // the key's old server is copied to its new one with it (warm_key_route).
+  out.line.append(command == op::touch                          ? " f c"
+                  : (command == op::get || command == op::getk) ? " v f t c"
+                                                                : " v f c");
   if (command == op::touch || command == op::gat || command == op::gatk) {
     append_meta_flag(out.line, 'T',
                      exptime(read_u32(reinterpret_cast<const unsigned char*>(extras.data()))));

@@ -11,7 +11,7 @@
 // line cannot, binary keys being any bytes):
 //   get getq getk getkq        gets <key>, joined with the other gets queued
 //                              for its server into one multi-get line as a
-//                              text client's are; mg <key> b v f c when the
+//                              text client's are; mg <key> b v f t c when the
 //                              key needs base64
 //   gat gatq gatk gatkq        mg <key> v f c T<exptime>
 //   touch                      mg <key> f c T<exptime>     (no value back)

@@ -4,7 +4,9 @@
 
 #include "proxy/protocol/own_requests.h"
 #include "proxy/protocol/request_kind.h"
+#include "proxy/protocol/retrieval_reply.h"
 #include "proxy/routes/key_route.h"
+#include "proxy/routes/warm_copy.h"
 #include "proxy/support/stats.h"
 
 namespace memshard::proxy {
@@ -13,21 +15,33 @@ namespace memshard::proxy {
 // An old server that fails does not turn the pool's miss into an error:
 // the miss is the answer.
 Work WarmKeyRoute::read(RouteRequest& req, ReplySlot& client, Owners owners, size_t count) const {
+  const std::string key(req.request.keys[0]);
   HeldRequest held(req);  // req is not touched past this point
   Reply miss = co_await Call(held, inner_);
   if (!miss.missed()) {
     miss.pass_to(client);
     co_return;
   }
+  // An old copy a write could not delete may be stale: no fallback.
+  const WarmGuard::Sample sample = guard_.sample(key);
+  if (sample.poisoned) count = 0;
   for (size_t i = 0; i < count; ++i) {
     held.pool_stats().warmup_lookups.add();
     ServerRoute to(*owners[i]);
     Reply found = co_await Call(held, to);
-    if (!found.missed() && !found.failed()) {
-      held.pool_stats().warmup_hits.add();
-      found.pass_to(client);
-      co_return;
+    if (found.missed() || found.failed()) continue;
+    held.pool_stats().warmup_hits.add();
+    // A hit that says its flags and TTL (a binary client's get asks for
+    // them) is copied to the key's current servers, as a classic get's is.
+    const std::string text = found.text();
+    if (const auto v = proto::parse_meta_value(text); v && !v->ttl.empty()) {
+      std::array<Server*, kMaxReplicas> current;
+      const size_t n = past_.current(key, current);
+      copy_to_current(held, key, *v, std::span<Server* const>(current.data(), n), guard_, sample,
+                      life_);
     }
+    found.pass_to(client);
+    co_return;
   }
   miss.pass_to(client);
 }

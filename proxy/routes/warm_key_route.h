@@ -2,9 +2,11 @@
 // for keys that moved in a reload still inside its window:
 //   reads (mg without a touch or vivify, me) go to the pool's own route
 //     and, on a miss, to the servers that held the key before, newest
-//     config first, as the client wrote them; the first hit is the answer
-//     (not copied: the client's flags need not hold the value, its flags
-//     and TTL; classic gets, which binary clients' gets become, copy);
+//     config first, as the client wrote them; the first hit is the answer,
+//     copied to the key's current servers when it holds the value, its
+//     flags and its TTL (a binary client's get asks for them; an mg
+//     without them is answered, not copied); a key the guard holds
+//     poisoned gets no fallback;
 //   every other request (a write, a delete, a touch, an arithmetic) goes
 //     to the pool's route and deletes the key on those old servers at
 //     once; the client's reply, the pool route's, waits for the deletes,

@@ -15,6 +15,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <thread>
+#include <utility>
 
 #include "proxy/runtime/worker_picker.h"
 
@@ -440,6 +441,86 @@ uint16_t Placement::port_of(std::string_view key) const {
   size_t i = ring_.lookup(key);
   if (i == ketama::Ring::npos) throw std::runtime_error("placement: no live server");
   return ports_[i];
+}
+
+namespace {
+
+void put_be(std::string& s, size_t at, uint64_t v, int bytes) {
+  for (int i = 0; i < bytes; ++i)
+    s[at + static_cast<size_t>(i)] = static_cast<char>(v >> (8 * (bytes - 1 - i)));
+}
+
+// Sends one binary request and reads its whole reply: status and body.
+std::pair<uint16_t, std::string> binary_call(RawClient& c, uint8_t opcode, const std::string& key,
+                                             const std::string& extras, const std::string& value) {
+  std::string frame(24, '\0');
+  frame[0] = static_cast<char>(0x80);
+  frame[1] = static_cast<char>(opcode);
+  put_be(frame, 2, key.size(), 2);
+  frame[4] = static_cast<char>(extras.size());
+  put_be(frame, 8, extras.size() + key.size() + value.size(), 4);
+  c.send(frame + extras + key + value);
+  // read_exact may return more than asked: what arrived in one read.
+  std::string got = c.read_exact(24);
+  if (got.size() < 24) throw std::runtime_error("no binary reply");
+  const auto at = [&](size_t i) { return static_cast<uint32_t>(static_cast<uint8_t>(got[i])); };
+  const uint32_t body = at(8) << 24 | at(9) << 16 | at(10) << 8 | at(11);
+  while (got.size() < 24 + body) {
+    const std::string more = c.read_exact(24 + body - got.size());
+    if (more.empty()) throw std::runtime_error("binary reply cut short");
+    got += more;
+  }
+  const uint16_t status = static_cast<uint16_t>(at(6) << 8 | at(7));
+  const size_t reply_extras = at(4);
+  return {status, got.substr(24 + reply_extras, body - reply_extras)};
+}
+
+std::string base64(const std::string& in) {
+  static const char* kAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  for (size_t i = 0; i < in.size(); i += 3) {
+    uint32_t n = static_cast<uint32_t>(static_cast<uint8_t>(in[i])) << 16;
+    if (i + 1 < in.size()) n |= static_cast<uint32_t>(static_cast<uint8_t>(in[i + 1])) << 8;
+    if (i + 2 < in.size()) n |= static_cast<uint8_t>(in[i + 2]);
+    out += kAlphabet[(n >> 18) & 63];
+    out += kAlphabet[(n >> 12) & 63];
+    out += i + 1 < in.size() ? kAlphabet[(n >> 6) & 63] : '=';
+    out += i + 2 < in.size() ? kAlphabet[n & 63] : '=';
+  }
+  return out;
+}
+
+}  // namespace
+
+std::optional<std::string> binary_get(RawClient& c, const std::string& key) {
+  auto [status, body] = binary_call(c, 0x00, key, {}, {});
+  if (status != 0) return std::nullopt;
+  return body;
+}
+
+uint16_t binary_set(RawClient& c, const std::string& key, const std::string& value) {
+  return binary_call(c, 0x01, key, std::string(8, '\0'), value).first;
+}
+
+uint16_t binary_delete(RawClient& c, const std::string& key) {
+  return binary_call(c, 0x04, key, {}, {}).first;
+}
+
+std::optional<std::string> direct_meta_get(uint16_t port, const std::string& key) {
+  RawClient c(port);
+  // The first read may hold the data block too: what follows the line is
+  // taken from it before reading more.
+  std::string got = c.roundtrip("mg " + base64(key) + " b v\r\n", "\r\n");
+  const size_t eol = got.find("\r\n");
+  if (eol == std::string::npos || !got.starts_with("VA ")) return std::nullopt;
+  const size_t length = std::stoul(got.substr(3, eol - 3));
+  std::string data = got.substr(eol + 2);
+  while (data.size() < length + 2) {
+    const std::string more = c.read_exact(length + 2 - data.size());
+    if (more.empty()) throw std::runtime_error("mg reply cut short");
+    data += more;
+  }
+  return data.substr(0, length);
 }
 
 std::optional<std::string> direct_get(uint16_t port, const std::string& key) {

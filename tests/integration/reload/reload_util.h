@@ -185,6 +185,18 @@ class Placement {
   ketama::Ring ring_;
 };
 
+// A binary-protocol get (opcode 0x00) through `c`: the value, or nullopt
+// for a miss. Any key a binary client can send (spaces, control bytes).
+std::optional<std::string> binary_get(RawClient& c, const std::string& key);
+// A binary set (opcode 0x01, flags 0, no expiry) through `c`: its status
+// (0 stored).
+uint16_t binary_set(RawClient& c, const std::string& key, const std::string& value);
+// A binary delete (opcode 0x04): its status (0 deleted, 1 not found).
+uint16_t binary_delete(RawClient& c, const std::string& key);
+// An mg straight to a memcached server, the key base64 with `b`: the value,
+// or nullopt on a miss. For keys a classic get cannot name.
+std::optional<std::string> direct_meta_get(uint16_t port, const std::string& key);
+
 // A GET straight to a memcached server: the value, or nullopt on a miss.
 // Throws on a protocol failure.
 std::optional<std::string> direct_get(uint16_t port, const std::string& key);

@@ -187,7 +187,7 @@ TEST_F(BinaryRequest, GetFamily) {
   expect_line({.opcode = op::getkq, .key = "key2", .opaque = 0xffffffff}, "gets key2\r\n");
   EXPECT_EQ(out_.context.key, "key2");
   // A key a text line cannot hold: mg with the key in base64.
-  expect_line({.opcode = op::getkq, .key = "k 2"}, "mg ayAy b v f c\r\n");
+  expect_line({.opcode = op::getkq, .key = "k 2"}, "mg ayAy b v f t c\r\n");
   EXPECT_EQ(out_.context.key, "k 2");
 }
 
@@ -373,8 +373,8 @@ TEST_F(BinaryRequest, ArithmeticChecks) {
 // ------------------------------------------------------------ keys
 
 TEST_F(BinaryRequest, KeysATextLineCannotHoldTravelBase64) {
-  expect_line({.opcode = op::get, .key = "a b"}, "mg YSBi b v f c\r\n");
-  expect_line({.opcode = op::getk, .key = std::string("\x00\x01", 2)}, "mg AAE= b v f c\r\n");
+  expect_line({.opcode = op::get, .key = "a b"}, "mg YSBi b v f t c\r\n");
+  expect_line({.opcode = op::getk, .key = std::string("\x00\x01", 2)}, "mg AAE= b v f t c\r\n");
   // getk's reply carries the key as the client sent it, not its base64.
   EXPECT_EQ(out_.context.key, std::string("\x00\x01", 2));
   expect_line({.opcode = op::set, .extras = store_extras(1, 0), .key = "k\r\n", .value = "v"},
@@ -401,7 +401,7 @@ TEST_F(BinaryRequest, KeyLengthLimits) {
   std::string encoded;
   base64_encode(b186, encoded);
   ASSERT_EQ(encoded.size(), 248u);
-  expect_line({.opcode = op::get, .key = b186}, "mg " + encoded + " b v f c\r\n");
+  expect_line({.opcode = op::get, .key = b186}, "mg " + encoded + " b v f t c\r\n");
   // ...187 do not fit memcached's 250-character key token: a read is a
   // miss (silent when quiet), the connection kept (a documented difference
   // from memcached, which stores such keys)...

@@ -236,7 +236,7 @@ TEST_F(AcceptGuardTest, TheListenerPausesAgainAndAgainWhileNoDescriptorIsFree) {
 // back after, and a worker thread may open a descriptor in between. The
 // tests below lose it by making it while none is free.
 
-TEST_F(AcceptGuardTest, AReserveLostInAShortageIsBackOnceAPauseEndsWithADescriptorFree) {
+TEST_F(AcceptGuardTest, AReserveLostInAShortageIsBackForTheNext) {
   Fd first = connect_client(address_);
   auto exhausted = std::make_unique<DescriptorsExhausted>();
   guard_listener();

@@ -148,17 +148,20 @@ TEST_F(LogTest, ReopenStartsANewFileAfterRotation) {
 
 TEST_F(LogTest, ReopenFindsARelativePathAfterTheWorkingDirectoryChanged) {
   // A daemon opens "-o memshard.log" relative to where it started, then
-  // changes to "/": the reopen must still find the file where it was.
+  // changes directory (to "/"; here to another directory of the test's):
+  // the reopen must still find the file where it was.
   const fs::path start = fs::current_path();
+  const fs::path elsewhere = dir_ / "elsewhere";
+  fs::create_directory(elsewhere);
   fs::current_path(dir_);
   bool opened = log_open("relative.log");
-  fs::current_path("/");
+  fs::current_path(elsewhere);
   fs::rename(dir_ / "relative.log", dir_ / "relative.log.1");
   log_reopen();
   log_warn("after chdir");
   fs::current_path(start);
   ASSERT_TRUE(opened);
-  EXPECT_FALSE(fs::exists("/relative.log"));
+  EXPECT_FALSE(fs::exists(elsewhere / "relative.log"));
   auto lines = lines_of(dir_ / "relative.log");
   ASSERT_EQ(lines.size(), 1u);
   EXPECT_NE(lines[0].find("after chdir"), std::string::npos);

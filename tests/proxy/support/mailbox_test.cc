@@ -47,39 +47,44 @@ class LoopThread {
     evthread_use_pthreads();
     base_ = event_base_new();
     mailbox_ = std::make_unique<Mailbox>(base_);
-    thread_ = std::thread([this] {
-      loop_thread_ = std::this_thread::get_id();
-      started_ = true;
-      event_base_dispatch(base_);
-    });
+    // The way out, made active from the test's thread: an active event
+    // waits for the loop even if the loop has not begun yet (a loopbreak
+    // made before it begins would be forgotten), and libevent's thread
+    // support wakes a loop that waits.
+    exit_ = event_new(
+        base_, -1, 0,
+        [](evutil_socket_t, short, void* base) {
+          event_base_loopbreak(static_cast<event_base*>(base));
+        },
+        base_);
+    thread_ = std::thread([this] { event_base_dispatch(base_); });
+    id_ = thread_.get_id();
   }
   ~LoopThread() {
     stop();
     mailbox_.reset();
+    event_free(exit_);
     event_base_free(base_);
   }
   LoopThread(const LoopThread&) = delete;
   LoopThread& operator=(const LoopThread&) = delete;
 
   Mailbox& mailbox() { return *mailbox_; }
-  std::thread::id id() {
-    EXPECT_TRUE(eventually([this] { return started_.load(); }));
-    return loop_thread_;
-  }
+  std::thread::id id() const { return id_; }
   // Ends the loop and joins its thread; the mailbox stays, for
   // run_pending().
   void stop() {
     if (!thread_.joinable()) return;
-    event_base_loopbreak(base_);
+    event_active(exit_, EV_TIMEOUT, 0);
     thread_.join();
   }
 
  private:
   event_base* base_ = nullptr;
   std::unique_ptr<Mailbox> mailbox_;
-  std::atomic<bool> started_{false};
-  std::thread::id loop_thread_;
+  event* exit_ = nullptr;
   std::thread thread_;
+  std::thread::id id_;
 };
 
 TEST(Mailbox, APostFromAnotherThreadWakesTheLoopAndRunsOnItsThread) {

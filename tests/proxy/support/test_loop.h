@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <functional>
+#include <utility>
 
 namespace memshard::proxy::test_loop {
 
@@ -43,15 +44,14 @@ class TestLoop {
 
   // A timer of the test's own, armed for `usec` when made. Whatever timer
   // of the loop was armed earlier for a deadline before the mark's has
-  // fired by the time the mark has: libevent runs timers in the order of
-  // their deadlines.
+  // fired by the time the mark fires, and none due after it has: libevent
+  // runs timers in the order of their deadlines. A turn may run several,
+  // so what must be seen at the mark's moment is looked at in `at_mark`,
+  // which runs when it fires.
   class Mark {
    public:
-    Mark(TestLoop& loop, long usec)
-        : event_(evtimer_new(
-              loop.base(),
-              [](evutil_socket_t, short, void* self) { static_cast<Mark*>(self)->fired_ = true; },
-              this)) {
+    Mark(TestLoop& loop, long usec, std::function<void()> at_mark = nullptr)
+        : at_mark_(std::move(at_mark)), event_(evtimer_new(loop.base(), &Mark::on_fire, this)) {
       const timeval tv{usec / 1'000'000, usec % 1'000'000};
       evtimer_add(event_, &tv);
     }
@@ -61,6 +61,12 @@ class TestLoop {
     bool fired() const { return fired_; }
 
    private:
+    static void on_fire(evutil_socket_t, short, void* arg) {
+      auto* self = static_cast<Mark*>(arg);
+      self->fired_ = true;
+      if (self->at_mark_) self->at_mark_();
+    }
+    std::function<void()> at_mark_;
     event* event_;
     bool fired_ = false;
   };

@@ -45,16 +45,20 @@ TEST_F(TimerTest, ArmedForZeroItFiresOnTheLoopsNextTurn) {
 
 TEST_F(TimerTest, ArmMsCountsMilliseconds) {
   // A timer armed for 40 ms has not fired when a mark of 20 ms armed just
-  // before it does, and has once a mark of 60 ms armed just after it does.
+  // before it fires, and has when a mark of 60 ms armed just after it does.
   Timer timer(loop_.base(), [this] { ++fired_; });
-  test_loop::TestLoop::Mark before(loop_, 20'000);
+  int fired_at_20 = -1, fired_at_60 = -1;
+  bool armed_at_20 = false;
+  test_loop::TestLoop::Mark at_20(loop_, 20'000, [&] {
+    fired_at_20 = fired_;
+    armed_at_20 = timer.armed();
+  });
   timer.arm_ms(40);
-  test_loop::TestLoop::Mark after(loop_, 60'000);
-  ASSERT_TRUE(loop_.run_until(before));
-  EXPECT_EQ(fired_, 0);
-  EXPECT_TRUE(timer.armed());
-  ASSERT_TRUE(loop_.run_until(after));
-  EXPECT_EQ(fired_, 1);
+  test_loop::TestLoop::Mark at_60(loop_, 60'000, [&] { fired_at_60 = fired_; });
+  ASSERT_TRUE(loop_.run_until(at_60));
+  EXPECT_EQ(fired_at_20, 0);
+  EXPECT_TRUE(armed_at_20);
+  EXPECT_EQ(fired_at_60, 1);
 }
 
 TEST_F(TimerTest, ArmingAgainReplacesTheEarlierTime) {

@@ -65,41 +65,51 @@ TEST_F(WarningThrottleTest, TheFirstWarningIsReportedAtOnce) {
 TEST_F(WarningThrottleTest, WarningsOfTheNextSecondAreSummedIntoOneReportWhenItEnds) {
   Owner owner(loop_);
   std::unique_ptr<Mark> half, past;
-  // Marks armed as the first report starts the throttle's second: half of
-  // it, and a little more than all of it.
+  size_t reports_at_half = 0;
+  std::vector<int> reports_past;
+  // Marks armed as the first report starts the throttle's second: halfway
+  // through it (two more warnings then), and a little after its end.
   owner.after_report = [&] {
-    half = std::make_unique<Mark>(loop_, kSecond / 2);
-    past = std::make_unique<Mark>(loop_, kSecond + kSecond / 10);
+    half = std::make_unique<Mark>(loop_, kSecond / 2, [&] {
+      reports_at_half = owner.reports().size();
+      owner.happened(2);
+    });
+    past = std::make_unique<Mark>(loop_, kSecond + kSecond / 10,
+                                  [&] { reports_past = owner.reports(); });
   };
   owner.happened();
   ASSERT_EQ(owner.reports(), std::vector<int>{1});
   owner.happened(5);
   EXPECT_EQ(owner.reports(), std::vector<int>{1});  // not one report each
   ASSERT_TRUE(half && past);
-  ASSERT_TRUE(loop_.run_until(*half));
-  owner.happened(2);
-  EXPECT_EQ(owner.reports(), std::vector<int>{1});  // half a second in: still waiting
   ASSERT_TRUE(loop_.run_until(*past));
-  // One report of all seven, none lost.
-  EXPECT_EQ(owner.reports(), (std::vector<int>{1, 7}));
+  EXPECT_EQ(reports_at_half, 1u);  // half a second in: still waiting
+  // One report of all seven, when the second was over; none lost.
+  EXPECT_EQ(reports_past, (std::vector<int>{1, 7}));
 }
 
 TEST_F(WarningThrottleTest, WhileWarningsKeepComingEachSecondEndsWithOneReport) {
   Owner owner(loop_);
-  std::unique_ptr<Mark> almost;  // nine tenths into the second the last report began
-  auto arm_mark = [&] { almost = std::make_unique<Mark>(loop_, kSecond * 9 / 10); };
-  owner.after_report = arm_mark;
+  // At each report, for three seconds: `round` warnings a tenth into the
+  // second it begins, one more nine tenths in, and how many reports had
+  // come by then.
+  std::unique_ptr<Mark> early, almost;
+  std::vector<size_t> reports_at_almost;
+  int round = 0;
+  std::function<void()> arm_marks = [&] {
+    ++round;
+    early = std::make_unique<Mark>(loop_, kSecond / 10, [&, n = round] { owner.happened(n); });
+    almost = std::make_unique<Mark>(loop_, kSecond * 9 / 10, [&] {
+      reports_at_almost.push_back(owner.reports().size());
+      owner.happened();
+    });
+    if (round < 3) owner.after_report = arm_marks;
+  };
+  owner.after_report = arm_marks;
   owner.happened();
-  for (size_t round = 1; round <= 3; ++round) {
-    ASSERT_TRUE(almost);
-    owner.happened(static_cast<int>(round));
-    ASSERT_TRUE(loop_.run_until(*almost));
-    EXPECT_EQ(owner.reports().size(), round) << "a report came before its second was over";
-    owner.happened();
-    owner.after_report = arm_mark;
-    ASSERT_TRUE(loop_.run_until([&] { return owner.reports().size() == round + 1; }));
-  }
+  ASSERT_TRUE(loop_.run_until([&] { return owner.reports().size() == 4; }));
   EXPECT_EQ(owner.reports(), (std::vector<int>{1, 2, 3, 4}));
+  EXPECT_EQ(reports_at_almost, (std::vector<size_t>{1, 2, 3}));  // none before its second ended
 }
 
 TEST_F(WarningThrottleTest, AfterAQuietSecondTheNextWarningIsReportedAtOnce) {

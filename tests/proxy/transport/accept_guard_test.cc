@@ -51,6 +51,12 @@ struct GuardReport {
   int pause_ms = 0;
 };
 
+uint64_t refused_in(const std::vector<GuardReport>& reports) {
+  uint64_t n = 0;
+  for (const GuardReport& r : reports) n += r.refused;
+  return n;
+}
+
 // The log, sent to a file of the test's own and read through a descriptor
 // opened beforehand (the test runs out of descriptors).
 class LogFile {
@@ -173,17 +179,19 @@ TEST_F(AcceptGuardTest, OutOfDescriptorsWaitingClientsAreRefusedCountedAndLogged
     DescriptorsExhausted exhausted;
     ASSERT_TRUE(loop_.run_until([&] { return refused_ == 3; })) << refused_;
     EXPECT_TRUE(accepted_.empty());
-    // The first refusal is logged at once; the two that followed within
-    // its second, in one line when the second is over.
-    ASSERT_TRUE(loop_.run_until([&] { return log_.reports().size() == 2; })) << log_.text();
+    // The first refusal is logged at once, those that followed within its
+    // second when the second is over: every one is counted in the end.
+    ASSERT_TRUE(loop_.run_until([&] { return refused_in(log_.reports()) == 3; })) << log_.text();
   }
   for (Fd& c : clients) EXPECT_EQ(read_until_closed(c.get()), kTooMany);
   auto reports = log_.reports();
-  ASSERT_EQ(reports.size(), 2u) << log_.text();
+  ASSERT_GE(reports.size(), 2u) << log_.text();
   EXPECT_EQ(reports[0].refused, 1u);
-  EXPECT_EQ(reports[1].refused, 2u);
-  EXPECT_EQ(reports[0].pauses + reports[1].pauses, 0u);
-  EXPECT_EQ(reports[0].said, "ERROR Too many open connections");
+  for (const GuardReport& r : reports) {
+    EXPECT_GE(r.refused, 1u);
+    EXPECT_EQ(r.pauses, 0u);
+    EXPECT_EQ(r.said, "ERROR Too many open connections");
+  }
   EXPECT_NE(log_.text().find("Too many open files"), std::string::npos) << log_.text();
   // Never paused: with descriptors back, the next client is accepted.
   Fd next = connect_client(address_);
@@ -196,13 +204,15 @@ TEST_F(AcceptGuardTest, WithNoReserveToRefuseWithTheListenerPausesThenTakesTheCl
   auto exhausted = std::make_unique<DescriptorsExhausted>();
   guard_listener();  // the reserve, made with none free, holds none
   // Armed before the pause begins, due halfway through it.
-  TestLoop::Mark halfway(loop_, AcceptGuard::kPauseMs * 1000 / 2);
+  size_t accepted_at_halfway = 1;
+  TestLoop::Mark halfway(loop_, AcceptGuard::kPauseMs * 1000 / 2,
+                         [&] { accepted_at_halfway = accepted_.size(); });
   ASSERT_TRUE(loop_.run_until([&] { return !log_.reports().empty(); }));
   // Descriptors are back at once, and the client still waits in the
   // backlog: a listener that had not paused would accept it now.
   exhausted.reset();
   ASSERT_TRUE(loop_.run_until(halfway));
-  EXPECT_TRUE(accepted_.empty()) << "accepted during the pause";
+  EXPECT_EQ(accepted_at_halfway, 0u) << "accepted during the pause";
   // The pause ends, and the listener takes the client.
   ASSERT_TRUE(loop_.run_until([&] { return accepted_.size() == 1; }));
   EXPECT_EQ(refused_, 0);

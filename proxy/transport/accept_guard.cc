@@ -80,6 +80,9 @@ AcceptGuard::~AcceptGuard() {
 void AcceptGuard::on_accept(evconnlistener* listener, evutil_socket_t fd, sockaddr* addr, int len,
                             void* arg) {
   auto* self = static_cast<AcceptGuard*>(arg);
+  // A descriptor was free for this client: if the reserve lost its own in
+  // a shortage, one may be free for it too, before the next shortage.
+  self->reserve_.restore();
   self->accept_(listener, fd, addr, len, self->accept_arg_);
 }
 

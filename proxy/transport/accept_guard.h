@@ -45,6 +45,12 @@ class DescriptorReserve {
   // refused, 0 when none was waiting, -1 when the reserve could not help
   // (none was held, or accept() failed even so).
   int refuse_one(int listen_fd);
+  // Takes a descriptor back if the reserve has lost its own and one is
+  // free now. refuse_one() tries only when none is free, so a reserve
+  // lost once would otherwise stay lost for every later shortage.
+  void restore() {
+    if (fd_ < 0) take();
+  }
 
  private:
   bool take();

@@ -55,16 +55,22 @@ class PoolRouteTest : public ::testing::Test {
  protected:
   PoolRoute& make(const std::shared_ptr<const Topology>& topo) {
     topo_ = topo;
+    return make_into(route_);
+  }
+  // The same pool's routes once more, as another worker would build them.
+  PoolRoute& make_another() { return make_into(another_); }
+
+  PoolRoute& make_into(PoolRoute& route) {
     const Pool& pool = topo_->pools.front();
-    route_.pool = &pool;
-    route_.stats = std::make_shared<PoolStats>();
-    for (const ServerInfo& s : pool.servers) route_.backends.push_back(&backend(s));
+    route.pool = &pool;
+    route.stats = std::make_shared<PoolStats>();
+    for (const ServerInfo& s : pool.servers) route.backends.push_back(&backend(s));
     for (const PastRing& past : pool.past) {
       std::vector<Server*> servers;
       for (const ServerInfo& s : past.servers) servers.push_back(&backend(s));
-      route_.past_servers.push_back(std::move(servers));
+      route.past_servers.push_back(std::move(servers));
     }
-    return route_;
+    return route;
   }
 
   // A worker has one backend per server identity, shared by the configs
@@ -85,6 +91,7 @@ class PoolRouteTest : public ::testing::Test {
   std::vector<std::unique_ptr<BackendServer>> backends_;
   std::shared_ptr<const Topology> topo_;
   PoolRoute route_;
+  PoolRoute another_;
 };
 
 template <typename T, typename P>
@@ -146,6 +153,15 @@ TEST_F(PoolRouteTest, AReplicatedPoolGetsAPlacementAndRoutesPerCopy) {
     }
   }
   EXPECT_EQ(r.past, nullptr);
+  // build_routes: the same copies, the hot-key layer around the routes.
+  PoolRoute& built = make_another();
+  built.build_routes();
+  ASSERT_NE(built.replicas, nullptr);
+  EXPECT_EQ(built.replicas->replicas(), 3u);
+  EXPECT_EQ(built.copy_keys.size(), 3u);
+  EXPECT_EQ(built.copy_reads.size(), 3u);
+  EXPECT_FALSE(is<ReplicatedKeyRoute>(built.key)) << "wrapped";
+  EXPECT_FALSE(is<ReplicatedGetRoute>(built.multi_get)) << "wrapped";
 }
 
 TEST_F(PoolRouteTest, AReloadWithWarmupWrapsThePoolsOwnRoutes) {
@@ -179,6 +195,14 @@ TEST_F(PoolRouteTest, AReloadWithWarmupWrapsThePoolsOwnRoutes) {
     EXPECT_EQ(owners[0], r.past_servers[0][old_ring.lookup(k)]) << k;
   }
   EXPECT_GT(moved, 0u) << "a fourth server takes some keys";
+  // build_routes: the warm-up inside the hot-key layer, the pool's own
+  // routes inside the warm-up.
+  PoolRoute& built = make_another();
+  built.build_routes();
+  EXPECT_FALSE(is<WarmKeyRoute>(built.key)) << "wrapped";
+  EXPECT_TRUE(is<KeyRoute>(built.own_key));
+  EXPECT_TRUE(is<SplitRoute>(built.own_multi_get));
+  ASSERT_NE(built.past, nullptr);
 }
 
 TEST_F(PoolRouteTest, AReplicatedPoolsWarmupWrapsItsReplicatedRoutes) {

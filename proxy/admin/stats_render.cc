@@ -426,6 +426,10 @@ void render_prometheus(const StatsView& p, std::string& out) {
        "Replicated pools: reads that went on from the server to a key's next copy.", ""},
       {"read_repairs", "memshard_server_read_repairs_total", "counter",
        "Replicated pools: values written back to the server after it missed them.", ""},
+      {"tls_handshakes", "memshard_server_tls_handshakes_total", "counter",
+       "server_tls: TLS handshakes with the server completed.", ""},
+      {"tls_failures", "memshard_server_tls_handshake_failures_total", "counter",
+       "server_tls: TLS handshakes with the server that failed.", ""},
   };
   for (const ServerMetric& m : kServer) {
     if (!m.type.empty()) f.header(m.name, m.type, m.help);

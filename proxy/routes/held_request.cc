@@ -34,6 +34,9 @@ HeldRequest::HeldRequest(const HeldRequest& like, std::string bytes, size_t head
     : in_(evbuffer_new()),
       affinity_(like.affinity_),
       now_usec_(like.now_usec_),
+      // Made once `like` was sent (a lookup after a miss, a repair, a
+      // delete after a copy): its sends are later sends, at the clock's time.
+      sent_(like.sent_),
       scratch_(like.scratch_),
       slots_(like.slots_),
       worker_stats_(like.worker_stats_),

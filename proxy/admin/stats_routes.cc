@@ -110,7 +110,7 @@ HttpAnswer answer_bad_head(HeadStatus status) {
   return text(400, "not an HTTP request head\n");
 }
 
-std::string serialize_answer(const HttpAnswer& a, bool head_only) {
+std::string serialize_answer(const HttpAnswer& a, bool head_only, bool keep_alive) {
   std::string out;
   out.append("HTTP/1.1 ").append(std::to_string(a.status)).append(" ");
   out.append(reason_of(a.status)).append("\r\nContent-Type: ").append(a.content_type);
@@ -119,7 +119,7 @@ std::string serialize_answer(const HttpAnswer& a, bool head_only) {
   out.append("\r\nCache-Control: no-store\r\nX-Content-Type-Options: nosniff");
   for (const auto& [name, value] : a.headers)
     out.append("\r\n").append(name).append(": ").append(value);
-  out.append("\r\nConnection: close\r\n\r\n");
+  out.append(keep_alive ? "\r\nConnection: keep-alive\r\n\r\n" : "\r\nConnection: close\r\n\r\n");
   if (!head_only) out.append(a.body);
   return out;
 }

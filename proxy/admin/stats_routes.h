@@ -41,7 +41,9 @@ HttpAnswer answer_stats_request(const HttpRequest& request, const StatsView& vie
 HttpAnswer answer_bad_head(HeadStatus status);
 // The bytes of a reply: status line, headers, and the body unless
 // `head_only` (HEAD: the headers GET would get, Content-Length included).
-std::string serialize_answer(const HttpAnswer& answer, bool head_only);
+// `keep_alive`: the connection stays open for the client's next request
+// (stats_server.cc: HTTP/1.1 clients that did not ask to close).
+std::string serialize_answer(const HttpAnswer& answer, bool head_only, bool keep_alive = false);
 // A reader that does not speak HTTP (twemproxy's way: connect, read).
 std::string answer_raw_reader(const StatsView& view, const StatsAccess& access);
 

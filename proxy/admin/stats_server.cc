@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <stdexcept>
@@ -60,6 +61,12 @@ struct StatsServer::Session {
   Timer timer;  // a reader silent this long gets the JSON
   const bool loopback;
   bool http = false;  // its first bytes began an HTTP request
+  // Answered and kept open for its next request (HTTP/1.1 keep-alive): a
+  // page polling every second reuses one connection. Had each poll a new
+  // one, a browser would open the next ahead of time and leave it silent,
+  // and a silent connection here gets the raw reader's JSON, which the
+  // browser then took for its next answer (ERR_INVALID_HTTP_RESPONSE).
+  bool kept_alive = false;
   bool responded = false;
   bool answer_sent = false;  // all of it written; lingering until the reader closes
   bool reader_closed = false;
@@ -92,6 +99,10 @@ struct StatsServer::Session {
         }
         return;
       case Stream::Happened::eof:
+        if (s->kept_alive && !s->http) {
+          s->finish();  // closed between two requests: nothing owed
+          return;
+        }
         if (s->responded) {
           s->reader_closed = true;
           if (s->answer_sent) s->finish();
@@ -106,7 +117,9 @@ struct StatsServer::Session {
         }
         return;
       case Stream::Happened::written:
-        if (s->stream.output_length() == 0 && !s->answer_sent) s->answer_written();
+        if (s->responded && s->stream.output_length() == 0 && !s->answer_sent) {
+          s->answer_written();
+        }
         return;
       case Stream::Happened::error:
         s->finish();
@@ -120,8 +133,8 @@ struct StatsServer::Session {
   void on_timeout() {
     Session* s = this;
     if (s->done) return;
-    if (s->responded) {
-      s->finish();  // lingered long enough
+    if (s->responded || (s->kept_alive && evbuffer_get_length(s->stream.input()) == 0)) {
+      s->finish();  // lingered long enough, or idle between requests
       return;
     }
     if (s->http) {
@@ -139,6 +152,10 @@ struct StatsServer::Session {
     if (!http) {
       switch (looks_like_http(bytes)) {
         case LooksLike::not_http:
+          if (kept_alive) {  // after an HTTP answer, only HTTP
+            send(serialize_answer(answer_bad_head(HeadStatus::malformed), false));
+            return;
+          }
           // `echo stats | nc host 22222` and the like
           send(answer_raw_reader(server.proxy_, access()));
           return;
@@ -158,7 +175,39 @@ struct StatsServer::Session {
       return;
     }
     const HttpAnswer answer = answer_stats_request(request, server.proxy_, access());
-    send(serialize_answer(answer, request.method == "HEAD"));
+    if (!wants_keep_alive(bytes, request)) {
+      send(serialize_answer(answer, request.method == "HEAD"));
+      return;
+    }
+    // Answered, and ready for the next request: its bytes (if already
+    // here) are read once this answer is on its way.
+    const std::string reply = serialize_answer(answer, request.method == "HEAD", true);
+    evbuffer_drain(stream.input(), head_length(bytes));
+    evbuffer_add(stream.output(), reply.data(), reply.size());
+    stream.mark_dirty();
+    kept_alive = true;
+    http = false;
+    timer.arm_ms(kWaitForHeadMs);
+    if (evbuffer_get_length(stream.input()) > 0) read_request();
+  }
+
+  // HTTP/1.1 without "Connection: close" (an HTTP/1.0 client expects the
+  // close that ends its answer).
+  static bool wants_keep_alive(std::string_view bytes, const HttpRequest& request) {
+    const std::string_view line = bytes.substr(0, bytes.find('\n'));
+    const bool http11 = line.find(" HTTP/1.1") != std::string_view::npos;
+    std::string connection(request.header("connection"));
+    for (char& c : connection) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return http11 && connection != "close";
+  }
+
+  // The bytes of the head parsed from `bytes` (up to its blank line).
+  static size_t head_length(std::string_view bytes) {
+    const size_t crlf = bytes.find("\r\n\r\n");
+    const size_t lf = bytes.find("\n\n");
+    if (crlf != std::string_view::npos && (lf == std::string_view::npos || crlf < lf))
+      return crlf + 4;
+    return lf == std::string_view::npos ? bytes.size() : lf + 2;
   }
 
   void send(const std::string& bytes) {

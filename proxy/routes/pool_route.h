@@ -50,9 +50,12 @@ struct PoolRoute {
   void build_routes();
   void build_plain_routes();
 
+  // The hot-key layer (hot_key_routes.h) around `key`, `multi_get` and
+  // `all`, over `placement`: the last step of build_routes.
+  void build_hot_keys();
+
  private:
   void build_warmup();
-  void build_hot_keys();
 };
 
 }  // namespace memshard::proxy

@@ -177,10 +177,14 @@ class StatsServerTest : public ::testing::Test {
     return got;
   }
 
+  // One request on a connection of its own, which the client asks to close
+  // after the answer (an HTTP/1.1 client that does not is kept, see
+  // AKeptConnectionAnswersTheNextRequestToo).
   HttpReply http(const std::string& method, const std::string& path,
                  const std::string& extra_headers = "") {
     const std::string raw =
-        exchange(method + " " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\n" + extra_headers + "\r\n");
+        exchange(method + " " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n" +
+                 extra_headers + "\r\n");
     HttpReply r = parse_http(raw);
     EXPECT_TRUE(r.http) << raw.substr(0, 200);
     return r;
@@ -286,7 +290,7 @@ TEST_F(StatsServerTest, ReadersAtOnceAreEachAnswered) {
   // Two readers connected before either is answered.
   Fd first = connect_reader();
   Fd second = connect_reader();
-  const std::string request = "GET /stats HTTP/1.1\r\n\r\n";
+  const std::string request = "GET /stats HTTP/1.1\r\nConnection: close\r\n\r\n";
   std::string got[2];
   bool eof[2] = {false, false};
   bool sent[2] = {false, false};
@@ -318,6 +322,46 @@ TEST_F(StatsServerTest, APortInUseIsRefusedWithTheReason) {
   } catch (const std::runtime_error& e) {
     EXPECT_NE(std::string(e.what()).find(std::to_string(port)), std::string::npos) << e.what();
   }
+}
+
+// An HTTP/1.1 client that does not ask to close keeps its connection: a
+// page polling the JSON every second reuses one, rather than having its
+// browser open the next ahead of time and leave it silent (a silent
+// connection gets the raw reader's JSON). Two requests, sent at once, are
+// answered in order on the one connection; then the client closes.
+TEST_F(StatsServerTest, AKeptConnectionAnswersTheNextRequestToo) {
+  start();
+  Fd fd = connect_reader();
+  const std::string two = "GET /stats HTTP/1.1\r\nHost: x\r\n\r\nGET /metrics HTTP/1.1\r\n\r\n";
+  ASSERT_EQ(::send(fd.get(), two.data(), two.size(), MSG_NOSIGNAL),
+            static_cast<ssize_t>(two.size()));
+  std::string got;
+  const auto answers = [&] {
+    size_t n = 0;
+    for (size_t at = got.find("HTTP/1.1 "); at != std::string::npos;
+         at = got.find("HTTP/1.1 ", at + 1))
+      ++n;
+    return n;
+  };
+  EXPECT_TRUE(run_until([&] {
+    read_available(fd.get(), got);
+    return answers() == 2 && got.find("# TYPE") != std::string::npos;
+  })) << got.substr(0, 300);
+  const size_t second = got.find("HTTP/1.1 ", 1);
+  ASSERT_NE(second, std::string::npos);
+  const HttpReply first = parse_http(got.substr(0, second));
+  EXPECT_EQ(first.status, 200);
+  EXPECT_EQ(first.header("connection"), "keep-alive");
+  expect_twemproxy_json(first.body);
+  const HttpReply metrics = parse_http(got.substr(second));
+  EXPECT_EQ(metrics.status, 200);
+  EXPECT_EQ(metrics.header("content-type"), "text/plain; version=0.0.4; charset=utf-8");
+  // Closed by the client between requests: the server closes too, and
+  // says nothing (no raw reader's JSON to a connection that spoke HTTP).
+  shutdown(fd.get(), SHUT_WR);
+  std::string after;
+  EXPECT_TRUE(run_until([&] { return read_available(fd.get(), after); }));
+  EXPECT_EQ(after, "");
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 // them. Numbers are read as memcached reads them (numbers.h).
 #include <string>
 
+#include "proxy/protocol/request.h"
 #include "tests/proxy/protocol/request_test_util.h"
 
 namespace memshard::proto {

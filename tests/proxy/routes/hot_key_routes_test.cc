@@ -67,7 +67,7 @@ class HotKeyRoutesTest : public RouteTest {
     route_.key = std::make_unique<KeyRoute>(placement_);
     route_.multi_get = std::make_unique<SplitRoute>(placement_);
     route_.all = std::make_unique<BroadcastRoute>(placement_);
-    wrap_hot_key_routes(route_);
+    route_.build_hot_keys();
     if (cache_mb > 0) {
       cache_ = HotKeyCache::for_pool(pc.name, size_t{cache_mb} << 20,
                                      uint64_t{pc.hot_key_ttl_ms} * 1000);

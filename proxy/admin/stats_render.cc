@@ -278,6 +278,9 @@ void render_prometheus(const StatsView& p, std::string& out) {
       {"client_eof", "memshard_pool_client_eof_total", "counter", "Clients that closed."},
       {"client_err", "memshard_pool_client_errors_total", "counter",
        "Client connections closed on an error."},
+      {"client_foreign", "memshard_pool_client_foreign_total", "counter",
+       "Client connections closed for speaking another protocol: an HTTP request line, or a "
+       "TLS handshake to a listener without TLS."},
       {"requests", "memshard_pool_requests_total", "counter", "Client requests answered."},
       {"fragments", "memshard_pool_fragments_total", "counter", "Backend operations sent."},
       {"forward_error", "memshard_pool_forward_errors_total", "counter",

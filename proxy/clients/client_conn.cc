@@ -187,9 +187,20 @@ bool ClientConn::next_request() {
     if (swallow_left_ > 0) return false;
   }
   if (protocol_ == Protocol::undecided) {
-    unsigned char first = 0;
-    if (evbuffer_copyout(in, &first, 1) != 1) return false;
-    protocol_ = first == proto::binary::kRequestMagic ? Protocol::binary : Protocol::text;
+    unsigned char first[3] = {};
+    const ev_ssize_t got = evbuffer_copyout(in, first, sizeof first);
+    if (got < 1) return false;
+    // A TLS ClientHello (a record of type 22, version 3.x) to a listener
+    // without TLS: no memcached request starts so. Said in the log, since
+    // the client can only see a closed connection.
+    if (first[0] == 0x16 && (got < 2 || first[1] == 0x03)) {
+      if (got < 3) return false;
+      if (first[2] <= 0x04) {
+        close_foreign(ClientContext::Foreign::tls);
+        return false;
+      }
+    }
+    protocol_ = first[0] == proto::binary::kRequestMagic ? Protocol::binary : Protocol::text;
     if (protocol_ == Protocol::binary) {
       binary_ = std::make_unique<Binary>();
       context_.stats().binary_connections.add();
@@ -351,6 +362,7 @@ void ClientConn::dispatch(evbuffer* in) {
       }
       return;
     case proto::Action::close: {
+      if (work_.request.foreign) return close_foreign(ClientContext::Foreign::http);
       ReplySlot* s = new_slot();
       s->set_close_after();
       reply_now(s, work_.request.error_reply);
@@ -562,6 +574,18 @@ std::pair<int, ClientConn::Arrival> ClientConn::release_for_move() {
   context_.stats().curr_connections.sub();
   pool_stats_.client_connections.sub();
   return {stream_.release_fd(), how};
+}
+
+// Another protocol than memcached's: closed without a word, as memcached
+// closes an HTTP request, and nothing after it on the connection is read.
+// The replies owed for requests before it are still written.
+void ClientConn::close_foreign(ClientContext::Foreign what) {
+  pool_stats_.client_foreign.add();
+  context_.closed_foreign(origin_->pool_name, what);
+  evbuffer* in = stream_.input();
+  evbuffer_drain(in, evbuffer_get_length(in));
+  closing_ = true;
+  stream_.set_reading(false);
 }
 
 void ClientConn::shut() {

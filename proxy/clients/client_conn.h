@@ -126,6 +126,7 @@ class ClientConn final : public SlotOwner {
   void flush_ready();
   void owe(const proto::binary::ReplyContext& context, bool raw);
   void shut();
+  void close_foreign(ClientContext::Foreign what);
 
   // What a connection speaking the binary protocol needs besides the
   // text path: most clients never do, so it exists only once one has.

@@ -33,6 +33,11 @@ class ClientContext : public SlotSource {
   virtual void retire(ClientConn* client) = 0;
   // The reply to `stats <args>`, STAT lines and END.
   virtual void append_stats(const std::vector<std::string_view>& args, std::string& out) = 0;
+  // What a client that spoke another protocol than memcached's was: an
+  // HTTP request, or a TLS handshake to a listener without TLS.
+  enum class Foreign : uint8_t { http, tls };
+  // A client of `pool` was closed for it (logged, a line a second at most).
+  virtual void closed_foreign(const std::string& pool, Foreign what) = 0;
 
  protected:
   ~ClientContext() = default;

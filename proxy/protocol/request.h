@@ -53,8 +53,9 @@ enum class Action : uint8_t {
               // Also the fixed answer "END\r\n" to "gat <exptime>" with no
               // key. `error_reply` is empty when memcached would suppress the
               // error (classic noreply).
-  close,      // answer `error_reply` (may be empty) and close the connection
-              // (not produced by parse_request_line; see line_too_long)
+  close,      // answer `error_reply` (may be empty) and close the connection:
+              // an HTTP request line (`foreign`), and the binary protocol's
+              // fatal frames; see also line_too_long
 };
 
 // What a storage or arithmetic request does to the item, whichever protocol
@@ -139,6 +140,9 @@ struct Request {
   // so the proxy deletes `keys[0]` on its server. `key_base64`: the key as
   // written in the line is base64 (`raw_key`), keys[0] is decoded.
   bool invalidate_key = false;
+  // For action == close: the line is not memcached at all but another
+  // protocol's (an HTTP request), which memcached closes without a word.
+  bool foreign = false;
   bool key_base64 = false;
   std::string_view raw_key;
 

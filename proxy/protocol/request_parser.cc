@@ -21,6 +21,7 @@ void Request::clear() {
   error_reply = {};
   swallow = 0;
   invalidate_key = false;
+  foreign = false;
   key_base64 = false;
   raw_key = {};
   mode = Mode::none;
@@ -261,7 +262,17 @@ void parse_request_line(std::string_view line, const Limits& limits, Request& ou
   line = line.substr(0, line.find('\0'));
   const LineTokens t(line);
   // No command word is shorter than two bytes (memcached checks this first).
-  if (t.count == 0 || t.token[0].size() < 2 || !find_command(t.token[0], out.command)) {
+  if (t.count == 0 || t.token[0].size() < 2) return reply::answer(out, reply::kError);
+  if (!find_command(t.token[0], out.command)) {
+    // An unknown command whose last token starts with "HTTP/" is an HTTP
+    // request ("GET / HTTP/1.1", "POST /x HTTP/1.1"): memcached closes
+    // without a word (proto_text.c), so that a browser page or a
+    // server-side request forgery cannot smuggle commands in its body.
+    if (t.token[t.ntokens() - 2].starts_with("HTTP/")) {
+      out.action = Action::close;
+      out.foreign = true;
+      return;
+    }
     return reply::answer(out, reply::kError);
   }
   switch (out.command) {

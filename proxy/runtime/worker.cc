@@ -11,6 +11,7 @@
 #include "proxy/admin/local_commands.h"
 #include "proxy/clients/client_conn.h"
 #include "proxy/support/clock.h"
+#include "proxy/support/log.h"
 #include "proxy/transport/socket_address.h"
 
 namespace memshard::proxy {
@@ -77,6 +78,7 @@ Worker::~Worker() {
   routes_.clear();  // its connections' events live in base_
   for (ReplySlot* s : free_slots_) delete s;
   housekeeping_timer_.reset();
+  foreign_warning_.reset();
   reap_timer_.reset();
   mailbox_.reset();  // its event lives in base_
   event_base_free(base_);
@@ -437,6 +439,26 @@ void Worker::release_slot(ReplySlot* slot) {
 
 void Worker::append_stats(const std::vector<std::string_view>& args, std::string& out) {
   append_stats_reply(host_.stats_view(), args, out);
+}
+
+void Worker::closed_foreign(const std::string& pool, Foreign what) {
+  if (!foreign_warning_) {
+    foreign_warning_ = std::make_unique<WarningThrottle>(base_, [this] {
+      for (const auto& [key, n] : foreign_) {
+        log_warn(key.second == Foreign::http
+                     ? "pool '%s': %llu client(s) sent an HTTP request and were closed without "
+                       "a word, as memcached closes them (a browser page or a forged request "
+                       "pointed at this port)"
+                     : "pool '%s': %llu client(s) began a TLS handshake on a listener without "
+                       "TLS and were closed (give the pool tls_cert_file, or connect without "
+                       "TLS)",
+                 key.first.c_str(), static_cast<unsigned long long>(n));
+      }
+      foreign_.clear();
+    });
+  }
+  ++foreign_[{pool, what}];
+  foreign_warning_->note();
 }
 
 void Worker::server_failing(const std::string& pool, const std::string& identity) {

@@ -33,6 +33,7 @@
 #include "proxy/support/slab_pool.h"
 #include "proxy/support/stats.h"
 #include "proxy/support/timer.h"
+#include "proxy/support/warning_throttle.h"
 #include "proxy/transport/stream.h"
 
 namespace memshard::proxy {
@@ -119,6 +120,7 @@ class Worker final : public BackendContext, public ClientContext {
   void release_slot(ReplySlot* slot) override;
   void retire(ClientConn* client) override;
   void append_stats(const std::vector<std::string_view>& args, std::string& out) override;
+  void closed_foreign(const std::string& pool, Foreign what) override;
   void server_failing(const std::string& pool, const std::string& identity) override;
   void server_unreachable(const std::string& pool, const std::string& identity) override;
   uint64_t generation() const { return routes_.generation(); }
@@ -167,6 +169,10 @@ class Worker final : public BackendContext, public ClientContext {
   std::thread thread_;
   std::unique_ptr<Timer> reap_timer_;          // fired at once when a client is retired
   std::unique_ptr<Timer> housekeeping_timer_;  // every second: frees drained backends
+  // Clients closed for speaking another protocol, by pool and kind, since
+  // the last line the throttle let through.
+  std::map<std::pair<std::string, Foreign>, uint64_t> foreign_;
+  std::unique_ptr<WarningThrottle> foreign_warning_;
 
   // What other threads hand this worker: clients, topologies, drain, stop.
   std::unique_ptr<Mailbox> mailbox_;

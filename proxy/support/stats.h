@@ -62,6 +62,7 @@ struct WorkerStats {
 #define MEMSHARD_POOL_COUNTERS(X)                                                \
   X(client_eof)             /* clients that closed their connection */           \
   X(client_err)             /* client connections closed on an error */          \
+  X(client_foreign)         /* closed for speaking HTTP, or TLS to plain */      \
   X(client_connections)     /* gauge: open client connections */                 \
   X(forward_error)          /* backend operations failed */                      \
   X(fragments)              /* backend operations sent */                        \

@@ -67,6 +67,10 @@ class FakeContext final : public ClientContext {
     for (std::string_view a : args) stats_args.back().emplace_back(a);
     out.append("STAT pid 1\r\nEND\r\n");
   }
+  void closed_foreign(const std::string& pool, Foreign what) override {
+    foreign.emplace_back(pool, what);
+  }
+  std::vector<std::pair<std::string, Foreign>> foreign;
   ReplySlot* acquire_slot(SlotOwner* owner) override {
     auto* s = new ReplySlot();
     s->set_owner(owner);
@@ -228,6 +232,37 @@ TEST_F(ClientConnTest, QuitClosesAfterTheRepliesOwed) {
   EXPECT_EQ(received_, "END\r\n");
   EXPECT_TRUE(ops(1).empty()) << "a request after quit was sent on";
   EXPECT_EQ(client_, nullptr) << "the closed client was not retired";
+}
+
+// An HTTP request line closes the connection without a word, as memcached
+// closes it: what follows it (a request forged into an HTTP body) is never
+// executed, while the replies owed for what came before are written.
+TEST_F(ClientConnTest, AnHttpRequestClosesWithoutAWordAndItsBodyIsNeverRun) {
+  connect();
+  send_client("get a\r\nPOST /x HTTP/1.1\r\nHost: p\r\n\r\nset pwn 0 0 3\r\nabc\r\n");
+  ASSERT_TRUE(pump_until([&] { return has_ops(0, 1); }));
+  answer_retrieval(ops(0)[0], {});
+  ASSERT_TRUE(pump_until([&] { return eof_; }));
+  EXPECT_EQ(received_, "END\r\n") << "the get's reply, then nothing";
+  pump_some();
+  EXPECT_EQ(ops(0).size(), 1u) << "the get only";
+  EXPECT_TRUE(ops(1).empty());
+  ASSERT_EQ(ctx_.foreign.size(), 1u);
+  EXPECT_EQ(ctx_.foreign[0].second, ClientContext::Foreign::http);
+}
+
+// A TLS ClientHello to a listener without TLS: closed, and said to the log
+// (through the context), since the client only sees the connection close.
+TEST_F(ClientConnTest, ATlsHandshakeOnAPlainListenerCloses) {
+  connect();
+  // A record header (handshake, TLS 1.0 record version) and a ClientHello's start.
+  send_client(std::string("\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03", 11));
+  ASSERT_TRUE(pump_until([&] { return eof_; }));
+  EXPECT_EQ(received_, "");
+  ASSERT_EQ(ctx_.foreign.size(), 1u);
+  EXPECT_EQ(ctx_.foreign[0].second, ClientContext::Foreign::tls);
+  EXPECT_TRUE(ops(0).empty());
+  EXPECT_TRUE(ops(1).empty());
 }
 
 TEST_F(ClientConnTest, TooManyOwedRepliesPauseReadingUntilTheyDrain) {

@@ -69,6 +69,10 @@ class RecordingContext final : public ClientContext {
     stats_calls.emplace_back(args.begin(), args.end());
     out.append("STAT from_the_context 1\r\nEND\r\n");
   }
+  void closed_foreign(const std::string& pool, Foreign what) override {
+    foreign.emplace_back(pool, what);
+  }
+  std::vector<std::pair<std::string, Foreign>> foreign;
   ReplySlot* acquire_slot(SlotOwner* owner) override {
     auto* s = new ReplySlot();
     s->set_owner(owner);

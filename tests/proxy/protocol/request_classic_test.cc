@@ -23,6 +23,27 @@ TEST_F(Unknown, CommandsAndNonCommandsAnswerError) {
   }
 }
 
+// memcached 1.6.18 (proto_text.c) closes without a word an unknown command
+// whose last token starts with "HTTP/": an HTTP request line.
+TEST_F(Unknown, AnHttpRequestLineCloses) {
+  for (std::string_view line : {"GET / HTTP/1.1", "POST /x HTTP/1.1", "PUT /a/b HTTP/1.0",
+                                "OPTIONS * HTTP/2", "HTTP/1.1", "GET  /  HTTP/1.1  "}) {
+    const Request& r = parse(line);
+    EXPECT_EQ(r.action, Action::close) << line;
+    EXPECT_TRUE(r.foreign) << line;
+    EXPECT_EQ(r.error_reply, "") << line;
+  }
+}
+
+TEST_F(Unknown, AKnownCommandOrAnotherLastTokenIsNoHttpRequest) {
+  // get is known: "/" and "HTTP/1.1" are its keys, as memcached reads them.
+  EXPECT_EQ(parse("get / HTTP/1.1").action, Action::multi_get);
+  EXPECT_FALSE(parse("get / HTTP/1.1").foreign);
+  expect_answer("GET / http/1.1", kError);
+  expect_answer("GET /HTTP/1.1 x", kError);
+  expect_answer("H", kError);  // shorter than any command: ERROR before anything else
+}
+
 TEST_F(Unknown, AdministrationCommandsAreNotProxied) {
   // A deliberate difference: memcached answers these (e.g. "watch" -> OK,
   // "shutdown" -> "ERROR: shutdown not enabled"); they concern one server,

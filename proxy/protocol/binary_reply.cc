@@ -108,6 +108,11 @@ void miss(const ReplyContext& c, uint8_t command, std::string& out) {
 }
 
 void stats(const ReplyContext& c, std::string_view text, std::string& out) {
+  // A group memshard does not proxy (its text `stats <group>` is ERROR).
+  if (starts_with(text, "ERROR")) {
+    append_error(out, c.opcode, c.opaque, Status::unknown_command);
+    return;
+  }
   while (!text.empty()) {
     const size_t eol = text.find("\r\n");
     const std::string_view line = text.substr(0, eol);

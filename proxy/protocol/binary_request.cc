@@ -189,6 +189,20 @@ void translate_arithmetic(const Header& h, std::string_view extras, std::string_
   out.line.append("\r\n");
 }
 
+// The groups of binary STAT that memcached 1.6.18 answers (proto_bin.c:
+// reset..., settings..., detail on/off/dump, then items, slabs, sizes,
+// sizes_enable, sizes_disable) and memshard's own (servers, hotkeys).
+bool stats_group_known(std::string_view key) {
+  for (std::string_view prefix : {"reset", "settings"}) {
+    if (key.starts_with(prefix)) return true;
+  }
+  for (std::string_view exact : {"detail on", "detail off", "detail dump", "items", "slabs",
+                                 "sizes", "sizes_enable", "sizes_disable", "servers", "hotkeys"}) {
+    if (key == exact) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 void Translation::clear() {
@@ -307,8 +321,15 @@ void translate(const Header& h, std::string_view extras, std::string_view key, c
       } else if (keylen == 0) {
         // As for touch, a body past the key is read as the next frame.
         text("stats\r\n", out);
+      } else if (stats_group_known(key)) {
+        // A group memcached or memshard knows: answered as memshard's
+        // text `stats <group>` is (its own groups' STAT lines; ERROR, an
+        // unknown command here, for a server's groups it does not proxy).
+        text("stats", out);
+        out.line.push_back(' ');
+        out.line.append(key).append("\r\n");
       } else {
-        // memshard has its own counters only: every group is unknown.
+        // A group nobody knows: "not found", as memcached answers it.
         answer(h, Status::key_not_found, 0, out);
       }
       return;

@@ -339,6 +339,15 @@ TEST(BinaryReply, StatsOneFramePerLineThenAnEmptyOne) {
   EXPECT_EQ(encode(context(op::stat), "END\r\n").size(), 1u);
 }
 
+// A group memshard does not proxy: its text `stats <group>` says ERROR,
+// which a binary client hears as an unknown command, never "not found".
+TEST(BinaryReply, StatsOfAGroupNotProxiedIsAnUnknownCommand) {
+  const auto frames = encode(context(op::stat, 4), "ERROR\r\n");
+  ASSERT_EQ(frames.size(), 1u);
+  EXPECT_EQ(frames[0].status, static_cast<uint16_t>(Status::unknown_command));
+  EXPECT_EQ(frames[0].opaque, 4u);
+}
+
 TEST(BinaryReply, OpaqueIsEchoedByteForByte) {
   for (uint32_t opaque : {0u, 1u, 0x80000000u, 0xffffffffu}) {
     for (std::string_view text : {"EN\r\n", "HD c1\r\n", "ERROR\r\n", "VA 1 f0 c1\r\nv\r\n"}) {

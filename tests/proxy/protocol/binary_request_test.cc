@@ -440,8 +440,19 @@ TEST_F(BinaryRequest, CommandsWithoutAKeyRefuseABody) {
   expect_protocol_error({.opcode = op::sasl_list_mechs, .key = "k"});
 }
 
-TEST_F(BinaryRequest, StatWithAGroupIsAnUnknownGroup) {
-  for (const char* group : {"items", "slabs", "settings", "nosuchgroup"}) {
+// A group memcached or memshard knows becomes memshard's text `stats
+// <group>`; one nobody knows is "not found", as memcached answers it.
+TEST_F(BinaryRequest, StatWithAGroupAsksForItAsTextWhenAnyoneKnowsIt) {
+  for (const char* group :
+       {"items", "slabs", "sizes", "sizes_enable", "sizes_disable", "settings", "reset",
+        "detail on", "detail off", "detail dump", "servers", "hotkeys"}) {
+    expect_line({.opcode = op::stat, .key = group, .opaque = 3},
+                std::string("stats ") + group + "\r\n");
+  }
+  // memcached compares these by prefix.
+  expect_line({.opcode = op::stat, .key = "settingsx"}, "stats settingsx\r\n");
+  expect_line({.opcode = op::stat, .key = "resetall"}, "stats resetall\r\n");
+  for (const char* group : {"nosuchgroup", "conns", "detail", "detail x", "items_", "a b"}) {
     SCOPED_TRACE(group);
     expect_answer({.opcode = op::stat, .key = group, .opaque = 3}, Status::key_not_found, 0, false);
   }

@@ -75,6 +75,12 @@ struct PoolConfig {
   std::optional<std::string> redis_auth;
   int redis_db = 0;  // accepted for compatibility, unused
   uint32_t server_connections = 1;
+  // Requests waiting on one server connection at most (sent or queued, not
+  // answered); past it, new requests for that server are answered
+  // SERVER_ERROR at once (load shedding). 0: no limit. A healthy memcached
+  // answers a connection within a millisecond: a connection with this many
+  // waiting has a server that stopped.
+  uint32_t server_queue_limit = 4096;
   bool auto_eject_hosts = false;
   int server_retry_timeout_ms = 30000;
   uint32_t server_failure_limit = 2;

@@ -56,7 +56,7 @@ std::string mode_names() {
 }
 
 // Every directive nutcracker 0.5 accepts, then memshard's extensions.
-constexpr std::array<std::string_view, 31> kDirectives = {
+constexpr std::array<std::string_view, 32> kDirectives = {
     "listen",
     "hash",
     "hash_tag",
@@ -88,6 +88,7 @@ constexpr std::array<std::string_view, 31> kDirectives = {
     "hot_key_cache",
     "hot_key_ttl",
     "hot_key_spread",
+    "server_queue_limit",
 };
 
 // Reads one pool's directives into a PoolConfig, reporting into `errors`.
@@ -209,6 +210,8 @@ void PoolReader::scalar_directive(const std::string& text) {
     set_number(p.redis_db, text);
   } else if (key == "server_connections") {
     set_number(p.server_connections, text, 1);  // nutcracker: "cannot be 0"
+  } else if (key == "server_queue_limit") {
+    set_number(p.server_queue_limit, text);  // 0: no limit
   } else if (key == "auto_eject_hosts") {
     set_bool(p.auto_eject_hosts, text);
   } else if (key == "server_retry_timeout") {

@@ -399,6 +399,8 @@ void render_prometheus(const StatsView& p, std::string& out) {
        ""},
       {"requests_joined", "memshard_server_requests_joined_total", "counter",
        "Operations (get/gets) sent on the multi-get line of the one before.", ""},
+      {"requests_shed", "memshard_server_requests_shed_total", "counter",
+       "Requests refused at once: server_queue_limit requests were waiting on the connection.", ""},
       {"request_bytes", "memshard_server_request_bytes_total", "counter", "Bytes sent.", ""},
       {"responses", "memshard_server_responses_total", "counter", "Operations answered.", ""},
       {"response_bytes", "memshard_server_response_bytes_total", "counter", "Bytes received.", ""},

@@ -45,6 +45,9 @@ struct ServerSettings {
   uint64_t max_value_bytes = 1024 * 1024;
   // server_tls: connections speak TLS with this context (null: plain).
   std::shared_ptr<const TlsContext> tls;
+  // server_queue_limit: past this many operations waiting on a connection,
+  // its outbox refuses more (0: no limit).
+  uint32_t queue_limit = 0;
 };
 
 class BackendConn;
@@ -73,6 +76,7 @@ class BackendServer final : public Server {
   // its reconnect back-off: the caller fails the request at once.
   BackendConn* connection_for(uint64_t affinity);
   Outbox* outbox(uint64_t affinity) override;
+  std::string_view refusal() const override { return refusal_; }
   ServerStats* counters() override { return stats_.get(); }
   // Ends a reconnect back-off now: for a caller that spaces its own tries
   // (a health probe, every server_retry_timeout).
@@ -105,6 +109,7 @@ class BackendServer final : public Server {
   uint64_t retry_after_usec_ = 0;
   uint64_t backoff_usec_ = 0;
   uint32_t failures_in_a_row_ = 0;
+  std::string_view refusal_;  // why outbox() last gave none
 };
 
 class BackendConn final : public Outbox {

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "proxy/backends/backend.h"
+#include "proxy/protocol/replies.h"
 
 namespace memshard::proxy {
 
@@ -75,7 +76,20 @@ BackendConn* BackendServer::connection_for(uint64_t affinity) {
 }
 
 Outbox* BackendServer::outbox(uint64_t affinity) {
-  return connection_for(affinity);
+  BackendConn* conn = connection_for(affinity);
+  if (conn == nullptr) {
+    refusal_ = proto::reply::own::kBackendUnavailable;
+    return nullptr;
+  }
+  // Load shedding: a server whose connection has this many requests
+  // waiting has stopped answering; what would queue behind them is
+  // answered at once, so it costs neither memory nor a timeout each.
+  if (settings_.queue_limit != 0 && conn->in_flight() >= settings_.queue_limit) {
+    stats_->requests_shed.add();
+    refusal_ = proto::reply::own::kBackendQueueFull;
+    return nullptr;
+  }
+  return conn;
 }
 
 void BackendServer::on_connect_failed() {

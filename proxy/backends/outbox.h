@@ -10,6 +10,8 @@
 #include <span>
 #include <string_view>
 
+#include "proxy/protocol/replies.h"
+
 namespace memshard::proxy {
 
 struct ServerStats;
@@ -60,6 +62,9 @@ class Server {
   // The server's counters, for routes that count per server what only
   // they know (a write that went to a key's second copy); null in tests.
   virtual ServerStats* counters() { return nullptr; }
+  // Why outbox() last gave none: the proxy's SERVER_ERROR line for it
+  // (unavailable, or its queue full).
+  virtual std::string_view refusal() const { return proto::reply::own::kBackendUnavailable; }
 
  protected:
   ~Server() = default;

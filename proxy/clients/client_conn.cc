@@ -380,23 +380,32 @@ void ClientConn::dispatch(evbuffer* in) {
   }
   WorkerStats& st = context_.stats();
   RouteRequest req = route_request(in);
+  ReplySlot* slot = nullptr;
   switch (work_.request.action) {
     case proto::Action::forward:
       (is_storage(work_.request.command)                   ? st.cmd_set
        : work_.request.command == proto::Command::meta_get ? st.cmd_get
                                                            : st.cmd_other)
           .add();
-      route->key->send(req, *new_slot());
+      route->key->send(req, *(slot = new_slot()));
       break;
     case proto::Action::multi_get:
       st.cmd_get.add(work_.request.keys.size());
-      route->multi_get->send(req, *new_slot());
+      route->multi_get->send(req, *(slot = new_slot()));
       break;
     case proto::Action::broadcast:
-      route->all->send(req, *new_slot());
+      route->all->send(req, *(slot = new_slot()));
       break;
     default:
       break;
+  }
+  // Answered within the send (a server unavailable, or one with
+  // server_queue_limit requests waiting): its reply is a line, not a value,
+  // and must not hold the client's budget of keys in flight, or a client
+  // pipelining into a stalled server would wait a timeout per budget.
+  if (slot != nullptr && slot->complete()) {
+    keys_in_flight_ -= slot->keys_weight;
+    slot->keys_weight = 0;
   }
 }
 

@@ -46,6 +46,8 @@ inline constexpr std::string_view kBackendTimeout = "SERVER_ERROR backend timeou
 inline constexpr std::string_view kBackendUnavailable = "SERVER_ERROR backend unavailable";
 inline constexpr std::string_view kBackendClosed = "SERVER_ERROR backend closed the connection";
 inline constexpr std::string_view kBackendGarbled = "SERVER_ERROR backend sent an invalid reply";
+// server_queue_limit: the server has that many requests waiting already.
+inline constexpr std::string_view kBackendQueueFull = "SERVER_ERROR backend queue full";
 inline constexpr std::string_view kNoDescriptors = "SERVER_ERROR proxy out of file descriptors";
 inline constexpr std::string_view kNoMemory = "SERVER_ERROR proxy out of memory";
 inline constexpr std::string_view kNoPool = "SERVER_ERROR pool not configured";

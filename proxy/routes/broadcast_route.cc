@@ -11,7 +11,7 @@ void BroadcastRoute::send(RouteRequest& req, ReplySlot& slot) {
   for (size_t i = 0; i < placement_.size(); ++i) {
     Outbox* outbox = placement_.server(i).outbox(req.affinity);
     if (outbox == nullptr) {
-      slot.note_error(proto::reply::own::kBackendUnavailable);
+      slot.note_error(placement_.server(i).refusal());
       req.count_error();
       continue;
     }

@@ -9,7 +9,10 @@ namespace memshard::proxy {
 
 namespace {
 
-void unavailable(RouteRequest& req, ReplySlot& slot) {
+// No server to send to (none live, or `refusal` says why its outbox gave
+// none): the client hears it at once.
+void unavailable(RouteRequest& req, ReplySlot& slot,
+                 std::string_view refusal = proto::reply::own::kBackendUnavailable) {
   evbuffer_drain(req.in, req.bytes());
   req.count_error();
   // noreply asked for silence even about failures; quiet meta did not.
@@ -19,7 +22,7 @@ void unavailable(RouteRequest& req, ReplySlot& slot) {
     slot.add_fragment().failed = true;
     slot.answer({}, proto::ReplyStatus::server_error);
   } else {
-    answer(slot, proto::reply::own::kBackendUnavailable);
+    answer(slot, refusal);
   }
 }
 
@@ -35,7 +38,7 @@ void answer(ReplySlot& slot, std::string_view line) {
 
 void send_to(Server& server, RouteRequest& req, ReplySlot& slot) {
   Outbox* outbox = server.outbox(req.affinity);
-  if (outbox == nullptr) return unavailable(req, slot);
+  if (outbox == nullptr) return unavailable(req, slot, server.refusal());
   bool meta = proto::is_meta(req.request.command);
   evbuffer* out = outbox->output();
   evbuffer_remove_buffer(req.in, out, req.bytes());

@@ -41,7 +41,8 @@ void SplitRoute::send(RouteRequest& req, ReplySlot& slot) {
     Outbox* outbox = server < nservers ? placement_.server(server).outbox(req.affinity) : nullptr;
     if (outbox == nullptr) {
       slot.fragment(f).failed = true;
-      slot.note_error(proto::reply::own::kBackendUnavailable);
+      slot.note_error(server < nservers ? placement_.server(server).refusal()
+                                        : proto::reply::own::kBackendUnavailable);
       req.count_error();
       continue;
     }

@@ -100,6 +100,7 @@ struct WorkerStats {
   X(server_connections) /* gauge: open connections */                                 \
   X(requests)           /* operations sent */                                         \
   X(requests_joined)    /* of those, sent on the line of the one before */            \
+  X(requests_shed)      /* refused at once: server_queue_limit requests waiting */    \
   X(request_bytes)                                                                    \
   X(responses) /* operations answered */                                              \
   X(response_bytes)                                                                   \

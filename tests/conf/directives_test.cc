@@ -143,6 +143,12 @@ TEST(ConfDirectives, HotKeyExtensions) {
   EXPECT_DOUBLE_EQ(only_pool(pool("  hot_key_log_share: 0.03\n")).hot_key_log_share, 0.03);
 }
 
+TEST(ConfDirectives, ServerQueueLimit) {
+  EXPECT_EQ(only_pool(pool("")).server_queue_limit, 4096u);
+  EXPECT_EQ(only_pool(pool("  server_queue_limit: 64\n")).server_queue_limit, 64u);
+  EXPECT_EQ(only_pool(pool("  server_queue_limit: 0\n")).server_queue_limit, 0u);
+}
+
 TEST(ConfDirectives, BooleansBothWays) {
   const PoolConfig on = only_pool(pool("  preconnect: true\n  auto_eject_hosts: true\n"));
   EXPECT_TRUE(on.preconnect);

@@ -78,7 +78,8 @@ TEST(ConfErrors, UnknownDirective) {
                "client_connections, tcpkeepalive, servers, ketama_compat, item_size_max, "
                "client_idle_timeout, dns_refresh, replicas, write_policy, "
                "read_failover_on_miss, read_repair, reload_warmup, reload_migrate_rate, "
-               "hot_key_log_share, hot_key_cache, hot_key_ttl, hot_key_spread, tls_cert_file, "
+               "hot_key_log_share, hot_key_cache, hot_key_ttl, hot_key_spread, server_queue_limit, "
+               "tls_cert_file, "
                "tls_key_file, tls_ca_file, tls_verify_client, tls_min_version, server_tls, "
                "server_tls_ca_file, server_tls_cert_file, server_tls_key_file, server_tls_name, "
                "server_tls_verify");
@@ -209,6 +210,8 @@ TEST(ConfErrors, UnixServerPathWithColon) {
 TEST(ConfErrors, BadNumber) {
   expect_error(only_error(pool("  timeout: -1\n")), 3, "timeout",
                "expected a whole number from 0 to 2147483647, found \"-1\"");
+  expect_error(only_error(pool("  server_queue_limit: lots\n")), 3, "server_queue_limit",
+               "expected a whole number from 0 to 2147483647, found \"lots\"");
 }
 
 TEST(ConfErrors, NumberTooLarge) {

@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -617,6 +618,113 @@ TEST_F(BackendFailures, AllServersEjectedFailFastWithoutGrowingAndAreReadmitted)
   pick_keys(4, "ae");
   preload();
   hammer_all_down(*proxy_, *fleet_, by_server_, true);
+}
+
+// ================================================ load shedding (issue 38)
+
+// server_queue_limit with a frozen server: clients that pipeline thousands
+// of its keys get every answer after one timeout, not a timeout per 128
+// keys in flight (the requests past the limit are answered at once, and
+// such answers hold no client's budget of keys in flight); the answers
+// come in request order, a live server's key in between answered with its
+// value; other clients on other servers keep their latency; memshard's
+// memory stays bounded.
+TEST_F(BackendFailures, AFrozenServerSheds) {
+  constexpr int kTimeoutMs = 2000;
+  constexpr int kClients = 4, kGets = 2000;
+  start({{"timeout", std::to_string(kTimeoutMs)}, {"server_queue_limit", "100"}});
+  pick_keys(50, "shed");
+  preload("v");
+  const uint64_t rss_before = rss_kib(proxy_->pid());
+  Memcached& frozen = (*fleet_)[0];
+  ASSERT_TRUE(frozen.process().suspend()) << "memcached did not stop";
+
+  // Every 100th get is a live server's key, the others the frozen one's.
+  std::string pipeline;
+  std::vector<std::string> order;
+  size_t line_ends = 0;  // "\r\n" in all the answers: 1 an error, 3 a hit
+  for (int i = 0; i < kGets; ++i) {
+    const bool live = i % 100 == 50;
+    const std::string& k = live ? by_server_[1][static_cast<size_t>(i / 100) % 50]
+                                : by_server_[0][static_cast<size_t>(i) % 50];
+    pipeline += "get " + k + "\r\n";
+    order.push_back(live ? k : "");
+    line_ends += live ? 3 : 1;
+  }
+  std::vector<std::string> got(kClients);
+  std::vector<int64_t> took(kClients);
+  std::vector<std::thread> piped;
+  for (int c = 0; c < kClients; ++c) {
+    piped.emplace_back([&, c] {
+      RawClient client(proxy_->port());
+      const auto t0 = Clock::now();
+      client.send(pipeline);
+      got[c] = client.read_count("\r\n", line_ends, std::chrono::milliseconds(30 * kTimeoutMs));
+      took[c] = ms_between(t0, Clock::now());
+    });
+  }
+  // Meanwhile another client on a live server's keys: never waits a timeout.
+  int64_t live_max = 0;
+  size_t live_ops = 0;
+  {
+    RawClient live(proxy_->port());
+    const auto until = Clock::now() + std::chrono::milliseconds(kTimeoutMs);
+    for (size_t i = 0; Clock::now() < until && i < 10'000; ++i) {
+      const std::string& k = by_server_[2][i % 50];
+      const auto t0 = Clock::now();
+      EXPECT_EQ(live.roundtrip("get " + k + "\r\n", "END\r\n"),
+                "VALUE " + k + " 0 1\r\nv\r\nEND\r\n");
+      live_max = std::max(live_max, ms_between(t0, Clock::now()));
+      ++live_ops;
+    }
+  }
+  for (auto& t : piped) t.join();
+  frozen.process().resume();
+
+  for (int c = 0; c < kClients; ++c) {
+    // Each answer in its place: errors for the frozen server's keys, the
+    // value for a live one's.
+    size_t at = 0, answers = 0;
+    for (const std::string& live_key : order) {
+      if (at >= got[c].size()) break;
+      if (live_key.empty()) {
+        const size_t eol = got[c].find("\r\n", at);
+        ASSERT_NE(eol, std::string::npos);
+        EXPECT_TRUE(got[c].compare(at, 13, "SERVER_ERROR ") == 0)
+            << "answer " << answers << ": " << printable(got[c].substr(at, 60));
+        at = eol + 2;
+      } else {
+        const std::string want = "VALUE " + live_key + " 0 1\r\nv\r\nEND\r\n";
+        ASSERT_EQ(got[c].compare(at, want.size(), want), 0)
+            << "answer " << answers << " out of order: " << printable(got[c].substr(at, 60));
+        at += want.size();
+      }
+      ++answers;
+    }
+    EXPECT_EQ(answers, static_cast<size_t>(kGets)) << "client " << c;
+    // Without shedding: one timeout per 128 keys in flight, about 16 here.
+    EXPECT_LT(took[c], 4 * kTimeoutMs) << "client " << c << " waited a timeout per batch";
+  }
+  // Per server, in `stats servers`.
+  uint64_t shed = 0;
+  {
+    RawClient c(proxy_->port());
+    std::istringstream in(c.roundtrip("stats servers\r\n", "END\r\n"));
+    for (std::string line; std::getline(in, line);) {
+      const size_t at = line.find(":requests_shed ");
+      if (at != std::string::npos) shed += std::stoull(line.substr(at + 15));
+    }
+  }
+  std::cout << kClients << " clients x " << kGets
+            << " pipelined gets for a frozen server: " << took[0]
+            << " ms; a live server's gets meanwhile: " << live_ops << ", max " << live_max
+            << " ms; shed " << shed << "\n";
+  EXPECT_GT(shed, 0u);
+  EXPECT_GT(live_ops, 10u);
+  EXPECT_LT(live_max, kTimeoutMs) << "a live server's key waited on the frozen one";
+  if (!sanitizer_build(proxy_->pid())) {
+    EXPECT_LT(rss_kib(proxy_->pid()), rss_before + 64 * 1024) << "memory grew with the backlog";
+  }
 }
 
 }  // namespace

@@ -234,6 +234,47 @@ TEST_F(BackendTest, AnAnsweredOpDoesNotTimeOutLater) {
   EXPECT_FALSE(memcached.peer_closed());
 }
 
+// server_queue_limit: once a connection has that many requests waiting,
+// its outbox refuses more, says why, and counts them; once answers come,
+// it takes requests again.
+TEST_F(BackendTest, AConnectionWithQueueLimitRequestsWaitingRefusesMoreUntilTheyAreAnswered) {
+  FakeServer memcached;
+  ServerSettings settings;
+  settings.queue_limit = 2;
+  BackendServer& server = add_server(memcached.addresses(), settings);
+  FakeOwner first, second, third;
+  ASSERT_NE(server.outbox(0), nullptr);
+  forward(*server.connection_for(0), first, "mg a v\r\n", ReplyMode::meta);
+  ASSERT_NE(server.outbox(0), nullptr);
+  forward(*server.connection_for(0), second, "mg b v\r\n", ReplyMode::meta);
+  EXPECT_EQ(server.outbox(0), nullptr) << "two waiting: the limit";
+  EXPECT_EQ(server.refusal(), own::kBackendQueueFull);
+  EXPECT_EQ(server.stats().requests_shed.get(), 1u);
+  expect_request(memcached, "mg a v\r\nmg b v\r\n");
+  memcached.send("EN\r\n");
+  ASSERT_TRUE(run_until_complete(first));
+  ASSERT_NE(server.outbox(0), nullptr) << "one answered: room for one more";
+  forward(*server.connection_for(0), third, "mg c v\r\n", ReplyMode::meta);
+  EXPECT_EQ(server.outbox(0), nullptr);
+  EXPECT_EQ(server.stats().requests_shed.get(), 2u);
+  expect_request(memcached, "mg c v\r\n");
+  memcached.send("EN\r\nEN\r\n");
+  ASSERT_TRUE(run_until_complete(second));
+  ASSERT_TRUE(run_until_complete(third));
+}
+
+TEST_F(BackendTest, NoQueueLimitNeverRefuses) {
+  FakeServer memcached;
+  BackendServer& server = add_server(memcached.addresses(), ServerSettings{});
+  std::vector<std::unique_ptr<FakeOwner>> owners;
+  for (int i = 0; i < 100; ++i) {
+    ASSERT_NE(server.outbox(0), nullptr) << i;
+    owners.push_back(std::make_unique<FakeOwner>());
+    forward(*server.connection_for(0), *owners.back(), "mn\r\n", ReplyMode::single);
+  }
+  EXPECT_EQ(server.stats().requests_shed.get(), 0u);
+}
+
 // ---------------------------------------------------------------------------
 // 8. A server that refuses connections.
 

@@ -154,6 +154,7 @@ void parse_documents(const std::string& text, Config& config, ErrorList& errors)
   }
   std::vector<ParsedPool> pools = parse_pools(root, errors);
   check_listen_conflicts(pools, errors);
+  detail::check_routes(pools, errors);
   for (ParsedPool& p : pools) config.pools.push_back(std::move(p.pool));
 }
 

@@ -55,6 +55,27 @@ struct TlsConfig {
   int line_of(std::string_view directive) const;
 };
 
+// memshard extension (README "Routing across pools"): one entry of a
+// pool's `routes`, which sends the keys that start with `prefix` (every
+// key no other entry takes, when it has none) to other pools.
+struct RouteConfig {
+  std::string prefix;
+  bool is_default = false;  // no prefix: the route of every other key
+  // `pool: a` is {a}; `pools: [a, b]` keeps a copy of each key in each,
+  // read from the first (the local zone) and from the next when it fails.
+  std::vector<std::string> pools;
+  // `shadow: P`: a copy of `shadow_share` of these keys' requests (chosen
+  // by a hash of the key) also goes to pool P, whose replies are dropped.
+  std::string shadow;
+  double shadow_share = 1.0;
+  int line = 0;
+  int shadow_line = 0;
+  std::vector<int> pool_lines;  // per entry of `pools`
+
+  // How stats name the route: its prefix, or "(default)".
+  std::string name() const { return is_default ? "(default)" : prefix; }
+};
+
 // Defaults are nutcracker 0.5's. A loaded config guarantees: listen set
 // (port 1..65535, or a unix path of at most 107 bytes, perm <= 0777); at
 // least one server, each with weight >= 1, port 1..65535 (0 for a unix
@@ -125,8 +146,22 @@ struct PoolConfig {
   uint32_t hot_key_ttl_ms = 1000;
   bool hot_key_spread = false;
   int hot_key_spread_line = 0;
+  // memshard extension (README "Routing across pools"): a pool with
+  // `routes` has no servers of its own and sends each key to another pool;
+  // a pool that only routes reach has no `listen`.
+  std::vector<RouteConfig> routes;
+  int routes_line = 0;
+  // `gutter: P`: the keys of a server that is down (refused, timed out,
+  // ejected) go to pool P, with their expiry capped at gutter_ttl seconds,
+  // instead of to the ring's next server.
+  std::string gutter;
+  int gutter_line = 0;
+  uint32_t gutter_ttl_s = 10;
   std::vector<ServerConfig> servers;
   TlsConfig tls;
+
+  bool has_listen() const { return !listen.text.empty(); }
+  bool routes_keys() const { return !routes.empty(); }
 };
 
 struct Config {

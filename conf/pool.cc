@@ -56,7 +56,7 @@ std::string mode_names() {
 }
 
 // Every directive nutcracker 0.5 accepts, then memshard's extensions.
-constexpr std::array<std::string_view, 32> kDirectives = {
+constexpr std::array<std::string_view, 35> kDirectives = {
     "listen",
     "hash",
     "hash_tag",
@@ -89,6 +89,37 @@ constexpr std::array<std::string_view, 32> kDirectives = {
     "hot_key_ttl",
     "hot_key_spread",
     "server_queue_limit",
+    "routes",
+    "gutter",
+    "gutter_ttl",
+};
+
+// What only a pool with servers of its own uses: refused in a pool that
+// routes its keys to other pools, where it would silently do nothing.
+constexpr std::array<std::string_view, 23> kServerDirectives = {
+    "hash",
+    "hash_tag",
+    "distribution",
+    "ketama_compat",
+    "timeout",
+    "preconnect",
+    "server_connections",
+    "server_queue_limit",
+    "auto_eject_hosts",
+    "server_retry_timeout",
+    "server_failure_limit",
+    "dns_refresh",
+    "replicas",
+    "read_repair",
+    "reload_warmup",
+    "reload_migrate_rate",
+    "hot_key_log_share",
+    "hot_key_cache",
+    "hot_key_ttl",
+    "hot_key_spread",
+    "gutter",
+    "gutter_ttl",
+    "server_tls",
 };
 
 // Reads one pool's directives into a PoolConfig, reporting into `errors`.
@@ -104,6 +135,12 @@ class PoolReader {
     key_ = key;
     if (key == "listen") listen_given_ = true;
     if (key == "servers") return servers(value);
+    if (std::find(kServerDirectives.begin(), kServerDirectives.end(), key) !=
+            kServerDirectives.end() ||
+        key.starts_with("server_tls")) {
+      server_directive_lines_.emplace_back(key, line);
+    }
+    if (key == "routes") return parse_routes(value, line, out_.pool, errors_);
     const std::optional<std::string> text = scalar(value);
     if (!text) return;
     if (tls_directive(out_.pool, key, *text, line, errors_)) return;
@@ -152,6 +189,7 @@ class PoolReader {
   void hot_key_directive(PoolConfig& p, const std::string& key, const std::string& text);
   void servers(const YAML::Node& value);
   void check_servers();
+  void check_routing_pool(int servers_line);
 
   ErrorList& errors_;
   ParsedPool out_;
@@ -163,6 +201,8 @@ class PoolReader {
   bool hash_given_ = false;
   bool servers_reported_ = false;  // entries or their container already reported
   int read_repair_line_ = 0;
+  // Directives of kServerDirectives given, for a pool that routes.
+  std::vector<std::pair<std::string, int>> server_directive_lines_;
 };
 
 void PoolReader::scalar_directive(const std::string& text) {
@@ -246,6 +286,11 @@ void PoolReader::scalar_directive(const std::string& text) {
   } else if (key == "reload_migrate_rate") {
     set_number(p.reload_migrate_rate, text, 0, 10000000);
     p.reload_migrate_rate_line = line_;
+  } else if (key == "gutter") {
+    p.gutter = text;
+    p.gutter_line = line_;
+  } else if (key == "gutter_ttl") {
+    set_number(p.gutter_ttl_s, text, 1, 30 * 24 * 3600);  // memcached's relative-expiry limit
   } else if (key.starts_with("hot_key_")) {
     hot_key_directive(p, key, text);
   }
@@ -253,15 +298,9 @@ void PoolReader::scalar_directive(const std::string& text) {
 
 void PoolReader::hot_key_directive(PoolConfig& p, const std::string& key, const std::string& text) {
   if (key == "hot_key_log_share") {
-    // "2%" or the fraction 0.02.
-    bool percent = !text.empty() && text.back() == '%';
-    char* end = nullptr;
-    std::string digits = percent ? text.substr(0, text.size() - 1) : text;
-    double v = std::strtod(digits.c_str(), &end);
-    if (percent) v /= 100;
-    if (digits.empty() || end != digits.c_str() + digits.size() || !(v > 0 && v <= 1))
-      return error("expected a share such as 1% or 0.01, above 0 and at most 100%" + found(text));
-    p.hot_key_log_share = v;
+    const Parsed<double> share = parse_share(text);  // "2%" or the fraction 0.02
+    if (!share.value) return error(share.error + found(text));
+    p.hot_key_log_share = *share.value;
   } else if (key == "hot_key_cache") {
     set_number(p.hot_key_cache_mb, text, 0, 65536);  // MB
   } else if (key == "hot_key_ttl") {
@@ -341,6 +380,24 @@ void PoolReader::check_servers() {
   }
 }
 
+// A pool with `routes` holds no keys itself: servers, and what applies to
+// servers, belong on the pools it routes to.
+void PoolReader::check_routing_pool(int servers_line) {
+  const PoolConfig& p = out_.pool;
+  if (servers_line != 0) {
+    errors_.add(servers_line, "servers",
+                "pool '" + p.name +
+                    "' has both routes and servers; expected one of them (a pool either keeps "
+                    "keys on its servers or routes them to other pools)");
+  }
+  for (const auto& [directive, line] : server_directive_lines_) {
+    errors_.add(line, directive,
+                "applies to a pool's own servers, and pool '" + p.name +
+                    "' routes its keys to other pools (routes:); expected it on those pools");
+  }
+  check_tls(p, errors_);
+}
+
 ParsedPool PoolReader::finish(int servers_line) {
   // The key hash a client library uses when its user set none: for the
   // plain libmemcached modes that is libmemcached's default, not twemproxy's.
@@ -349,11 +406,12 @@ ParsedPool PoolReader::finish(int servers_line) {
     out_.pool.ring.hash = ketama::HashFunction::one_at_a_time;
   }
   const PoolConfig& p = out_.pool;
-  if (!listen_given_) {
-    errors_.add(p.line, "listen",
-                "pool '" + p.name +
-                    "' has no listen address; expected \"listen: host:port\" or "
-                    "\"listen: /path/to.sock [permissions]\"");
+  // A missing listen is checked across pools (check_routes): a pool that
+  // only routes reach needs none.
+  out_.listen_given = listen_given_;
+  if (p.routes_keys() || p.routes_line != 0) {
+    check_routing_pool(servers_line);
+    return std::move(out_);
   }
   if (p.servers.empty() && !servers_reported_) {
     errors_.add(servers_line ? servers_line : p.line, "servers",
@@ -382,6 +440,12 @@ ParsedPool PoolReader::finish(int servers_line) {
     errors_.add(p.hot_key_spread_line, "hot_key_spread",
                 "hot_key_spread spreads a hot key's reads over its copies, and pool '" + p.name +
                     "' keeps one copy; expected replicas: 2 or more");
+  }
+  if (!p.gutter.empty() && p.replicas > 1) {
+    errors_.add(p.gutter_line, "gutter",
+                "pool '" + p.name + "' keeps " + std::to_string(p.replicas) +
+                    " copies of each key, and reads a down server's keys from another copy; "
+                    "expected a gutter only with replicas: 1");
   }
   if (p.redis_auth && !redis_) {
     errors_.add(redis_auth_line_, "redis_auth",

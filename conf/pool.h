@@ -31,13 +31,20 @@ std::string describe(const YAML::Node& node);
 
 struct ParsedPool {
   PoolConfig pool;
-  bool has_listen = false;  // a valid listen directive was read
+  bool has_listen = false;    // a valid listen directive was read
+  bool listen_given = false;  // one was written, even if refused
   int listen_line = 0;
 };
 
 // Reads the directives of pool `name` (whose key is on `line`) and checks
 // the pool on its own; checks across pools are the caller's.
 ParsedPool parse_pool(const std::string& name, int line, const YAML::Node& body, ErrorList& errors);
+
+// conf/routes.cc: a pool's `routes` list, and the checks across pools
+// that routes, shadows and gutters need (targets exist and have servers;
+// a pool without listen is reached by one of them).
+void parse_routes(const YAML::Node& value, int line, PoolConfig& pool, ErrorList& errors);
+void check_routes(const std::vector<ParsedPool>& pools, ErrorList& errors);
 
 // conf/tls.cc: the TLS directives. tls_directive() reads one (false when
 // `key` is not one of them); check_tls() checks them together.

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <climits>
+#include <cstdlib>
 
 namespace memshard::conf::detail {
 namespace {
@@ -55,6 +56,17 @@ Parsed<bool> parse_bool(std::string_view text) {
   if (text == "true") return Parsed<bool>::ok(true);
   if (text == "false") return Parsed<bool>::ok(false);
   return Parsed<bool>::fail("expected true or false (nutcracker accepts no other spelling)");
+}
+
+Parsed<double> parse_share(std::string_view text) {
+  const bool percent = !text.empty() && text.back() == '%';
+  const std::string digits(percent ? text.substr(0, text.size() - 1) : text);
+  char* end = nullptr;
+  double v = std::strtod(digits.c_str(), &end);
+  if (percent) v /= 100;
+  if (digits.empty() || end != digits.c_str() + digits.size() || !(v > 0 && v <= 1))
+    return Parsed<double>::fail("expected a share such as 1% or 0.01, above 0 and at most 100%");
+  return Parsed<double>::ok(v);
 }
 
 Parsed<uint16_t> parse_port(std::string_view text) {

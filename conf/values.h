@@ -34,6 +34,9 @@ Parsed<int> parse_number(std::string_view text);
 // Exactly "true" or "false": nutcracker refuses yes/no/True.
 Parsed<bool> parse_bool(std::string_view text);
 
+// A share of a whole: "10%" or the fraction 0.1, above 0 and at most 1.
+Parsed<double> parse_share(std::string_view text);
+
 // 1..65535, decimal, no leading zero (twemproxy hashes the port text as
 // written, so "011212" would name the server differently on its ring).
 Parsed<uint16_t> parse_port(std::string_view text);

@@ -79,8 +79,7 @@ TEST(ConfErrors, UnknownDirective) {
                "client_idle_timeout, dns_refresh, replicas, write_policy, "
                "read_failover_on_miss, read_repair, reload_warmup, reload_migrate_rate, "
                "hot_key_log_share, hot_key_cache, hot_key_ttl, hot_key_spread, server_queue_limit, "
-               "tls_cert_file, "
-               "tls_key_file, tls_ca_file, tls_verify_client, tls_min_version, server_tls, "
+               "routes, gutter, gutter_ttl, tls_cert_file, tls_key_file, tls_ca_file, tls_verify_client, tls_min_version, server_tls, "
                "server_tls_ca_file, server_tls_cert_file, server_tls_key_file, server_tls_name, "
                "server_tls_verify");
 }
@@ -272,7 +271,8 @@ TEST(ConfErrors, RedisAuthInMemcachedPool) {
 
 TEST(ConfErrors, NoListen) {
   expect_error(only_error("alpha:\n  hash: md5\n  servers:\n   - h:1:1\n"), 1, "listen",
-               "pool 'alpha' has no listen address; expected \"listen: host:port\" or "
+               "pool 'alpha' has no listen address and no route reaches it; expected \"listen: "
+               "host:port\" or "
                "\"listen: /path/to.sock [permissions]\"");
 }
 

@@ -112,5 +112,20 @@ TEST(ConfExamples, ProductionStyleNamedServers) {
   EXPECT_EQ(c.find_pool("pages")->ring.hash_tag, "[]");
 }
 
+TEST(ConfExamples, RoutesAcrossPools) {
+  const Config c = load_example("routes.yml");
+  ASSERT_EQ(c.pools.size(), 8u);
+  const PoolConfig& front = *c.find_pool("front");
+  EXPECT_TRUE(front.servers.empty());
+  ASSERT_EQ(front.routes.size(), 4u);
+  EXPECT_EQ(front.routes[0].prefix, "sess:");
+  EXPECT_EQ(front.routes[1].shadow, "feeds_next");
+  EXPECT_DOUBLE_EQ(front.routes[1].shadow_share, 0.1);
+  EXPECT_EQ(front.routes[2].pools, (std::vector<std::string>{"users_zone_a", "users_zone_b"}));
+  EXPECT_TRUE(front.routes[3].is_default);
+  EXPECT_FALSE(c.find_pool("sessions")->has_listen());
+  EXPECT_EQ(c.find_pool("main")->gutter, "spare");
+}
+
 }  // namespace
 }  // namespace memshard::conf

@@ -165,6 +165,13 @@ Ring Ring::build(std::vector<ServerEntry> servers, RingOptions options, std::vec
   return Ring(std::move(s));
 }
 
+Ring Ring::none(RingOptions options) {
+  auto s = std::make_shared<State>();
+  s->options = std::move(options);
+  s->index = SearchIndex(s->points);
+  return Ring(std::move(s));
+}
+
 uint32_t Ring::hash_key(std::string_view key) const {
   key = apply_hash_tag(key, s_->options.hash_tag);
   // twemproxy's server_pool_hash() returns 0 for an empty key unhashed.

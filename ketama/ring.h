@@ -36,6 +36,10 @@ class Ring {
   // a `live` of the wrong size.
   static Ring build(std::vector<ServerEntry> servers, RingOptions options,
                     std::vector<bool> live = {});
+  // A ring without servers, where every lookup finds none: the ring of a
+  // pool that holds no keys itself (a routing pool, which sends each key
+  // to another pool).
+  static Ring none(RingOptions options = {});
 
   // The value a key is placed by, after hash_tag, with the mode's key hash.
   uint32_t hash_key(std::string_view key) const;

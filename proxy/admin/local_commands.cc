@@ -23,6 +23,7 @@ void append_stats_reply(const StatsView& p, const std::vector<std::string_view>&
     render_stat_servers(p, out);
     return;
   }
+  if (args.size() == 1 && args[0] == "routes") return render_stat_routes(p, out);
   if (args.size() == 1 && args[0] == "hotkeys") return render_stat_hot_keys(p.snapshot(), out);
   if (!args.empty()) {
     // memcached answers a subcommand it does not know with ERROR.

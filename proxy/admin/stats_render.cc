@@ -154,6 +154,24 @@ void render_twemproxy_json(const StatsView& p, std::string& out) {
     }
     out.append("}");
   }
+  // A routing pool's routes, as a list: an object would read as a pool or
+  // a server to tools made for twemproxy's document.
+  out.append(", \"routes\":[");
+  bool first_route = true;
+  for (const auto& [pool, t] : snap.pools) {
+    for (const auto& [route, counters] : t.routes) {
+      out.append(first_route ? "{\"pool\":" : ", {\"pool\":");
+      first_route = false;
+      json_string(out, pool);
+      out.append(", \"route\":");
+      json_string(out, route);
+      bool rf = false;
+      for (size_t i = 0; i < std::size(kRouteCounterNames); ++i)
+        json_field(out, kRouteCounterNames[i], counter(counters, i), rf);
+      out.append("}");
+    }
+  }
+  out.append("]");
   append_hot_keys_json(snap, out);
   out.append("}\n");
 }
@@ -304,6 +322,10 @@ void render_prometheus(const StatsView& p, std::string& out) {
        "reload_warmup: old copies deleted by a write of a moved key."},
       {"hot_key_hits", "memshard_pool_hot_key_hits_total", "counter",
        "Reads answered from the hot-key cache (hot_key_cache)."},
+      {"gutter_requests", "memshard_pool_gutter_requests_total", "counter",
+       "gutter: requests of a down server's keys sent to the gutter pool."},
+      {"gutter_sets", "memshard_pool_gutter_sets_total", "counter",
+       "gutter: of those, writes (kept there gutter_ttl seconds at most)."},
       {"tls_handshakes", "memshard_pool_tls_handshakes_total", "counter",
        "TLS client handshakes completed."},
       {"tls_resumed", "memshard_pool_tls_resumed_total", "counter",
@@ -390,6 +412,36 @@ void render_prometheus(const StatsView& p, std::string& out) {
     f.sample("memshard_request_duration_seconds_count", pool_label(pool), cumulative);
   }
 
+  // Per route of a routing pool.
+  struct RouteMetric {
+    std::string_view counter, name, help;
+  };
+  static constexpr RouteMetric kRoute[] = {
+      {"requests", "memshard_route_requests_total",
+       "Routing pools: requests that took the route (a multi-get once per route it reaches)."},
+      {"hits", "memshard_route_hits_total",
+       "Routing pools: keys read through the route and found."},
+      {"misses", "memshard_route_misses_total",
+       "Routing pools: keys read through the route and not found."},
+      {"errors", "memshard_route_errors_total",
+       "Routing pools: requests through the route answered with an error."},
+      {"shadow_sent", "memshard_route_shadow_sent_total",
+       "Routing pools: copies sent to the route's shadow pool."},
+      {"shadow_dropped", "memshard_route_shadow_dropped_total",
+       "Routing pools: copies not sent because the shadow's queue was full."},
+      {"shadow_failed", "memshard_route_shadow_failed_total",
+       "Routing pools: copies the shadow pool answered with an error (nobody saw it)."},
+  };
+  for (const RouteMetric& m : kRoute) {
+    f.header(m.name, "counter", m.help);
+    const size_t i = index_of(kRouteCounterNames, std::size(kRouteCounterNames), m.counter);
+    for (const auto& [pool, t] : snap.pools) {
+      for (const auto& [route, counters] : t.routes)
+        f.sample(m.name, pool_label(pool) + ",route=\"" + label(route) + "\"",
+                 counter(counters, i));
+    }
+  }
+
   // Per server.
   struct ServerMetric {
     std::string_view counter, name, type, help, extra;
@@ -467,6 +519,20 @@ void render_stat_servers(const StatsView& p, std::string& out) {
       for (size_t i = 0; i < std::size(kServerCounterNames); ++i) {
         out.append(prefix).append(kServerCounterNames[i]).append(" ");
         out.append(std::to_string(counter(s.counters, i))).append("\r\n");
+      }
+    }
+  }
+  out.append(proto::reply::kEnd);
+}
+
+void render_stat_routes(const StatsView& p, std::string& out) {
+  StatsSnapshot snap = p.snapshot();
+  for (const auto& [pool, t] : snap.pools) {
+    for (const auto& [route, counters] : t.routes) {
+      for (size_t i = 0; i < std::size(kRouteCounterNames); ++i) {
+        out.append("STAT ").append(pool).append(":").append(route).append(":");
+        out.append(kRouteCounterNames[i]).append(" ");
+        out.append(std::to_string(counter(counters, i))).append("\r\n");
       }
     }
   }

@@ -13,6 +13,9 @@ void render_twemproxy_json(const StatsView& proxy, std::string& out);
 void render_prometheus(const StatsView& proxy, std::string& out);
 // `stats servers`: one group of STAT lines per backend, with its state.
 void render_stat_servers(const StatsView& proxy, std::string& out);
+// `stats routes`: a routing pool's routes, "STAT <pool>:<route>:<counter>
+// <value>" (the route is its prefix, or "(default)").
+void render_stat_routes(const StatsView& proxy, std::string& out);
 // Per-pool counters as "STAT <pool>:<counter> <value>" lines (plain `stats`).
 void render_stat_pools(const StatsView& proxy, std::string& out);
 

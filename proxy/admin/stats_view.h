@@ -28,6 +28,9 @@ struct StatsSnapshot {
     std::map<std::string, Server> servers;  // by stats name
     std::vector<HotKeySummary> hot_keys;    // one per worker, merged when shown
     double hot_key_share = 0.01;            // hot_key_log_share
+    // A routing pool's routes, by name (prefix or "(default)"):
+    // MEMSHARD_ROUTE_COUNTERS order.
+    std::map<std::string, std::vector<uint64_t>> routes;
   };
   std::map<std::string, PoolTotals> pools;
 };

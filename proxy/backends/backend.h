@@ -77,6 +77,9 @@ class BackendServer final : public Server {
   BackendConn* connection_for(uint64_t affinity);
   Outbox* outbox(uint64_t affinity) override;
   std::string_view refusal() const override { return refusal_; }
+  bool down() const override {
+    return retry_after_usec_ != 0 && context_.now_usec() < retry_after_usec_;
+  }
   ServerStats* counters() override { return stats_.get(); }
   // Ends a reconnect back-off now: for a caller that spaces its own tries
   // (a health probe, every server_retry_timeout).

@@ -65,6 +65,9 @@ class Server {
   // Why outbox() last gave none: the proxy's SERVER_ERROR line for it
   // (unavailable, or its queue full).
   virtual std::string_view refusal() const { return proto::reply::own::kBackendUnavailable; }
+  // Refusing connections now: outbox() would give none until a retry is
+  // due. (A server whose queue is full is not down: it is slow.)
+  virtual bool down() const { return false; }
 
  protected:
   ~Server() = default;

@@ -139,6 +139,7 @@ void ReplySlot::reset() {
   evbuffer_drain(reply_, evbuffer_get_length(reply_));
   keys_weight = 1;
   started_usec = 0;
+  route_stats = nullptr;
 }
 
 }  // namespace memshard::proxy

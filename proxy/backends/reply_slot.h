@@ -17,6 +17,8 @@
 
 namespace memshard::proxy {
 
+struct RouteStats;
+
 // Who is owed a slot's reply (a client connection): told once the slot
 // is complete.
 class SlotOwner {
@@ -149,6 +151,9 @@ class ReplySlot {
   // ---- the client's bookkeeping
   uint32_t keys_weight = 1;   // keys the client waits on in this slot
   uint64_t started_usec = 0;  // when the request was read
+  // The route of a routing pool this request took, whose hits, misses and
+  // errors count its reply once complete (routes/route_count.h).
+  RouteStats* route_stats = nullptr;
 
   // Back to the pristine state for reuse; keeps allocations.
   void reset();

@@ -3,7 +3,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <istream>
+#include <map>
+#include <memory>
 #include <numeric>
 #include <optional>
 #include <ostream>
@@ -14,6 +17,7 @@
 #include "ketama/ring.h"
 #include "ketama/sampled_load.h"
 #include "proxy/cli/sample_keys.h"
+#include "proxy/routes/prefix_route.h"
 
 namespace memshard::proxy {
 
@@ -67,6 +71,13 @@ std::optional<LoadedPool> load_pool(const std::string& file, const std::string& 
   if (!config) return std::nullopt;
   const conf::PoolConfig* pool = pick_pool(*config, name, err);
   if (pool == nullptr) return std::nullopt;
+  if (pool->routes_keys()) {
+    err << config->file << ": pool '" << pool->name
+        << "' routes its keys to other pools and has no ring; choose one of those with --pool "
+           "(`memshard ring lookup --pool "
+        << pool->name << "` names each key's route and pool)\n";
+    return std::nullopt;
+  }
   return LoadedPool{*pool, ring_of(*pool)};
 }
 
@@ -78,23 +89,69 @@ ketama::Ring ring_of(const conf::PoolConfig& pool) {
 
 }  // namespace
 
+namespace {
+
+// The servers of `key` in `ring`: its first, or with `all` every copy
+// (replicas), space-separated.
+std::string servers_of(const ketama::Ring& ring, size_t replicas, const std::string& key,
+                       bool all) {
+  if (!all) return ring.servers()[ring.lookup(key)].address();
+  std::vector<size_t> list(std::max<size_t>(replicas, 1));
+  const size_t n = ring.preference_list(key, std::span<size_t>(list));
+  std::string out;
+  for (size_t i = 0; i < n; ++i) out += (i > 0 ? " " : "") + ring.servers()[list[i]].address();
+  return out;
+}
+
+// A routing pool's lookup: per key, its route, the pool (or zone copies,
+// comma-separated) it goes to, and the server(s) there.
+std::function<void(const std::string&)> routed_printer(const conf::Config& config,
+                                                       const conf::PoolConfig& front, bool all,
+                                                       std::ostream& out) {
+  std::vector<std::string> prefixes;
+  size_t default_route = PrefixTable::npos;
+  auto rings = std::make_shared<std::map<std::string, ketama::Ring>>();
+  for (const conf::RouteConfig& r : front.routes) {
+    if (r.is_default) default_route = prefixes.size();
+    prefixes.push_back(r.prefix);
+    for (const std::string& p : r.pools) rings->emplace(p, ring_of(*config.find_pool(p)));
+  }
+  auto table = std::make_shared<PrefixTable>(prefixes, default_route);
+  return [&config, &front, all, &out, rings, table](const std::string& key) {
+    const size_t r = table->find(key);
+    if (r == PrefixTable::npos) {
+      out << key << "\t-\tno route\n";
+      return;
+    }
+    const conf::RouteConfig& route = front.routes[r];
+    std::string pools, servers;
+    for (const std::string& p : route.pools) {
+      pools += (pools.empty() ? "" : ",") + p;
+      servers += (servers.empty() ? "" : ",") +
+                 servers_of(rings->at(p), config.find_pool(p)->replicas, key, all);
+    }
+    out << key << '\t' << route.name() << '\t' << pools << '\t' << servers << '\n';
+  };
+}
+
+}  // namespace
+
 int ring_lookup(const std::string& config_file, const std::string& pool_name,
                 const std::vector<std::string>& keys, bool all, std::istream& in, std::ostream& out,
                 std::ostream& err) {
-  std::optional<LoadedPool> loaded = load_pool(config_file, pool_name, err);
-  if (!loaded) return 1;
-  const ketama::Ring& ring = loaded->ring;
-  std::vector<size_t> list(loaded->pool.replicas);
-  auto print = [&](const std::string& key) {
-    if (!all) {
-      out << key << '\t' << ring.servers()[ring.lookup(key)].address() << '\n';
-      return;
-    }
-    size_t n = ring.preference_list(key, std::span<size_t>(list));
-    out << key << '\t';
-    for (size_t i = 0; i < n; ++i) out << (i > 0 ? " " : "") << ring.servers()[list[i]].address();
-    out << '\n';
-  };
+  auto config = load(config_file, err);
+  if (!config) return 1;
+  const conf::PoolConfig* pool = pick_pool(*config, pool_name, err);
+  if (pool == nullptr) return 1;
+  std::function<void(const std::string&)> print;
+  if (pool->routes_keys()) {
+    print = routed_printer(*config, *pool, all, out);
+  } else {
+    auto ring = std::make_shared<ketama::Ring>(ring_of(*pool));
+    print = [ring, replicas = pool->replicas, all, &out](const std::string& key) {
+      out << key << '\t' << servers_of(*ring, replicas, key, all) << '\n';
+    };
+  }
   if (!keys.empty()) {
     for (const auto& k : keys) print(k);
   } else {

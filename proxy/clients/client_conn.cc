@@ -9,6 +9,7 @@
 #include "proxy/protocol/binary_reply.h"
 #include "proxy/protocol/replies.h"
 #include "proxy/protocol/version.h"
+#include "proxy/routes/route_count.h"
 #include "proxy/transport/lines.h"
 
 namespace memshard::proxy {
@@ -476,6 +477,7 @@ void ClientConn::flush_ready() {
     keys_in_flight_ -= s->keys_weight;
     pool_stats_.requests.add();
     pool_stats_.record_latency(now - s->started_usec);
+    if (s->route_stats != nullptr) count_reply(*s->route_stats, *s);
     if (binary_) {
       const Binary::Owed& owed = binary_->owed.front();
       if (!closed_ && !owed.raw) {

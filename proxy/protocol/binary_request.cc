@@ -191,13 +191,14 @@ void translate_arithmetic(const Header& h, std::string_view extras, std::string_
 
 // The groups of binary STAT that memcached 1.6.18 answers (proto_bin.c:
 // reset..., settings..., detail on/off/dump, then items, slabs, sizes,
-// sizes_enable, sizes_disable) and memshard's own (servers, hotkeys).
+// sizes_enable, sizes_disable) and memshard's own (servers, routes, hotkeys).
 bool stats_group_known(std::string_view key) {
   for (std::string_view prefix : {"reset", "settings"}) {
     if (key.starts_with(prefix)) return true;
   }
-  for (std::string_view exact : {"detail on", "detail off", "detail dump", "items", "slabs",
-                                 "sizes", "sizes_enable", "sizes_disable", "servers", "hotkeys"}) {
+  for (std::string_view exact :
+       {"detail on", "detail off", "detail dump", "items", "slabs", "sizes", "sizes_enable",
+        "sizes_disable", "servers", "routes", "hotkeys"}) {
     if (key == exact) return true;
   }
   return false;

@@ -51,6 +51,8 @@ inline constexpr std::string_view kBackendQueueFull = "SERVER_ERROR backend queu
 inline constexpr std::string_view kNoDescriptors = "SERVER_ERROR proxy out of file descriptors";
 inline constexpr std::string_view kNoMemory = "SERVER_ERROR proxy out of memory";
 inline constexpr std::string_view kNoPool = "SERVER_ERROR pool not configured";
+// A routing pool with no route for the key (no prefix matches, no default).
+inline constexpr std::string_view kNoRoute = "CLIENT_ERROR no route for this key";
 }  // namespace own
 
 // Marks `out` as answered by the proxy with `text`, discarding `swallow`

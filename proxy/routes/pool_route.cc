@@ -51,11 +51,41 @@ void PoolRoute::build_hot_keys() {
   if (cache) all = hot_key_flush_route(std::move(all), hot);
 }
 
+void PoolRoute::build_routing(const RoutingPool::PoolOf& pool_of,
+                              const RoutingPool::CountersOf& counters_of) {
+  routing = std::make_unique<RoutingPool>(pool->config, pool_of, counters_of, life.get());
+  key = routing->key_route();
+  multi_get = routing->multi_get_route();
+  all = routing->flush_route();
+}
+
+void PoolRoute::build_gutter(std::vector<Server*> servers) {
+  const uint32_t ttl = pool->config.gutter_ttl_s;
+  gutter = std::make_unique<Gutter>(
+      Gutter{GutterEntry(gutter_pool, PoolEntry::Part::key, ttl, life.get()),
+             GutterEntry(gutter_pool, PoolEntry::Part::multi_get, ttl, life.get())});
+  gutter_placement = std::make_unique<GutterPlacement>(pool->ring, pool->live, std::move(servers));
+  own_split = std::make_unique<SplitRoute>(*gutter_placement);
+  key = std::make_unique<GutterKeyRoute>(*gutter_placement, *gutter, life.get());
+  multi_get = std::make_unique<GutterGetRoute>(*gutter_placement, *own_split, *gutter, life.get());
+  // flush_all empties the gutter too: a key flushed must not be read back
+  // from there.
+  own_all = std::move(all);
+  gutter_flush = std::make_unique<PoolEntry>(gutter_pool, PoolEntry::Part::all);
+  all = std::make_unique<FanoutRoute>(std::vector<Route*>{own_all.get(), gutter_flush.get()},
+                                      ReplyPolicy::all, life.get());
+}
+
 void PoolRoute::build_plain_routes() {
   std::vector<Server*> servers(backends.begin(), backends.end());
   placement = std::make_unique<RingPlacement>(pool->ring, servers);
   all = std::make_unique<BroadcastRoute>(*placement);
   const conf::PoolConfig& pc = pool->config;
+  if (pc.replicas <= 1 && gutter_pool.key != nullptr) {
+    build_gutter(std::move(servers));
+    build_warmup();
+    return;
+  }
   if (pc.replicas <= 1) {
     key = std::make_unique<KeyRoute>(*placement);
     multi_get = std::make_unique<SplitRoute>(*placement);
@@ -63,7 +93,7 @@ void PoolRoute::build_plain_routes() {
     return;
   }
   replicas = std::make_unique<ReplicaPlacement>(pool->ring, pool->live, pc.replicas, servers);
-  std::vector<KeyRoute*> keys;
+  std::vector<SingleKeyRoute*> keys;
   std::vector<Route*> keys_as_routes, reads;
   for (size_t i = 0; i < replicas->replicas(); ++i) {
     copy_placements.push_back(std::make_unique<CopyPlacement>(*replicas, i));

@@ -10,10 +10,13 @@
 
 #include "proxy/backends/backend.h"
 #include "proxy/routes/broadcast_route.h"
+#include "proxy/routes/gutter_route.h"
 #include "proxy/routes/key_route.h"
 #include "proxy/routes/past_placement.h"
 #include "proxy/routes/placement.h"
+#include "proxy/routes/pool_entry.h"
 #include "proxy/routes/replica_placement.h"
+#include "proxy/routes/routing_pool.h"
 #include "proxy/routes/split_route.h"
 #include "proxy/routes/topology.h"
 #include "proxy/support/stats.h"
@@ -42,6 +45,15 @@ struct PoolRoute {
   std::unique_ptr<PastPlacement> past;
   std::unique_ptr<SingleKeyRoute> own_key;
   std::unique_ptr<Route> own_multi_get;
+  // gutter: the gutter pool's finished routes (set before build_routes,
+  // which needs them), and what the pool's routes to it are made of.
+  PoolRoutes gutter_pool;
+  std::unique_ptr<GutterPlacement> gutter_placement;
+  std::unique_ptr<Gutter> gutter;
+  std::unique_ptr<Route> own_split, own_all;
+  std::unique_ptr<PoolEntry> gutter_flush;
+  // A routing pool (routes): what its routes are made of.
+  std::unique_ptr<RoutingPool> routing;
   // Counts the requests these routes hold (see RouteLife).
   std::unique_ptr<RouteLife> life = std::make_unique<RouteLife>();
   // Once pool, backends and past_servers are set: the plain routes, the
@@ -54,8 +66,16 @@ struct PoolRoute {
   // `all`, over `placement`: the last step of build_routes.
   void build_hot_keys();
 
+  // A routing pool's routes, into the pools it routes to (built before).
+  void build_routing(const RoutingPool::PoolOf& pool_of,
+                     const RoutingPool::CountersOf& counters_of);
+
+  // The finished routes, for a route entering the pool from outside.
+  PoolRoutes entry() const { return {key.get(), multi_get.get(), all.get(), stats.get()}; }
+
  private:
   void build_warmup();
+  void build_gutter(std::vector<Server*> servers);
 };
 
 }  // namespace memshard::proxy

@@ -7,13 +7,13 @@ namespace memshard::proxy {
 
 namespace {
 
-std::vector<Route*> as_routes(const std::vector<KeyRoute*>& copies) {
+std::vector<Route*> as_routes(const std::vector<SingleKeyRoute*>& copies) {
   return std::vector<Route*>(copies.begin(), copies.end());
 }
 
 }  // namespace
 
-ReplicatedKeyRoute::ReplicatedKeyRoute(std::vector<KeyRoute*> copies, ReplyPolicy policy,
+ReplicatedKeyRoute::ReplicatedKeyRoute(std::vector<SingleKeyRoute*> copies, ReplyPolicy policy,
                                        bool read_on_miss, RouteLife* life,
                                        const ReplicaPlacement* replicas)
     : copies_(std::move(copies)),
@@ -35,7 +35,7 @@ void ReplicatedKeyRoute::send(RouteRequest& req, ReplySlot& slot) {
 }
 
 void ReplicatedKeyRoute::invalidate(RouteRequest& req, ReplySlot& slot) {
-  for (KeyRoute* copy : copies_) copy->invalidate(req, slot);
+  for (SingleKeyRoute* copy : copies_) copy->invalidate(req, slot);
 }
 
 }  // namespace memshard::proxy

@@ -26,13 +26,13 @@ class ReplicatedKeyRoute final : public SingleKeyRoute {
   // `copies[i]` sends to the key's i-th live copy; they must outlive this.
   // `replicas` tells which server each copy is on, for per-server counts
   // (may be null).
-  ReplicatedKeyRoute(std::vector<KeyRoute*> copies, ReplyPolicy policy, bool read_on_miss,
+  ReplicatedKeyRoute(std::vector<SingleKeyRoute*> copies, ReplyPolicy policy, bool read_on_miss,
                      RouteLife* life, const ReplicaPlacement* replicas = nullptr);
   void send(RouteRequest& req, ReplySlot& slot) override;
   void invalidate(RouteRequest& req, ReplySlot& slot) override;
 
  private:
-  std::vector<KeyRoute*> copies_;
+  std::vector<SingleKeyRoute*> copies_;
   const ReplicaPlacement* replicas_;
   FailoverRoute read_;
   FanoutRoute write_;

@@ -22,6 +22,8 @@ struct RequestScratch {
   std::vector<int32_t> fragment_of_server;
   std::vector<size_t> server_of_fragment;
   std::vector<std::string_view> key_views;
+  // Splitting a multi-get by route (routing pools): per key, its route.
+  std::vector<uint32_t> route_of_key;
 };
 
 }  // namespace memshard::proxy

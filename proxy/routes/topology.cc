@@ -80,7 +80,8 @@ std::shared_ptr<const Topology> build_topology(const conf::Config& config, uint6
   for (const conf::PoolConfig& pc : config.pools) {
     std::vector<ketama::ServerEntry> entries;
     for (const conf::ServerConfig& sc : pc.servers) entries.push_back(sc.entry);
-    ketama::Ring ring = ketama::Ring::build(std::move(entries), pc.ring);
+    ketama::Ring ring = entries.empty() ? ketama::Ring::none(pc.ring)  // a routing pool
+                                        : ketama::Ring::build(std::move(entries), pc.ring);
     std::vector<ServerInfo> servers;
     for (size_t i = 0; i < pc.servers.size(); ++i) {
       const ketama::ServerEntry& e = pc.servers[i].entry;
@@ -92,7 +93,8 @@ std::shared_ptr<const Topology> build_topology(const conf::Config& config, uint6
                                    !e.is_unix && !is_ip_literal(e.host), e.host, e.port});
     }
     const conf::ListenAddress& l = pc.listen;
-    SocketAddress listen = resolve_address(l.is_unix ? l.path : l.host, l.port, l.is_unix);
+    SocketAddress listen;  // none for a pool only routes reach
+    if (pc.has_listen()) listen = resolve_address(l.is_unix ? l.path : l.host, l.port, l.is_unix);
     topo->pools.push_back(
         Pool{pc, std::move(ring), std::move(servers), listen, {}, {}, {}, {}, {}});
     load_pool_tls(config.file, topo->pools.back());

@@ -221,7 +221,9 @@ std::shared_ptr<const Topology> ServerHealth::with_ejections() const {
       }
     }
     if (!any) continue;
-    if (pool.config.replicas > 1) {
+    // A replicated pool reads the server's keys from their other copies,
+    // a pool with a gutter from the gutter: their rings keep every server.
+    if (pool.config.replicas > 1 || !pool.config.gutter.empty()) {
       pool.live = std::move(live);
       continue;
     }

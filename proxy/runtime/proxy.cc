@@ -126,6 +126,7 @@ void Proxy::start() {
     names_->connect_failed(pool, identity);
   };
   for (const Pool& pool : topology_->pools) {
+    if (!pool.config.has_listen()) continue;  // reached only by routes
     std::unique_ptr<Listener> l = open_listener(pool);
     if (!l) {
       throw std::runtime_error("pool '" + pool.config.name + "': cannot listen on " +

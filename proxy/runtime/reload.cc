@@ -78,6 +78,7 @@ bool Proxy::swap_listeners(const Topology& next, std::string& why) {
   std::set<Listener*> taken;
   for (size_t i = 0; i < next.pools.size(); ++i) {
     const Pool& pool = next.pools[i];
+    if (!pool.config.has_listen()) continue;  // reached only by routes
     for (auto& l : listeners_) {
       if (same_socket(l->address, pool.config.listen) && !taken.contains(l.get())) {
         reuse[i] = l.get();

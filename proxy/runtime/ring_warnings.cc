@@ -15,6 +15,7 @@ namespace {
 // without points is not blamed on the hash.
 std::optional<std::string> hash_range_warning(const conf::Config& config,
                                               const conf::PoolConfig& pool) {
+  if (pool.servers.empty()) return std::nullopt;  // a routing pool: no ring
   std::vector<ketama::ServerEntry> entries;
   for (const auto& s : pool.servers) entries.push_back(s.entry);
   ketama::Ring ring = ketama::Ring::build(std::move(entries), pool.ring);

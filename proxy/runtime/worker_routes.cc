@@ -16,6 +16,17 @@ void WorkerRoutes::clear() {
   draining_.clear();
 }
 
+std::shared_ptr<RouteStats> WorkerRoutes::route_stats_for(const std::string& pool,
+                                                          const std::string& route) {
+  std::weak_ptr<RouteStats>& weak = route_stats_[{pool, route}];
+  std::shared_ptr<RouteStats> stats = weak.lock();
+  if (!stats) {
+    stats = std::make_shared<RouteStats>();
+    weak = stats;
+  }
+  return stats;
+}
+
 std::shared_ptr<PoolStats> WorkerRoutes::pool_stats_for(const std::string& pool) {
   std::shared_ptr<PoolStats> stats = pool_stats_[pool].lock();
   if (!stats) {
@@ -29,10 +40,29 @@ void WorkerRoutes::apply(std::shared_ptr<const Topology> topology) {
   std::unordered_map<std::string, PoolRoute> routes;
   std::unordered_map<std::string, std::unique_ptr<BackendServer>> backends;
   std::lock_guard<std::mutex> stats_lock(stats_mu_);
-  for (const Pool& pool : topology->pools) {
+  // Built in an order where what a pool's routes lead to is built before
+  // them: gutter pools (which have none of their own), the other pools
+  // with servers, then the routing pools (whose routes do not nest).
+  std::vector<const Pool*> order;
+  for (int pass = 0; pass < 3; ++pass) {
+    for (const Pool& pool : topology->pools) {
+      const int rank = pool.config.routes_keys() ? 2 : pool.config.gutter.empty() ? 0 : 1;
+      if (rank == pass) order.push_back(&pool);
+    }
+  }
+  const auto entry_of = [&](const std::string& name) { return routes.at(name).entry(); };
+  for (const Pool* p : order) {
+    const Pool& pool = *p;
     PoolRoute& route = routes[pool.config.name];
     route.pool = &pool;
     route.stats = pool_stats_for(pool.config.name);
+    if (pool.config.routes_keys()) {
+      route.build_routing(entry_of, [&](const std::string& name) {
+        return route_stats_for(pool.config.name, name);
+      });
+      continue;
+    }
+    if (!pool.config.gutter.empty()) route.gutter_pool = entry_of(pool.config.gutter);
     ServerSettings settings{pool.config.name,
                             pool.config.timeout_ms.value_or(-1),
                             pool.config.server_connections,
@@ -101,6 +131,7 @@ void WorkerRoutes::reap() {
   std::lock_guard<std::mutex> lock(stats_mu_);
   std::erase_if(pool_stats_, [](const auto& e) { return e.second.expired(); });
   std::erase_if(server_stats_, [](const auto& e) { return e.second.expired(); });
+  std::erase_if(route_stats_, [](const auto& e) { return e.second.expired(); });
 }
 
 void WorkerRoutes::housekeeping(uint64_t now_usec) {
@@ -124,6 +155,16 @@ void WorkerRoutes::collect(StatsSnapshot& out) const {
     t.latency_sum_usec += ps->latency_sum_usec.get();
     t.hot_keys.push_back(ps->hot_keys.summary());
     t.hot_key_share = ps->hot_keys.threshold();
+  }
+  for (const auto& [key, weak] : route_stats_) {
+    std::shared_ptr<RouteStats> rs = weak.lock();
+    if (!rs) continue;
+    std::vector<uint64_t>& t = out.pools[key.first].routes[key.second];
+    size_t i = 0;
+    rs->for_each([&](std::string_view, const Counter& c) {
+      if (t.size() <= i) t.resize(i + 1, 0);
+      t[i++] += c.get();
+    });
   }
   for (const auto& [key, weak] : server_stats_) {
     std::shared_ptr<ServerStats> ss = weak.lock();

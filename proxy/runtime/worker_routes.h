@@ -66,6 +66,7 @@ class WorkerRoutes {
 
  private:
   std::shared_ptr<PoolStats> pool_stats_for(const std::string& pool);
+  std::shared_ptr<RouteStats> route_stats_for(const std::string& pool, const std::string& route);
 
   BackendContext& context_;
   std::shared_ptr<const Topology> topology_;
@@ -93,6 +94,8 @@ class WorkerRoutes {
     auto operator<=>(const ServerKey&) const = default;
   };
   std::map<ServerKey, std::weak_ptr<ServerStats>> server_stats_;
+  // By routing pool and route name (its prefix, or "(default)").
+  std::map<std::pair<std::string, std::string>, std::weak_ptr<RouteStats>> route_stats_;
 };
 
 }  // namespace memshard::proxy

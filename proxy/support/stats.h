@@ -59,23 +59,25 @@ struct WorkerStats {
 };
 
 // Per pool, per worker. Names are twemproxy's where it has them.
-#define MEMSHARD_POOL_COUNTERS(X)                                                \
-  X(client_eof)             /* clients that closed their connection */           \
-  X(client_err)             /* client connections closed on an error */          \
-  X(client_foreign)         /* closed for speaking HTTP, or TLS to plain */      \
-  X(client_connections)     /* gauge: open client connections */                 \
-  X(forward_error)          /* backend operations failed */                      \
-  X(fragments)              /* backend operations sent */                        \
-  X(requests)               /* client requests answered */                       \
-  X(replica_writes)         /* writes sent to copies after a key's first */      \
-  X(replica_write_failures) /* of those, answered with an error */               \
-  X(read_failovers)         /* reads tried again on a key's next copy */         \
-  X(hot_key_hits)           /* reads answered from the hot-key cache */          \
-  X(read_repairs)           /* values written back to a copy that missed them */ \
-  X(warmup_lookups)         /* moved keys missed and asked of an old server */   \
-  X(warmup_hits)            /* of those, found there */                          \
-  X(warmup_copies)          /* values copied to their new server (stored) */     \
-  X(warmup_invalidations)   /* old copies deleted by a write of a moved key */
+#define MEMSHARD_POOL_COUNTERS(X)                                                            \
+  X(client_eof)             /* clients that closed their connection */                       \
+  X(client_err)             /* client connections closed on an error */                      \
+  X(client_foreign)         /* closed for speaking HTTP, or TLS to plain */                  \
+  X(client_connections)     /* gauge: open client connections */                             \
+  X(forward_error)          /* backend operations failed */                                  \
+  X(fragments)              /* backend operations sent */                                    \
+  X(requests)               /* client requests answered, or routed here from another pool */ \
+  X(replica_writes)         /* writes sent to copies after a key's first */                  \
+  X(replica_write_failures) /* of those, answered with an error */                           \
+  X(read_failovers)         /* reads tried again on a key's next copy */                     \
+  X(hot_key_hits)           /* reads answered from the hot-key cache */                      \
+  X(read_repairs)           /* values written back to a copy that missed them */             \
+  X(warmup_lookups)         /* moved keys missed and asked of an old server */               \
+  X(warmup_hits)            /* of those, found there */                                      \
+  X(warmup_copies)          /* values copied to their new server (stored) */                 \
+  X(warmup_invalidations)   /* old copies deleted by a write of a moved key */               \
+  X(gutter_requests)        /* requests of a down server's keys sent to the gutter */        \
+  X(gutter_sets)            /* of those, writes (stored there with gutter_ttl at most) */
 
 // TLS clients (tls_cert_file): handshakes done, by version, and failed, by
 // cause (proxy/transport/tls_link.h, TlsFailure, in its order). Pool
@@ -158,6 +160,25 @@ struct ServerStats {
   }
 };
 
+// Per route of a routing pool (README "Routing across pools"), per worker.
+#define MEMSHARD_ROUTE_COUNTERS(X)                                                \
+  X(requests)       /* requests routed (a multi-get once per route it reaches) */ \
+  X(hits)           /* keys read and found */                                     \
+  X(misses)         /* keys read and not found */                                 \
+  X(errors)         /* requests answered with an error */                         \
+  X(shadow_sent)    /* copies sent to the shadow pool */                          \
+  X(shadow_dropped) /* copies not sent: the shadow's queue was full */            \
+  X(shadow_failed)  /* copies the shadow pool answered with an error */
+
+struct RouteStats {
+  MEMSHARD_ROUTE_COUNTERS(MEMSHARD_DECLARE_COUNTER)
+
+  template <typename F>
+  void for_each(F&& f) const {
+    MEMSHARD_ROUTE_COUNTERS(MEMSHARD_VISIT_COUNTER)
+  }
+};
+
 #undef MEMSHARD_DECLARE_COUNTER
 #undef MEMSHARD_VISIT_COUNTER
 
@@ -169,6 +190,8 @@ inline constexpr std::string_view kPoolCounterNames[] = {
     MEMSHARD_POOL_TLS_COUNTERS(MEMSHARD_COUNTER_NAME)};
 inline constexpr std::string_view kServerCounterNames[] = {
     MEMSHARD_SERVER_COUNTERS(MEMSHARD_COUNTER_NAME)};
+inline constexpr std::string_view kRouteCounterNames[] = {
+    MEMSHARD_ROUTE_COUNTERS(MEMSHARD_COUNTER_NAME)};
 #undef MEMSHARD_COUNTER_NAME
 
 }  // namespace memshard::proxy

@@ -287,6 +287,14 @@ TEST(TwemproxyRing, RandomPicksOnlyLiveServers) {
   EXPECT_EQ(std::accumulate(owned.begin(), owned.end(), uint64_t{0}), uint64_t{1} << 32);
 }
 
+TEST(TwemproxyRing, ARingOfNoServersPlacesNoKey) {
+  const Ring none = Ring::none();
+  EXPECT_EQ(none.lookup("k"), Ring::npos);
+  EXPECT_TRUE(none.servers().empty());
+  EXPECT_TRUE(none.preference_list("k", 2).empty());
+  EXPECT_TRUE(none.arcs().empty());
+}
+
 TEST(TwemproxyRing, RejectsBadInput) {
   EXPECT_THROW(Ring::build({}, RingOptions{}), std::invalid_argument);
   EXPECT_THROW(Ring::build(testing::numbered_servers(2), RingOptions{}, {true}),

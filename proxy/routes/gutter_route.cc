@@ -1,0 +1,105 @@
+#include "proxy/routes/gutter_route.h"
+
+#include <ctime>
+#include <optional>
+#include <string>
+
+#include "proxy/protocol/expiry_cap.h"
+#include "proxy/protocol/request_kind.h"
+#include "proxy/routes/grouped_get.h"
+#include "proxy/routes/key_route.h"
+
+namespace memshard::proxy {
+
+namespace {
+
+// req's bytes with the expiry capped at `ttl_s`, when it sets one.
+std::optional<std::string> capped_bytes(const RouteRequest& req, uint32_t ttl_s) {
+  std::optional<std::string> line =
+      proto::cap_expiry(req.request, req.line, ttl_s, static_cast<int64_t>(std::time(nullptr)));
+  if (!line) return std::nullopt;
+  line->append("\r\n");
+  const size_t header = line->size();
+  line->resize(header + req.request.data_bytes);
+  evbuffer_ptr data;
+  evbuffer_ptr_set(req.in, &data, req.header_bytes, EVBUFFER_PTR_SET);
+  evbuffer_copyout_from(req.in, &data, line->data() + header, req.request.data_bytes);
+  return line;
+}
+
+void count_gutter(const proto::Request& r, PoolStats& stats) {
+  stats.gutter_requests.add();
+  if (proto::is_storage(r.command)) stats.gutter_sets.add();
+}
+
+// A request the gutter takes with other bytes than the client's (its
+// expiry capped); `bytes` holds a line of `header` bytes, then any data.
+Work capped(const RouteRequest& req, std::string bytes, size_t header, ReplySlot& client,
+            Route& gutter) {
+  HeldRequest held(req, std::move(bytes), header);  // req is not touched past this point
+  Reply reply = co_await Call(held, gutter);
+  reply.pass_to(client);
+}
+
+}  // namespace
+
+size_t GutterPlacement::place(std::string_view key) const {
+  const size_t i = ring_.lookup(key);
+  if (i == npos) return npos;
+  if ((!live_.empty() && !live_[i]) || servers_[i]->down()) return npos;
+  return i;
+}
+
+Work GutterKeyRoute::via_server(RouteRequest& req, ReplySlot& client, Server& server) const {
+  HeldRequest held(req);  // req is not touched past this point
+  ServerRoute own(server);
+  Reply reply = co_await Call(held, own);
+  if (!reply.failed()) {
+    reply.pass_to(client);
+    co_return;
+  }
+  count_gutter(held.request(), held.pool_stats());
+  Reply second = co_await Call(held, gutter_.key);
+  second.pass_to(client);
+}
+
+void GutterEntry::send(RouteRequest& req, ReplySlot& slot) {
+  std::optional<std::string> bytes = capped_bytes(req, ttl_s_);
+  if (!bytes) return entry_.send(req, slot);  // nothing to cap: the client's bytes go
+  evbuffer_drain(req.in, req.bytes());
+  const size_t header = bytes->size() - req.request.data_bytes;
+  slot.add_fragment();
+  capped(req, std::move(*bytes), header, slot, entry_).start(slot, life_);
+}
+
+void GutterKeyRoute::send(RouteRequest& req, ReplySlot& slot) {
+  const size_t server = placement_.place(req.request.keys[0]);
+  if (server == Placement::npos) {
+    count_gutter(req.request, req.pool_stats);
+    return gutter_.key.send(req, slot);
+  }
+  slot.add_fragment();
+  via_server(req, slot, placement_.server(server)).start(slot, life_);
+}
+
+void GutterKeyRoute::invalidate(RouteRequest& req, ReplySlot& slot) {
+  const size_t server = placement_.place(req.request.keys[0]);
+  if (server == Placement::npos) return gutter_.key.invalidate(req, slot);
+  send_delete(placement_.server(server), req, slot);
+}
+
+void GutterGetRoute::send(RouteRequest& req, ReplySlot& slot) {
+  const auto& keys = req.request.keys;
+  std::vector<uint32_t> group_of(keys.size());
+  size_t in_gutter = 0;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    group_of[i] = placement_.place(keys[i]) == Placement::npos ? 1 : 0;
+    in_gutter += group_of[i];
+  }
+  if (in_gutter == 0) return split_.send(req, slot);
+  req.pool_stats.gutter_requests.add(in_gutter);
+  Route* const routes[] = {&split_, &gutter_.multi_get};
+  send_grouped(req, slot, routes, group_of, {}, life_);
+}
+
+}  // namespace memshard::proxy

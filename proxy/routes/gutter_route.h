@@ -1,0 +1,95 @@
+// A pool with a gutter (conf: gutter, gutter_ttl; README "Routing across
+// pools"): the keys of a server that is down go to a small spare pool for
+// a short while, instead of to the ring's next server, which would be cold
+// for them, loaded with them, and left holding stale copies once the
+// server is back.
+//   - Down when sent: ejected (auto_eject_hosts; the ring of a pool with a
+//     gutter keeps every server, and Pool::live says which are out), or
+//     refusing connections (Server::down). The request goes straight to
+//     the gutter.
+//   - Failed on the way (timed out, connection lost): tried again on the
+//     gutter, so the client sees the gutter's answer, not the failure.
+// Whatever a request sets an item's expiry to is capped at gutter_ttl in
+// the gutter (a set with exptime 0 gets gutter_ttl). Keys of live servers
+// never touch the gutter; once a server is back, its keys go to it again.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "ketama/ring.h"
+#include "proxy/routes/placement.h"
+#include "proxy/routes/pool_entry.h"
+#include "proxy/routes/work.h"
+
+namespace memshard::proxy {
+
+// The pool's ring over every one of its servers: a key whose server is
+// down has none (npos), and belongs to the gutter meanwhile.
+class GutterPlacement final : public Placement {
+ public:
+  // `live` (per server, false while ejected; empty: all), the ring and the
+  // servers must outlive the placement.
+  GutterPlacement(const ketama::Ring& ring, const std::vector<bool>& live,
+                  std::vector<Server*> servers)
+      : ring_(ring), live_(live), servers_(std::move(servers)) {}
+  size_t place(std::string_view key) const override;
+  size_t size() const override { return servers_.size(); }
+  Server& server(size_t index) const override { return *servers_[index]; }
+
+ private:
+  const ketama::Ring& ring_;
+  const std::vector<bool>& live_;
+  std::vector<Server*> servers_;
+};
+
+// One of the gutter pool's routes, entered with every expiry a request
+// sets capped at gutter_ttl.
+class GutterEntry final : public SingleKeyRoute {
+ public:
+  GutterEntry(const PoolRoutes& gutter, PoolEntry::Part part, uint32_t ttl_s, RouteLife* life)
+      : entry_(gutter, part), ttl_s_(ttl_s), life_(life) {}
+  void send(RouteRequest& req, ReplySlot& slot) override;
+  void invalidate(RouteRequest& req, ReplySlot& slot) override { entry_.invalidate(req, slot); }
+
+ private:
+  PoolEntry entry_;
+  uint32_t ttl_s_;
+  RouteLife* life_;
+};
+
+struct Gutter {
+  GutterEntry key;        // single-key requests
+  GutterEntry multi_get;  // retrievals
+};
+
+class GutterKeyRoute final : public SingleKeyRoute {
+ public:
+  // All must outlive the route (built with it).
+  GutterKeyRoute(const GutterPlacement& placement, Gutter& gutter, RouteLife* life)
+      : placement_(placement), gutter_(gutter), life_(life) {}
+  void send(RouteRequest& req, ReplySlot& slot) override;
+  void invalidate(RouteRequest& req, ReplySlot& slot) override;
+
+ private:
+  Work via_server(RouteRequest& req, ReplySlot& client, Server& server) const;
+  const GutterPlacement& placement_;
+  Gutter& gutter_;
+  RouteLife* life_;
+};
+
+class GutterGetRoute final : public Route {
+ public:
+  // `split`: the pool's own retrieval route over `placement`.
+  GutterGetRoute(const GutterPlacement& placement, Route& split, Gutter& gutter, RouteLife* life)
+      : placement_(placement), split_(split), gutter_(gutter), life_(life) {}
+  void send(RouteRequest& req, ReplySlot& slot) override;
+
+ private:
+  const GutterPlacement& placement_;
+  Route& split_;
+  Gutter& gutter_;
+  RouteLife* life_;
+};
+
+}  // namespace memshard::proxy

@@ -1,0 +1,98 @@
+#include "proxy/routes/routing_pool.h"
+
+#include <set>
+
+#include "proxy/routes/fanout_route.h"
+#include "proxy/routes/replicated_get_route.h"
+#include "proxy/routes/replicated_key_route.h"
+
+namespace memshard::proxy {
+
+namespace {
+
+ReplyPolicy policy_of(conf::WritePolicy p) {
+  switch (p) {
+    case conf::WritePolicy::majority:
+      return ReplyPolicy::majority;
+    case conf::WritePolicy::all:
+      return ReplyPolicy::all;
+    case conf::WritePolicy::first:
+      break;
+  }
+  return ReplyPolicy::first;
+}
+
+}  // namespace
+
+RoutingPool::RoutingPool(const conf::PoolConfig& config, const PoolOf& pool_of,
+                         const CountersOf& counters_of, RouteLife* life)
+    : life_(life) {
+  std::vector<std::string> prefixes;
+  size_t default_route = PrefixTable::npos;
+  std::set<std::string> flushed;
+  for (const conf::RouteConfig& r : config.routes) {
+    if (r.is_default) default_route = prefixes.size();
+    prefixes.push_back(r.prefix);
+    add_route(r, config, pool_of, counters_of);
+    for (const std::string& p : r.pools) flushed.insert(p);
+    if (!r.shadow.empty()) flushed.insert(r.shadow);
+  }
+  table_ = std::make_unique<PrefixTable>(prefixes, default_route);
+  for (const std::string& p : flushed) {
+    flush_parts_.push_back(std::make_unique<PoolEntry>(pool_of(p), PoolEntry::Part::all));
+  }
+}
+
+void RoutingPool::add_route(const conf::RouteConfig& route, const conf::PoolConfig& config,
+                            const PoolOf& pool_of, const CountersOf& counters_of) {
+  RouteTarget& t = targets_.emplace_back();
+  counters_.push_back(counters_of(route.name()));
+  t.counters = counters_.back().get();
+  std::vector<SingleKeyRoute*> keys;
+  std::vector<Route*> keys_as_routes, reads;
+  for (const std::string& name : route.pools) {
+    const PoolRoutes pool = pool_of(name);
+    keys.push_back(
+        key_parts_.emplace_back(std::make_unique<PoolEntry>(pool, PoolEntry::Part::key)).get());
+    keys_as_routes.push_back(keys.back());
+    reads.push_back(
+        get_parts_.emplace_back(std::make_unique<PoolEntry>(pool, PoolEntry::Part::multi_get))
+            .get());
+  }
+  if (keys.size() == 1) {
+    t.key = keys[0];
+    t.multi_get = reads[0];
+  } else {
+    // Zone copies: as a replicated pool's copies, a pool per copy.
+    t.key = key_parts_
+                .emplace_back(std::make_unique<ReplicatedKeyRoute>(
+                    keys, policy_of(config.write_policy), config.read_failover_on_miss, life_))
+                .get();
+    t.multi_get = get_parts_
+                      .emplace_back(std::make_unique<ReplicatedGetRoute>(
+                          reads, keys_as_routes, config.read_failover_on_miss, false, life_))
+                      .get();
+  }
+  if (!route.shadow.empty()) {
+    t.shadow = shadows_
+                   .emplace_back(std::make_unique<Shadow>(pool_of(route.shadow), route.shadow_share,
+                                                          *t.counters, life_))
+                   .get();
+  }
+}
+
+std::unique_ptr<SingleKeyRoute> RoutingPool::key_route() const {
+  return std::make_unique<PrefixKeyRoute>(*table_, targets_);
+}
+
+std::unique_ptr<Route> RoutingPool::multi_get_route() const {
+  return std::make_unique<PrefixGetRoute>(*table_, targets_, life_);
+}
+
+std::unique_ptr<Route> RoutingPool::flush_route() const {
+  std::vector<Route*> pools;
+  for (const auto& p : flush_parts_) pools.push_back(p.get());
+  return std::make_unique<FanoutRoute>(std::move(pools), ReplyPolicy::all, life_);
+}
+
+}  // namespace memshard::proxy

@@ -18,6 +18,7 @@
 #include "ketama/sampled_load.h"
 #include "proxy/cli/sample_keys.h"
 #include "proxy/routes/prefix_route.h"
+#include "proxy/routes/shadow.h"
 
 namespace memshard::proxy {
 
@@ -104,7 +105,8 @@ std::string servers_of(const ketama::Ring& ring, size_t replicas, const std::str
 }
 
 // A routing pool's lookup: per key, its route, the pool (or zone copies,
-// comma-separated) it goes to, and the server(s) there.
+// comma-separated) it goes to, and the server(s) there; then, for a key
+// that a shadow takes, "shadow POOL" and its server(s).
 std::function<void(const std::string&)> routed_printer(const conf::Config& config,
                                                        const conf::PoolConfig& front, bool all,
                                                        std::ostream& out) {
@@ -115,6 +117,7 @@ std::function<void(const std::string&)> routed_printer(const conf::Config& confi
     if (r.is_default) default_route = prefixes.size();
     prefixes.push_back(r.prefix);
     for (const std::string& p : r.pools) rings->emplace(p, ring_of(*config.find_pool(p)));
+    if (!r.shadow.empty()) rings->emplace(r.shadow, ring_of(*config.find_pool(r.shadow)));
   }
   auto table = std::make_shared<PrefixTable>(prefixes, default_route);
   return [&config, &front, all, &out, rings, table](const std::string& key) {
@@ -130,7 +133,14 @@ std::function<void(const std::string&)> routed_printer(const conf::Config& confi
       servers += (servers.empty() ? "" : ",") +
                  servers_of(rings->at(p), config.find_pool(p)->replicas, key, all);
     }
-    out << key << '\t' << route.name() << '\t' << pools << '\t' << servers << '\n';
+    out << key << '\t' << route.name() << '\t' << pools << '\t' << servers;
+    // A key the route's shadow takes: where its copies go.
+    if (!route.shadow.empty() && shadow_takes(key, route.shadow_share)) {
+      out << "\tshadow " << route.shadow << '\t'
+          << servers_of(rings->at(route.shadow), config.find_pool(route.shadow)->replicas, key,
+                        all);
+    }
+    out << '\n';
   };
 }
 

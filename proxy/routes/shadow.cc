@@ -24,12 +24,20 @@ uint32_t share_hash(std::string_view key) {
   return h;
 }
 
+uint64_t threshold_of(double share) {
+  return static_cast<uint64_t>(share * 4294967296.0);
+}
+
 }  // namespace
+
+bool shadow_takes(std::string_view key, double share) {
+  return share_hash(key) < threshold_of(share);
+}
 
 Shadow::Shadow(const PoolRoutes& pool, double share, RouteStats& counters, RouteLife* life)
     : key_(pool, PoolEntry::Part::key),
       multi_get_(pool, PoolEntry::Part::multi_get),
-      threshold_(static_cast<uint64_t>(share * 4294967296.0)),
+      threshold_(threshold_of(share)),
       counters_(counters),
       life_(life) {}
 

@@ -18,6 +18,10 @@
 
 namespace memshard::proxy {
 
+// Whether a shadow of `share` takes `key`: the same answer on every worker,
+// every instance and in `memshard ring lookup`.
+bool shadow_takes(std::string_view key, double share);
+
 class Shadow {
  public:
   static constexpr uint32_t kMaxInFlight = 1024;

@@ -31,6 +31,15 @@ ReplyLine parse_reply_line(std::string_view line);
 
 inline constexpr size_t kMaxReplyLineLength = 8192;
 
+// Whose words a one-line reply (ReplyKind::line) is in. memcached answers a
+// meta command with a two-letter code (HD, EN, NF, NS, EX; ME for me) and a
+// classic one with a word (STORED, NOT_FOUND, DELETED, OK, VERSION ...) or
+// a number; an error line (ERROR, CLIENT_ERROR, SERVER_ERROR) may answer
+// either. A reply in the other protocol's words is not an answer to the
+// request waiting for it.
+enum class ReplyFamily : uint8_t { classic, meta, error };
+ReplyFamily reply_family(std::string_view line);
+
 // How a VALUE line starts: a cheap look before parsing a line in full.
 inline constexpr std::string_view kValueLinePrefix = "VALUE ";
 

@@ -107,7 +107,12 @@ INSTANTIATE_TEST_SUITE_P(
         Garbage{"ValueOverMaxValueBytes", ReplyMode::retrieval, "VALUE a 0 101\r\n"},
         Garbage{"MetaValueOverMaxValueBytes", ReplyMode::meta, "VA 101\r\n"},
         Garbage{"ValueForAKeyNotAsked", ReplyMode::retrieval, "VALUE zz 0 1\r\nz\r\nEND\r\n"},
-        Garbage{"BroadcastAnswerToAGet", ReplyMode::retrieval, "OK\r\n"}),
+        Garbage{"BroadcastAnswerToAGet", ReplyMode::retrieval, "OK\r\n"},
+        // A reply in the other protocol's words (a STORED sent before
+        // anything was asked, then taken for the first reply).
+        Garbage{"ClassicWordToAMetaOp", ReplyMode::meta, "STORED\r\n"},
+        Garbage{"ClassicWordInAQuietMetaReply", ReplyMode::quiet_keep, "STORED\r\nMN\r\n"},
+        Garbage{"MetaCodeToAClassicOp", ReplyMode::single, "HD\r\n"}),
     [](const testing::TestParamInfo<Garbage>& p) { return std::string(p.param.name); });
 
 TEST_F(BackendTest, AValueOfExactlyMaxValueBytesIsAccepted) {
@@ -141,6 +146,45 @@ TEST_F(BackendTest, AReplyWithNothingAskedBreaksTheConnection) {
   EXPECT_EQ(owner.completions, 1);
   EXPECT_EQ(owner.reply(), "DELETED\r\n");
   EXPECT_EQ(server.stats().server_err.get(), 1u);
+}
+
+// Gets joined on one line: a VALUE that none of them asked for is no
+// evidence that the first is done. Every one fails; none reads as a miss.
+TEST_F(BackendTest, AValueNoOpOnASharedLineAskedFailsThemAll) {
+  FakeServer memcached;
+  BackendServer& server = add_server(memcached.addresses());
+  BackendConn* conn = server.connection_for(0);
+  FakeOwner first, second;
+  get(*conn, first, {"a"});
+  get(*conn, second, {"b"});
+  expect_request(memcached, "get a b\r\n");
+  memcached.send("VALUE zz 0 1\r\nz\r\nEND\r\n");
+  ASSERT_TRUE(run_until([&] { return second.completions > 0; }));
+  const std::string garbled = line(own::kBackendGarbled);
+  EXPECT_EQ(first.completions, 1);
+  EXPECT_EQ(first.reply(), garbled);
+  EXPECT_TRUE(first.slot->fragment(0).failed);
+  EXPECT_EQ(second.reply(), garbled);
+  EXPECT_EQ(server.stats().server_err.get(), 1u);
+}
+
+// The same line, the VALUE for the second: the first had no hit, and is
+// done before the second's value is read.
+TEST_F(BackendTest, AValueForALaterOpOnASharedLineEndsTheOnesBefore) {
+  FakeServer memcached;
+  BackendServer& server = add_server(memcached.addresses());
+  BackendConn* conn = server.connection_for(0);
+  FakeOwner first, second, third;
+  get(*conn, first, {"a"});
+  get(*conn, second, {"b"});
+  get(*conn, third, {"c"});
+  expect_request(memcached, "get a b c\r\n");
+  memcached.send("VALUE c 0 1\r\nC\r\nEND\r\n");
+  ASSERT_TRUE(run_until([&] { return third.completions > 0; }));
+  EXPECT_EQ(first.reply(), "END\r\n");
+  EXPECT_EQ(second.reply(), "END\r\n");
+  EXPECT_EQ(third.reply(), "VALUE c 0 1\r\nC\r\nEND\r\n");
+  EXPECT_EQ(server.stats().server_err.get(), 0u);
 }
 
 // ---------------------------------------------------------------------------

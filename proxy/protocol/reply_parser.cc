@@ -129,8 +129,8 @@ ReplyFamily reply_family(std::string_view line) {
   for (std::string_view code : {"HD", "EN", "NF", "NS", "EX", "ME"}) {
     if (word == code) return ReplyFamily::meta;
   }
-  for (std::string_view error : {"ERROR", "CLIENT_ERROR", "SERVER_ERROR"}) {
-    if (word == error) return ReplyFamily::error;
+  for (std::string_view either : {"ERROR", "CLIENT_ERROR", "SERVER_ERROR", "OK"}) {
+    if (word == either) return ReplyFamily::either;
   }
   return ReplyFamily::classic;
 }

@@ -131,6 +131,27 @@ TEST_F(BackendTest, AValueOfExactlyMaxValueBytesIsAccepted) {
   EXPECT_EQ(server.stats().server_err.get(), 0u);
 }
 
+// What answers either protocol is taken by either: an error line, and OK
+// (a meta write's answer from a server run with meta_response_old, as
+// memcached up to 1.6.17 could be). The connection is kept.
+TEST_F(BackendTest, AnErrorOrOkAnswersAMetaOpAndAClassicOne) {
+  FakeServer memcached;
+  BackendServer& server = add_server(memcached.addresses());
+  BackendConn* conn = server.connection_for(0);
+  FakeOwner ms, md, set;
+  forward(*conn, ms, "ms k 1\r\nv\r\n", ReplyMode::meta);
+  forward(*conn, md, "md k\r\n", ReplyMode::meta);
+  forward(*conn, set, "set k 0 0 1\r\nv\r\n", ReplyMode::single);
+  expect_request(memcached, "ms k 1\r\nv\r\nmd k\r\nset k 0 0 1\r\nv\r\n");
+  memcached.send("OK\r\nSERVER_ERROR out of memory\r\nCLIENT_ERROR bad data chunk\r\n");
+  ASSERT_TRUE(run_until_complete(set));
+  EXPECT_EQ(ms.reply(), "OK\r\n");
+  EXPECT_EQ(md.reply(), "SERVER_ERROR out of memory\r\n");
+  EXPECT_EQ(set.reply(), "CLIENT_ERROR bad data chunk\r\n");
+  EXPECT_EQ(server.stats().server_err.get(), 0u);
+  EXPECT_EQ(server.stats().server_connections.get(), 1u);
+}
+
 TEST_F(BackendTest, AReplyWithNothingAskedBreaksTheConnection) {
   FakeServer memcached;
   BackendServer& server = add_server(memcached.addresses());

@@ -17,6 +17,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <ostream>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -27,6 +28,10 @@ namespace memshard::testing::failures {
 
 enum class Protocol : uint8_t { text, meta, binary };
 std::string_view protocol_name(Protocol p);
+// gtest names a parameter by it ("binary", not "1-byte object <02>").
+inline void PrintTo(Protocol p, std::ostream* os) {
+  *os << protocol_name(p);
+}
 inline constexpr Protocol kProtocols[] = {Protocol::text, Protocol::meta, Protocol::binary};
 
 // What a request does to its key.

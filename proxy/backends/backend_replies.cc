@@ -196,34 +196,40 @@ bool BackendConn::take_line(evbuffer* in, std::string_view line, size_t total,
         // The server answers hits in the order asked: the VALUE belongs to
         // the next requested key with that name. On a shared line, a key
         // left unmatched by the oldest operation is a later one's, and the
-        // oldest has had all its hits.
+        // oldest has had all its hits. A key that no operation on the line
+        // still awaits answers none of them, and says nothing of the keys
+        // before it: the reply is broken, and every operation on the line
+        // fails (none is first taken for done, its keys for misses).
+        size_t owner = 0;
+        size_t i = 0;
         while (true) {
-          BackendOp& first = ops_.front();
-          Fragment& frag = first.slot->fragment(first.fragment);
-          size_t i = next_match(*first.slot, frag, r.key);
-          if (i < frag.key_positions.size()) {
-            frag.next_key = i + 1;
-            block_position_ = frag.key_positions[i];
-            block_bytes_ = total + r.data_bytes;
-            if (chain.size() >= block_bytes_) {
-              // The whole block is here, once its data is seen to end with
-              // "\r\n" as a data block must. So may be the blocks after
-              // it: all go in one move.
-              if (chain.substr(block_bytes_ - 2, 2) != "\r\n") return false;
-              first.slot->key_ref(block_position_).block_bytes =
-                  static_cast<uint32_t>(block_bytes_);
-              size_t run =
-                  block_bytes_ + take_whole_blocks(*first.slot, frag, chain.substr(block_bytes_));
-              evbuffer_remove_buffer(in, frag.values, run);
-              return true;
-            }
-            evbuffer_remove_buffer(in, frag.values, total);
-            begin_data(frag.values, r.data_bytes, false);
-            return true;
-          }
-          if (!first.shares_line_with_next) return false;
-          finish_retrieval();
+          const BackendOp& o = ops_[owner];
+          const Fragment& frag = o.slot->fragment(o.fragment);
+          i = next_match(*o.slot, frag, r.key);
+          if (i < frag.key_positions.size()) break;
+          if (!o.shares_line_with_next) return false;
+          ++owner;
         }
+        for (; owner > 0; --owner) finish_retrieval();
+        BackendOp& first = ops_.front();
+        Fragment& frag = first.slot->fragment(first.fragment);
+        frag.next_key = i + 1;
+        block_position_ = frag.key_positions[i];
+        block_bytes_ = total + r.data_bytes;
+        if (chain.size() >= block_bytes_) {
+          // The whole block is here, once its data is seen to end with
+          // "\r\n" as a data block must. So may be the blocks after it:
+          // all go in one move.
+          if (chain.substr(block_bytes_ - 2, 2) != "\r\n") return false;
+          first.slot->key_ref(block_position_).block_bytes = static_cast<uint32_t>(block_bytes_);
+          size_t run =
+              block_bytes_ + take_whole_blocks(*first.slot, frag, chain.substr(block_bytes_));
+          evbuffer_remove_buffer(in, frag.values, run);
+          return true;
+        }
+        evbuffer_remove_buffer(in, frag.values, total);
+        begin_data(frag.values, r.data_bytes, false);
+        return true;
       }
       if (r.kind == proto::ReplyKind::end ||
           (r.kind == proto::ReplyKind::line && is_error(status))) {
@@ -248,13 +254,18 @@ bool BackendConn::take_line(evbuffer* in, std::string_view line, size_t total,
       return false;
     }
     case ReplyMode::single:
+      // A classic command's answer: not a meta code.
       if (r.kind != proto::ReplyKind::line) return false;
+      if (proto::reply_family(line) == proto::ReplyFamily::meta) return false;
       evbuffer_remove_buffer(in, slot->reply(), total);
       slot->set_status(status);
       finish_op();
       return true;
     case ReplyMode::meta:
+      // A meta command's answer: not a classic word (a STORED here is no
+      // answer to it, whatever sent it).
       if (r.kind == proto::ReplyKind::line) {
+        if (proto::reply_family(line) == proto::ReplyFamily::classic) return false;
         evbuffer_remove_buffer(in, slot->reply(), total);
         slot->set_status(status);
         finish_op();
@@ -278,6 +289,11 @@ bool BackendConn::take_line(evbuffer* in, std::string_view line, size_t total,
         return true;
       }
       if (r.kind != proto::ReplyKind::line && r.kind != proto::ReplyKind::meta_value) return false;
+      // quiet_keep follows a quiet meta command; quiet_drop a classic
+      // noreply or the proxy's own quiet md, whose words are not checked.
+      if (op.mode == ReplyMode::quiet_keep && r.kind == proto::ReplyKind::line &&
+          proto::reply_family(line) == proto::ReplyFamily::classic)
+        return false;
       if (dest != nullptr) {
         evbuffer_remove_buffer(in, dest, total);
       } else {

@@ -124,4 +124,15 @@ ReplyLine parse_reply_line(std::string_view line) {
   return r;
 }
 
+ReplyFamily reply_family(std::string_view line) {
+  const std::string_view word = line.substr(0, line.find(' '));
+  for (std::string_view code : {"HD", "EN", "NF", "NS", "EX", "ME"}) {
+    if (word == code) return ReplyFamily::meta;
+  }
+  for (std::string_view either : {"ERROR", "CLIENT_ERROR", "SERVER_ERROR", "OK"}) {
+    if (word == either) return ReplyFamily::either;
+  }
+  return ReplyFamily::classic;
+}
+
 }  // namespace memshard::proto

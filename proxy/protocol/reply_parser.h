@@ -31,6 +31,16 @@ ReplyLine parse_reply_line(std::string_view line);
 
 inline constexpr size_t kMaxReplyLineLength = 8192;
 
+// Whose words a one-line reply (ReplyKind::line) is in. memcached answers a
+// meta command with a two-letter code (HD, EN, NF, NS, EX; ME for me) and a
+// classic one with a word (STORED, NOT_FOUND, DELETED, VERSION ...) or a
+// number. An error line (ERROR, CLIENT_ERROR, SERVER_ERROR) may answer
+// either, and so may OK: flush_all's answer, and a meta write's where HD is
+// now (memcached up to 1.6.17 with -o meta_response_old). A reply in the
+// other protocol's words is not an answer to the request waiting for it.
+enum class ReplyFamily : uint8_t { classic, meta, either };
+ReplyFamily reply_family(std::string_view line);
+
 // How a VALUE line starts: a cheap look before parsing a line in full.
 inline constexpr std::string_view kValueLinePrefix = "VALUE ";
 

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "failure_util.h"
+#include "protocol_client.h"
 
 namespace memshard::testing {
 namespace {
@@ -178,20 +179,70 @@ TEST_F(JoinOnFake, PipelinedGetsShareLinesAndEachGetsItsOwnReply) {
 
 // A server error in the middle of a shared line fails the requests whose
 // keys it may have cut off, and only those: a request whose keys were all
-// answered before it keeps its answer, as on a line of its own.
-TEST_F(JoinOnFake, AnErrorMidLineFailsOnlyTheRequestsItCutOff) {
-  constexpr std::string_view kOom = "SERVER_ERROR out of memory writing get response\r\n";
-  c.send("get a\r\nget b\r\nget c oom\r\nget d\r\n");
-  ReplyReader replies(c);
-  EXPECT_EQ(replies.next(), hit("a", "A"));  // answered before the error
-  EXPECT_EQ(replies.next(), "END\r\n");      // a miss: c, asked after b, was answered
-  EXPECT_EQ(replies.next(), kOom);           // c's value came, oom's did not
-  EXPECT_EQ(replies.next(), kOom);           // after the error on the line
-  EXPECT_EQ(replies.pending(), "");
-  EXPECT_EQ(server.take_lines(), (std::vector<std::string>{"get a b c oom d"}));
+// answered before it keeps its answer, as on a line of its own. A text
+// client's gets and a binary client's getk frames are joined alike (the
+// binary ones as "gets"); a binary client is told the error as memcached's
+// binary protocol says it (out of memory: status 0x82). Meta requests are
+// never joined.
+class JoinOnFakeByProtocol : public JoinOnFake,
+                             public ::testing::WithParamInterface<failures::Protocol> {};
+
+TEST_P(JoinOnFakeByProtocol, AnErrorMidLineFailsOnlyTheRequestsItCutOff) {
+  using failures::Ask;
+  using failures::Protocol;
+  using failures::Replies;
+  using failures::operator+;
+  const Protocol p = GetParam();
+  constexpr std::string_view kOom = "SERVER_ERROR out of memory writing get response";
+  // The requests, each its keys: text's third asks for c and oom at once
+  // (c's value comes, oom's does not), binary asks one key a frame.
+  const std::vector<std::vector<std::string>> requests =
+      p == Protocol::text
+          ? std::vector<std::vector<std::string>>{{"a"}, {"b"}, {"c", "oom"}, {"d"}}
+          : std::vector<std::vector<std::string>>{{"a"}, {"b"}, {"c"}, {"oom"}, {"d"}};
+  const failures::Form& read = failures::read_form(p);
+  failures::ProtocolClient client(p, proxy.port());
+  std::string batch;
+  Replies want;
+  bool cut = false;  // a request at or after the error's key: it fails
+  uint32_t tag = 0;
+  for (const auto& keys : requests) {
+    const Ask ask{&read, keys[0], ++tag};
+    if (p == Protocol::text) {
+      batch += "get";
+      for (const std::string& k : keys) batch += " " + k;
+      batch += "\r\n";
+    } else {
+      batch += failures::request(ask);
+    }
+    cut = cut || std::find(keys.begin(), keys.end(), "oom") != keys.end();
+    if (cut) {
+      want = want + failures::failed(ask, kOom);
+    } else if (keys[0] == "a" || keys[0] == "c") {
+      want = want + failures::hit(ask, keys[0] == "a" ? "A" : "C");
+    } else {
+      want = want + failures::absent(ask);
+    }
+  }
+  const uint32_t end = ++tag;
+  client.send(batch + failures::end_of_batch(p, end));
+  want = want + failures::batch_end(p, end);
+  EXPECT_EQ(failures::show(client.read(want.size())), failures::show(want));
+  EXPECT_EQ(client.pending(), "");
+  EXPECT_EQ(
+      server.take_lines(),
+      (std::vector<std::string>{p == Protocol::text ? "get a b c oom d" : "gets a b c oom d"}));
   // The connection goes on.
-  EXPECT_EQ(c.roundtrip("get c\r\n", "END\r\n"), "VALUE c 0 1\r\nC\r\nEND\r\n");
+  const Ask again{&read, "c", ++tag};
+  client.send(failures::request(again));
+  EXPECT_EQ(failures::show(client.read(1)), failures::show(failures::hit(again, "C")));
 }
+
+INSTANTIATE_TEST_SUITE_P(Protocols, JoinOnFakeByProtocol,
+                         ::testing::Values(failures::Protocol::text, failures::Protocol::binary),
+                         [](const ::testing::TestParamInfo<failures::Protocol>& p) {
+                           return std::string(failures::protocol_name(p.param));
+                         });
 
 // Whatever else a client pipelines, its gets never share a line past a
 // write of its own: a get after a set must see the set.

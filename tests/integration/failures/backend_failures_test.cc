@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "failure_util.h"
+#include "protocol_client.h"
 
 namespace memshard::testing::failures {
 namespace {
@@ -469,6 +470,88 @@ TEST_F(BackendFailures, StoppedServerTimesOutOthersStayPromptAndItRecoversOnSigc
     }
   }
 }
+
+// The same for a client of each protocol: every form of its requests for
+// the stopped server's keys, pipelined between two other servers' reads
+// and ended as its batches end (meta mn, a binary noop). Each is answered
+// SERVER_ERROR backend timeout (a binary client: temporary failure, with
+// that message), quiet ones too, after `timeout` and in request order;
+// another client's reads of the other servers meanwhile are answered; once
+// the server runs again, the same client reads its keys.
+class StoppedServer : public BackendFailures, public ::testing::WithParamInterface<Protocol> {};
+
+TEST_P(StoppedServer, AnswersEveryFormAtTimeoutInOrderAndRecovers) {
+  const Protocol p = GetParam();
+  constexpr int kTimeoutMs = 800;
+  start({{"timeout", std::to_string(kTimeoutMs)}});
+  pick_keys(12, "sp");
+  preload("v");
+  Memcached& stopped = (*fleet_)[0];
+  ASSERT_TRUE(stopped.process().suspend()) << "memcached did not stop";
+
+  ProtocolClient c(p, proxy_->port());
+  const Form& read = read_form(p);
+  uint32_t tag = 0;
+  const Ask first{&read, by_server_[1][0], ++tag};
+  std::string batch = request(first);
+  Replies want = hit(first, "v");
+  for (size_t i = 0; i < forms(p).size(); ++i) {
+    const Ask a{&forms(p)[i], by_server_[0][i], ++tag};
+    batch += request(a);
+    want = want + failed(a, "SERVER_ERROR backend timeout");
+  }
+  const Ask last{&read, by_server_[2][0], ++tag};
+  const uint32_t end = ++tag;
+  batch += request(last) + end_of_batch(p, end);
+  want = want + hit(last, "v") + batch_end(p, end);
+
+  const auto t0 = Clock::now();
+  c.send(batch);
+  // Meanwhile, the other servers' keys on another client.
+  {
+    ProtocolClient other(p, proxy_->port());
+    const Ask oa{&read, by_server_[1][1], ++tag}, ob{&read, by_server_[2][1], ++tag};
+    const uint32_t oend = ++tag;
+    other.send(request(oa) + request(ob) + end_of_batch(p, oend));
+    const Replies owant = hit(oa, "v") + hit(ob, "v") + batch_end(p, oend);
+    EXPECT_EQ(show(other.read(owant.size())), show(owant));
+  }
+  const Replies got = c.read(want.size(), std::chrono::milliseconds(kTimeoutMs + 5000));
+  const int64_t took = ms_between(t0, Clock::now());
+  std::cout << protocol_name(p) << ": " << forms(p).size()
+            << " requests for a stopped server answered in " << took << " ms (timeout "
+            << kTimeoutMs << " ms)\n";
+  EXPECT_EQ(show(got), show(want));
+  EXPECT_EQ(printable(c.pending()), "") << "bytes beyond the replies";
+  EXPECT_GE(took, kTimeoutMs) << "timed out early";
+  EXPECT_LT(took, kTimeoutMs + 3000);
+
+  stopped.process().resume();
+  // The same client, the server's keys again (keys the batch did not write).
+  const std::string again = by_server_[0][11];
+  Replies seen;
+  bool back = eventually(
+      [&] {
+        const Ask ask{&read, again, ++tag};
+        const uint32_t e = ++tag;
+        c.send(request(ask) + end_of_batch(p, e));
+        const Replies expect = hit(ask, "v") + batch_end(p, e);
+        seen = c.read(expect.size(), 3s);
+        return seen == expect;
+      },
+      5s);
+  EXPECT_TRUE(back) << "no recovery within 5 s of SIGCONT; last:\n" << show(seen);
+  for (size_t s = 1; s < 3; ++s) {
+    const Ask ask{&read, by_server_[s][2], ++tag};
+    c.send(request(ask));
+    EXPECT_EQ(show(c.read(1)), show(hit(ask, "v")));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Protocols, StoppedServer, ::testing::ValuesIn(kProtocols),
+                         [](const ::testing::TestParamInfo<Protocol>& p) {
+                           return std::string(protocol_name(p.param));
+                         });
 
 // ============================================== 3. every server of the pool down
 

@@ -182,6 +182,13 @@ size_t ReplyReader::complete_reply() const {
     size_t eol = b.find("\r\n", at);
     if (eol == std::string_view::npos) return 0;
     std::string_view line = b.substr(at, eol - at);
+    if (at == 0 && line.starts_with("VA ")) {
+      // Meta: VA <bytes> <flags>*, its data, and nothing more.
+      std::istringstream fields{std::string(line.substr(3))};
+      uint64_t bytes = 0;
+      if (!(fields >> bytes)) return eol + 2;
+      return b.size() < eol + 2 + bytes + 2 ? 0 : eol + 2 + bytes + 2;
+    }
     if (!line.starts_with("VALUE ")) {
       // A line alone is a reply; after VALUE blocks, it is their END (or
       // whatever a broken server sent there).
@@ -288,6 +295,55 @@ bool FakeServer::read_line(int fd, std::string& buffered, std::string& line,
     if (n <= 0) return false;
     buffered.append(buf, static_cast<size_t>(n));
   }
+}
+
+bool FakeRequest::has(std::string_view word) const {
+  for (size_t i = 2; i < words.size(); ++i) {
+    if (words[i] == word) return true;
+  }
+  return false;
+}
+
+std::string FakeRequest::flag(char flag) const {
+  for (size_t i = 2; i < words.size(); ++i) {
+    if (!words[i].empty() && words[i][0] == flag) return words[i];
+  }
+  return {};
+}
+
+bool FakeServer::read_request(int fd, std::string& buffered, FakeRequest& request,
+                              std::chrono::milliseconds limit) {
+  auto deadline = Clock::now() + limit;
+  std::string line;
+  if (!read_line(fd, buffered, line, limit)) return false;
+  request = FakeRequest{};
+  while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.pop_back();
+  request.line = line;
+  std::istringstream words(line);
+  for (std::string w; words >> w;) request.words.push_back(w);
+  const std::string verb = request.verb();
+  size_t length_word = 0;
+  if (verb == "ms") {
+    length_word = 2;
+  } else if (verb == "set" || verb == "add" || verb == "replace" || verb == "append" ||
+             verb == "prepend" || verb == "cas") {
+    length_word = 4;
+  }
+  if (length_word == 0) return true;
+  if (request.words.size() <= length_word) return true;  // malformed: no data
+  const size_t n = std::stoul(request.words[length_word]) + 2;
+  while (buffered.size() < n) {
+    if (stop_ || Clock::now() >= deadline) return false;
+    pollfd p{fd, POLLIN, 0};
+    if (poll(&p, 1, 50) <= 0) continue;
+    char buf[8192];
+    ssize_t got = recv(fd, buf, sizeof(buf), 0);
+    if (got <= 0) return false;
+    buffered.append(buf, static_cast<size_t>(got));
+  }
+  request.data = buffered.substr(0, n - 2);
+  buffered.erase(0, n);
+  return true;
 }
 
 void FakeServer::send_all(int fd, std::string_view bytes) {

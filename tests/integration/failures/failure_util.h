@@ -91,9 +91,9 @@ std::vector<std::vector<std::string>> keys_by_address(const std::string& config,
                                                       const std::vector<std::string>& addresses,
                                                       size_t per_server, const std::string& prefix);
 
-// Splits what a connection receives into whole replies: a line, or VALUE
-// blocks up to END (as many as are pipelined), keeping the bytes of the
-// next replies for the next call.
+// Splits what a connection receives into whole replies: a line, VALUE
+// blocks up to END, or a meta VA line and its data (as many as are
+// pipelined), keeping the bytes of the next replies for the next call.
 class ReplyReader {
  public:
   explicit ReplyReader(RawClient& c) : c_(c) {}
@@ -107,6 +107,22 @@ class ReplyReader {
   size_t complete_reply() const;
   RawClient& c_;
   std::string buf_;
+};
+
+// One request as a scripted server reads it: its command line, split at
+// spaces, and for a storage command (set, add, replace, append, prepend,
+// cas, ms) its data block.
+struct FakeRequest {
+  std::string line;                // without "\r\n"
+  std::vector<std::string> words;  // the line's words
+  std::string data;                // without its "\r\n"
+  std::string verb() const { return words.empty() ? std::string() : words[0]; }
+  std::string key() const { return words.size() > 1 ? words[1] : std::string(); }
+  // A word of the line after the key, exactly ("q", "noreply").
+  bool has(std::string_view word) const;
+  // The meta flag word after the key that starts with `flag` ("O12" for
+  // 'O'), whole; empty when there is none.
+  std::string flag(char flag) const;
 };
 
 // A TCP listener on 127.0.0.1 whose connections are served by `handler`
@@ -129,6 +145,10 @@ class FakeServer {
   // `limit` of waiting; false on EOF, timeout or stop.
   bool read_line(int fd, std::string& buffered, std::string& line,
                  std::chrono::milliseconds limit = std::chrono::seconds(10));
+  // Reads one request (its line, and the data block of a storage
+  // command); false on EOF, timeout or stop.
+  bool read_request(int fd, std::string& buffered, FakeRequest& request,
+                    std::chrono::milliseconds limit = std::chrono::seconds(10));
   static void send_all(int fd, std::string_view bytes);
 
  private:

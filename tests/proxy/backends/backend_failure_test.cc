@@ -107,7 +107,12 @@ INSTANTIATE_TEST_SUITE_P(
         Garbage{"ValueOverMaxValueBytes", ReplyMode::retrieval, "VALUE a 0 101\r\n"},
         Garbage{"MetaValueOverMaxValueBytes", ReplyMode::meta, "VA 101\r\n"},
         Garbage{"ValueForAKeyNotAsked", ReplyMode::retrieval, "VALUE zz 0 1\r\nz\r\nEND\r\n"},
-        Garbage{"BroadcastAnswerToAGet", ReplyMode::retrieval, "OK\r\n"}),
+        Garbage{"BroadcastAnswerToAGet", ReplyMode::retrieval, "OK\r\n"},
+        // A reply in the other protocol's words (a STORED sent before
+        // anything was asked, then taken for the first reply).
+        Garbage{"ClassicWordToAMetaOp", ReplyMode::meta, "STORED\r\n"},
+        Garbage{"ClassicWordInAQuietMetaReply", ReplyMode::quiet_keep, "STORED\r\nMN\r\n"},
+        Garbage{"MetaCodeToAClassicOp", ReplyMode::single, "HD\r\n"}),
     [](const testing::TestParamInfo<Garbage>& p) { return std::string(p.param.name); });
 
 TEST_F(BackendTest, AValueOfExactlyMaxValueBytesIsAccepted) {
@@ -126,6 +131,27 @@ TEST_F(BackendTest, AValueOfExactlyMaxValueBytesIsAccepted) {
   EXPECT_EQ(server.stats().server_err.get(), 0u);
 }
 
+// What answers either protocol is taken by either: an error line, and OK
+// (a meta write's answer from a server run with meta_response_old, as
+// memcached up to 1.6.17 could be). The connection is kept.
+TEST_F(BackendTest, AnErrorOrOkAnswersAMetaOpAndAClassicOne) {
+  FakeServer memcached;
+  BackendServer& server = add_server(memcached.addresses());
+  BackendConn* conn = server.connection_for(0);
+  FakeOwner ms, md, set;
+  forward(*conn, ms, "ms k 1\r\nv\r\n", ReplyMode::meta);
+  forward(*conn, md, "md k\r\n", ReplyMode::meta);
+  forward(*conn, set, "set k 0 0 1\r\nv\r\n", ReplyMode::single);
+  expect_request(memcached, "ms k 1\r\nv\r\nmd k\r\nset k 0 0 1\r\nv\r\n");
+  memcached.send("OK\r\nSERVER_ERROR out of memory\r\nCLIENT_ERROR bad data chunk\r\n");
+  ASSERT_TRUE(run_until_complete(set));
+  EXPECT_EQ(ms.reply(), "OK\r\n");
+  EXPECT_EQ(md.reply(), "SERVER_ERROR out of memory\r\n");
+  EXPECT_EQ(set.reply(), "CLIENT_ERROR bad data chunk\r\n");
+  EXPECT_EQ(server.stats().server_err.get(), 0u);
+  EXPECT_EQ(server.stats().server_connections.get(), 1u);
+}
+
 TEST_F(BackendTest, AReplyWithNothingAskedBreaksTheConnection) {
   FakeServer memcached;
   BackendServer& server = add_server(memcached.addresses());
@@ -141,6 +167,45 @@ TEST_F(BackendTest, AReplyWithNothingAskedBreaksTheConnection) {
   EXPECT_EQ(owner.completions, 1);
   EXPECT_EQ(owner.reply(), "DELETED\r\n");
   EXPECT_EQ(server.stats().server_err.get(), 1u);
+}
+
+// Gets joined on one line: a VALUE that none of them asked for is no
+// evidence that the first is done. Every one fails; none reads as a miss.
+TEST_F(BackendTest, AValueNoOpOnASharedLineAskedFailsThemAll) {
+  FakeServer memcached;
+  BackendServer& server = add_server(memcached.addresses());
+  BackendConn* conn = server.connection_for(0);
+  FakeOwner first, second;
+  get(*conn, first, {"a"});
+  get(*conn, second, {"b"});
+  expect_request(memcached, "get a b\r\n");
+  memcached.send("VALUE zz 0 1\r\nz\r\nEND\r\n");
+  ASSERT_TRUE(run_until([&] { return second.completions > 0; }));
+  const std::string garbled = line(own::kBackendGarbled);
+  EXPECT_EQ(first.completions, 1);
+  EXPECT_EQ(first.reply(), garbled);
+  EXPECT_TRUE(first.slot->fragment(0).failed);
+  EXPECT_EQ(second.reply(), garbled);
+  EXPECT_EQ(server.stats().server_err.get(), 1u);
+}
+
+// The same line, the VALUE for the second: the first had no hit, and is
+// done before the second's value is read.
+TEST_F(BackendTest, AValueForALaterOpOnASharedLineEndsTheOnesBefore) {
+  FakeServer memcached;
+  BackendServer& server = add_server(memcached.addresses());
+  BackendConn* conn = server.connection_for(0);
+  FakeOwner first, second, third;
+  get(*conn, first, {"a"});
+  get(*conn, second, {"b"});
+  get(*conn, third, {"c"});
+  expect_request(memcached, "get a b c\r\n");
+  memcached.send("VALUE c 0 1\r\nC\r\nEND\r\n");
+  ASSERT_TRUE(run_until([&] { return third.completions > 0; }));
+  EXPECT_EQ(first.reply(), "END\r\n");
+  EXPECT_EQ(second.reply(), "END\r\n");
+  EXPECT_EQ(third.reply(), "VALUE c 0 1\r\nC\r\nEND\r\n");
+  EXPECT_EQ(server.stats().server_err.get(), 0u);
 }
 
 // ---------------------------------------------------------------------------

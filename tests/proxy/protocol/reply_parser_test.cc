@@ -100,5 +100,25 @@ TEST(ReplyParser, Invalid) {
   EXPECT_EQ(kind_of("SERVER_ERROR " + std::string(kMaxReplyLineLength - 13, 'x')), ReplyKind::line);
 }
 
+// A meta command is answered in codes, a classic one in words; errors and
+// OK (flush_all's, and a meta write's on a server run with
+// meta_response_old) answer either (a backend refuses a reply of the other
+// kind).
+TEST(ReplyParser, Family) {
+  for (std::string_view line : {"HD", "HD c56 kk Oabc", "EN", "EN kmissing Oop", "NF", "NF Oab kk",
+                                "NS", "EX", "ME n exp=-1 la=1 cas=60 fetch=no cls=1 size=61"}) {
+    EXPECT_EQ(reply_family(line), ReplyFamily::meta) << line;
+  }
+  for (std::string_view line : {"STORED", "NOT_STORED", "EXISTS", "NOT_FOUND", "DELETED", "TOUCHED",
+                                "0", "18446744073709551615", "VERSION 1.6.18"}) {
+    EXPECT_EQ(reply_family(line), ReplyFamily::classic) << line;
+  }
+  for (std::string_view line :
+       {"ERROR", "ERROR hot and warm pcts must not exceed 80", "CLIENT_ERROR bad data chunk",
+        "SERVER_ERROR out of memory", "OK"}) {
+    EXPECT_EQ(reply_family(line), ReplyFamily::either) << line;
+  }
+}
+
 }  // namespace
 }  // namespace memshard::proto

@@ -56,7 +56,7 @@ std::string mode_names() {
 }
 
 // Every directive nutcracker 0.5 accepts, then memshard's extensions.
-constexpr std::array<std::string_view, 32> kDirectives = {
+constexpr std::array<std::string_view, 34> kDirectives = {
     "listen",
     "hash",
     "hash_tag",
@@ -89,6 +89,8 @@ constexpr std::array<std::string_view, 32> kDirectives = {
     "hot_key_ttl",
     "hot_key_spread",
     "server_queue_limit",
+    "reload_switch_at",
+    "reload_switch_window",
 };
 
 // Reads one pool's directives into a PoolConfig, reporting into `errors`.
@@ -152,6 +154,7 @@ class PoolReader {
   void hot_key_directive(PoolConfig& p, const std::string& key, const std::string& text);
   void servers(const YAML::Node& value);
   void check_servers();
+  void check_switch(const PoolConfig& p);
 
   ErrorList& errors_;
   ParsedPool out_;
@@ -246,6 +249,14 @@ void PoolReader::scalar_directive(const std::string& text) {
   } else if (key == "reload_migrate_rate") {
     set_number(p.reload_migrate_rate, text, 0, 10000000);
     p.reload_migrate_rate_line = line_;
+  } else if (key == "reload_switch_at") {
+    p.reload_switch_at_line = line_;
+    const Parsed<int64_t> at = parse_switch_time(text);
+    if (!at.value) return error(at.error + found(text));
+    p.reload_switch_at_ms = *at.value;
+  } else if (key == "reload_switch_window") {
+    set_number(p.reload_switch_window_ms, text, 0, 24 * 3600 * 1000);
+    p.reload_switch_window_line = line_;
   } else if (key.starts_with("hot_key_")) {
     hot_key_directive(p, key, text);
   }
@@ -341,6 +352,24 @@ void PoolReader::check_servers() {
   }
 }
 
+// A scheduled switch falls back on the old servers after it, for as long
+// as reload_warmup says: without that window, instances whose clocks differ
+// by a little would read and write different servers with nothing to
+// reconcile them (README "Changing a fleet of instances").
+void PoolReader::check_switch(const PoolConfig& p) {
+  if (p.reload_switch_at_line != 0 && p.reload_switch_at_ms != 0 && p.reload_warmup_ms == 0) {
+    errors_.add(p.reload_switch_at_line, "reload_switch_at",
+                "reload_switch_at switches to the new servers with the old ones as the fallback "
+                "of reads and writes for reload_warmup ms, which is off (0); set reload_warmup "
+                "too, longer than the clock skew between instances (600000 is usual)");
+  }
+  if (p.reload_switch_window_ms > 0 && p.reload_switch_at_line == 0) {
+    errors_.add(p.reload_switch_window_line, "reload_switch_window",
+                "reload_switch_window spreads the keys' switch over that many ms after "
+                "reload_switch_at, which is not set; set reload_switch_at too");
+  }
+}
+
 ParsedPool PoolReader::finish(int servers_line) {
   // The key hash a client library uses when its user set none: for the
   // plain libmemcached modes that is libmemcached's default, not twemproxy's.
@@ -373,6 +402,7 @@ ParsedPool PoolReader::finish(int servers_line) {
                 "reload_migrate_rate copies moved keys during the reload_warmup window, "
                 "which is off (0); set reload_warmup too");
   }
+  check_switch(p);
   if (p.read_repair && !p.read_failover_on_miss) {
     errors_.add(read_repair_line_, "read_repair",
                 "read_repair writes back what a read found on another copy after a miss, "

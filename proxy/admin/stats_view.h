@@ -44,6 +44,17 @@ struct MigrationStatus {
   bool running = false;
 };
 
+// A pool's scheduled switch (reload_switch_at): the one that waits or
+// whose window runs, else the last one.
+struct SwitchStatus {
+  bool pending = false;     // a switch waits, or its window runs
+  int64_t at_unix_ms = 0;   // when it begins (reload_switch_at)
+  uint64_t window_ms = 0;   // reload_switch_window
+  uint64_t generation = 0;  // the config generation that waits (or switched last)
+  uint64_t switches = 0;    // switches completed since the start
+  int64_t late_ms = 0;      // how late this instance loaded its config (0: in time)
+};
+
 // The status page (status_json.h) shows each pool as the configuration in
 // force lays it out, beside its counters.
 enum class ServerState : uint8_t {
@@ -140,6 +151,8 @@ class StatsView {
   virtual uint64_t ejected_at(const std::string& pool, const std::string& identity) const = 0;
   // Per pool whose reload started one, its background migration.
   virtual std::map<std::string, MigrationStatus> migrations() const { return {}; }
+  // Per pool that has had one, its scheduled switch.
+  virtual std::map<std::string, SwitchStatus> switches() const { return {}; }
   // TLS: when each certificate of our own in force lapses (seconds since
   // the epoch); side is "client" (the listener's) or "server" (server_tls).
   struct TlsCertificate {

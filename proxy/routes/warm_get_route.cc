@@ -31,6 +31,7 @@ struct Lookup {
   std::array<Server*, kMaxPastOwners> owners{};
   size_t owner_count = 0;
   size_t next = 0;
+  PastPlacement::Kinds kinds;  // the first kinds.future owners: never copied from
   WarmGuard::Sample sample;
   bool found = false;
 };
@@ -61,10 +62,12 @@ Work WarmGetRoute::read(RouteRequest& req, ReplySlot& client) const {
     if (!by_key[pos].empty()) continue;
     Lookup l;
     l.position = pos;
-    l.owner_count = past_.owners(keys[pos], now, l.owners);
+    l.owner_count = past_.owners(keys[pos], now, l.owners, &l.kinds);
     if (l.owner_count == 0) continue;
     l.sample = guard_.sample(keys[pos]);
-    if (!l.sample.poisoned) lookups.push_back(l);
+    if (l.sample.poisoned) continue;
+    if (l.kinds.switching) held.pool_stats().switch_fallback_reads.add();
+    lookups.push_back(l);
   }
   // Rounds: each asks every key still missing of its next old server.
   std::deque<std::string> found;  // blocks found on old servers (stable addresses)
@@ -95,6 +98,7 @@ Work WarmGetRoute::read(RouteRequest& req, ReplySlot& client) const {
       const std::string_view key = keys[l.position];
       found.push_back(proto::classic_block(key, *v, cas));
       by_key[l.position] = found.back();
+      if (l.next <= l.kinds.future) continue;  // where the key will be: not copied back
       std::array<Server*, kMaxReplicas> current;
       const size_t n = past_.current(key, current);
       copy_to_current(held, key, *v, std::span<Server* const>(current.data(), n), guard_, l.sample,

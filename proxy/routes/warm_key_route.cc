@@ -14,7 +14,8 @@ namespace memshard::proxy {
 // A read: the pool's route, then each old server until one has the key.
 // An old server that fails does not turn the pool's miss into an error:
 // the miss is the answer.
-Work WarmKeyRoute::read(RouteRequest& req, ReplySlot& client, Owners owners, size_t count) const {
+Work WarmKeyRoute::read(RouteRequest& req, ReplySlot& client, Owners owners, size_t count,
+                        Kinds kinds) const {
   const std::string key(req.request.keys[0]);
   HeldRequest held(req);  // req is not touched past this point
   Reply miss = co_await Call(held, inner_);
@@ -25,6 +26,7 @@ Work WarmKeyRoute::read(RouteRequest& req, ReplySlot& client, Owners owners, siz
   // An old copy a write could not delete may be stale: no fallback.
   const WarmGuard::Sample sample = guard_.sample(key);
   if (sample.poisoned) count = 0;
+  if (count > 0 && kinds.switching) held.pool_stats().switch_fallback_reads.add();
   for (size_t i = 0; i < count; ++i) {
     held.pool_stats().warmup_lookups.add();
     ServerRoute to(*owners[i]);
@@ -32,9 +34,10 @@ Work WarmKeyRoute::read(RouteRequest& req, ReplySlot& client, Owners owners, siz
     if (found.missed() || found.failed()) continue;
     held.pool_stats().warmup_hits.add();
     // A hit that says its flags and TTL (a binary client's get asks for
-    // them) is copied to the key's current servers, as a classic get's is.
+    // them) is copied to the key's current servers, as a classic get's is;
+    // one found where the key will be after a switch is not copied back.
     const std::string text = found.text();
-    if (const auto v = proto::parse_meta_value(text); v && !v->ttl.empty()) {
+    if (const auto v = proto::parse_meta_value(text); v && !v->ttl.empty() && i >= kinds.future) {
       std::array<Server*, kMaxReplicas> current;
       const size_t n = past_.current(key, current);
       copy_to_current(held, key, *v, std::span<Server* const>(current.data(), n), guard_, sample,
@@ -49,7 +52,8 @@ Work WarmKeyRoute::read(RouteRequest& req, ReplySlot& client, Owners owners, siz
 // A write: the pool's route and the old copies' deletes, answered together,
 // so that once the client has its reply no fallback read can find the
 // value the write replaced. The guard counts the write in flight.
-Work WarmKeyRoute::write(RouteRequest& req, ReplySlot& client, Owners owners, size_t count) const {
+Work WarmKeyRoute::write(RouteRequest& req, ReplySlot& client, Owners owners, size_t count,
+                         Kinds kinds) const {
   const std::string key(req.request.keys[0]);
   guard_.begin(key);
   HeldRequest held(req);  // req is not touched past this point
@@ -62,6 +66,7 @@ Work WarmKeyRoute::write(RouteRequest& req, ReplySlot& client, Owners owners, si
     for (size_t i = 0; i < count; ++i) {
       ServerRoute to(*owners[i]);
       calls.add(one, to);
+      if (i < kinds.future) held.pool_stats().switch_future_deletes.add();
     }
   }
   co_await calls.all();
@@ -79,12 +84,14 @@ Work WarmKeyRoute::write(RouteRequest& req, ReplySlot& client, Owners owners, si
 
 void WarmKeyRoute::send(RouteRequest& req, ReplySlot& slot) {
   Owners owners;
+  Kinds kinds;
   const size_t n = past_.open(req.now_usec) && !req.request.keys.empty()
-                       ? past_.owners(req.request.keys[0], req.now_usec, owners)
+                       ? past_.owners(req.request.keys[0], req.now_usec, owners, &kinds)
                        : 0;
   if (n == 0) return inner_.send(req, slot);
   slot.add_fragment();
-  (proto::is_read(req.request) ? read(req, slot, owners, n) : write(req, slot, owners, n))
+  (proto::is_read(req.request) ? read(req, slot, owners, n, kinds)
+                               : write(req, slot, owners, n, kinds))
       .start(slot, life_);
 }
 

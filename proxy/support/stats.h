@@ -75,7 +75,11 @@ struct WorkerStats {
   X(warmup_lookups)         /* moved keys missed and asked of an old server */   \
   X(warmup_hits)            /* of those, found there */                          \
   X(warmup_copies)          /* values copied to their new server (stored) */     \
-  X(warmup_invalidations)   /* old copies deleted by a write of a moved key */
+  X(warmup_invalidations)   /* old copies deleted by a write of a moved key */   \
+  X(switch_fallback_reads)  /* reads of moved keys asked of their other servers  \
+                               around a scheduled switch (reload_switch_at) */   \
+  X(switch_future_deletes)  /* deletes sent to a key's future server before its  \
+                               switch, by writes of it */
 
 // TLS clients (tls_cert_file): handshakes done, by version, and failed, by
 // cause (proxy/transport/tls_link.h, TlsFailure, in its order). Pool

@@ -353,6 +353,19 @@ void render_prometheus(const StatsView& p, std::string& out) {
                pool_label(pool) + ",state=\"" + std::string(name.substr(8)) + "\"", value);
     }
   }
+  f.header("memshard_pool_migrate_walk_keys", "gauge",
+           "reload_migrate_rate: per old server, the keys its walk listed (seen) and copied "
+           "(moved), by the instance that walks it (one per fleet), as this instance knows "
+           "them.");
+  for (const auto& [pool, m] : migrations) {
+    for (const MigrationWalk& w : m.walks) {
+      const std::string labels = pool_label(pool) + ",server=\"" + label(w.server) +
+                                 "\",walker=\"" + label(w.walker) + "\",state=\"" + label(w.state) +
+                                 "\"";
+      f.sample("memshard_pool_migrate_walk_keys", labels + ",kind=\"seen\"", w.seen);
+      f.sample("memshard_pool_migrate_walk_keys", labels + ",kind=\"moved\"", w.moved);
+    }
+  }
   f.header("memshard_pool_migrate_seconds_left", "gauge",
            "reload_migrate_rate: seconds left of the warm-up window the migration runs in.");
   for (const auto& [pool, m] : migrations) {
@@ -541,6 +554,17 @@ void render_stat_pools(const StatsView& p, std::string& out) {
       for (const auto& [name, value] : migration_fields(m->second)) {
         out.append("STAT ").append(pool).append(":").append(name).append(" ");
         out.append(std::to_string(value)).append("\r\n");
+      }
+      // Who walks each old server (one instance of the fleet each), and
+      // how far it got.
+      for (const MigrationWalk& w : m->second.walks) {
+        const std::string prefix = "STAT " + pool + ":migrate_walk:" + w.server + ":";
+        out.append(prefix).append("walker ").append(w.walker.empty() ? "-" : w.walker);
+        out.append("\r\n").append(prefix).append("state ").append(w.state).append("\r\n");
+        out.append(prefix).append("here ").append(w.walker == m->second.instance ? "1" : "0");
+        out.append("\r\n").append(prefix).append("seen ").append(std::to_string(w.seen));
+        out.append("\r\n").append(prefix).append("moved ").append(std::to_string(w.moved));
+        out.append("\r\n");
       }
     }
     if (auto sw = switches.find(pool); sw != switches.end()) {

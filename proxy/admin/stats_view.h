@@ -32,6 +32,16 @@ struct StatsSnapshot {
   std::map<std::string, PoolTotals> pools;
 };
 
+// One old server's walk, as this instance knows it: walked here, or by
+// another instance of the fleet (its lease says how far it got).
+struct MigrationWalk {
+  std::string server;  // the old server's identity
+  std::string walker;  // the instance walking or done walking it; empty until known
+  std::string state;   // waiting, walking, done, failed
+  uint64_t seen = 0;   // items listed
+  uint64_t moved = 0;  // copied to their new servers
+};
+
 // A pool's background migration after a reload (reload_migrate_rate):
 // the keys of its last walk, by what became of them.
 struct MigrationStatus {
@@ -42,6 +52,8 @@ struct MigrationStatus {
   uint64_t pending = 0;       // moved keys listed and not handled yet
   uint64_t seconds_left = 0;  // of the warm-up window
   bool running = false;
+  std::string instance;              // this instance, as walkers are named
+  std::vector<MigrationWalk> walks;  // per old server
 };
 
 // A pool's scheduled switch (reload_switch_at): the one that waits or

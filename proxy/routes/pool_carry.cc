@@ -160,9 +160,21 @@ bool drop_expired(Pool& pool, uint64_t now_usec) {
 }
 
 int64_t wall_clock_at(uint64_t mono_usec) {
-  const int64_t wall = wall_clock_usec();
-  const uint64_t mono = monotonic_usec();
-  return wall - (static_cast<int64_t>(mono) - static_cast<int64_t>(mono_usec));
+  // The wall clock read between two close readings of the monotonic one:
+  // a thread preempted between the readings would put this instance's
+  // switch off by as long, against instances that were not. The closest
+  // of a few tries.
+  int64_t offset = 0;
+  uint64_t best = UINT64_MAX;
+  for (int attempt = 0; attempt < 5 && best > 20; ++attempt) {
+    const uint64_t before = monotonic_usec();
+    const int64_t wall = wall_clock_usec();
+    const uint64_t after = monotonic_usec();
+    if (after - before >= best) continue;
+    best = after - before;
+    offset = wall - static_cast<int64_t>(before + best / 2);
+  }
+  return static_cast<int64_t>(mono_usec) + offset;
 }
 
 uint64_t monotonic_moment(int64_t unix_ms, const WallClock& now) {

@@ -46,39 +46,57 @@ Work WarmKeyRoute::read(RouteRequest& req, ReplySlot& client, Owners owners, siz
     found.pass_to(client);
     co_return;
   }
+  // Missed everywhere. A write of the key deletes its other copies only
+  // once it is stored (write()), so a write through this or another
+  // instance that this read overtook on the first server and that then
+  // deleted the copy a fallback would have found has stored the value on
+  // that first server by now: it is asked once more. Without it, a read
+  // racing a write of a moved key could miss a key that never was absent.
+  if (count > 0) {
+    Reply again = co_await Call(held, inner_);
+    if (!again.failed()) {
+      again.pass_to(client);
+      co_return;
+    }
+  }
   miss.pass_to(client);
 }
 
-// A write: the pool's route and the old copies' deletes, answered together,
-// so that once the client has its reply no fallback read can find the
-// value the write replaced. The guard counts the write in flight.
+// A write: the pool's route, then the old copies' deletes, answered once
+// both are done, so that once the client has its reply no fallback read
+// can find the value the write replaced. The deletes leave only once the
+// write is stored: a read that finds the key nowhere (deleted from an old
+// server, not yet stored on the new one) then finds it on the new one when
+// it asks again (read()). The guard counts the write in flight.
 Work WarmKeyRoute::write(RouteRequest& req, ReplySlot& client, Owners owners, size_t count,
                          Kinds kinds) const {
   const std::string key(req.request.keys[0]);
   guard_.begin(key);
   HeldRequest held(req);  // req is not touched past this point
+  Reply written = co_await Call(held, inner_);
   std::string md;
   const bool deletable = proto::append_delete(key, false, md);
-  Calls calls;
-  calls.add(held, inner_);
-  if (deletable) {
-    HeldRequest one(held, std::move(md));
-    for (size_t i = 0; i < count; ++i) {
-      ServerRoute to(*owners[i]);
-      calls.add(one, to);
-      if (i < kinds.future) held.pool_stats().switch_future_deletes.add();
+  if (deletable && count > 0) {
+    Calls calls;
+    {
+      HeldRequest one(held, std::move(md));
+      for (size_t i = 0; i < count; ++i) {
+        ServerRoute to(*owners[i]);
+        calls.add(one, to);
+        if (i < kinds.future) held.pool_stats().switch_future_deletes.add();
+      }
     }
-  }
-  co_await calls.all();
-  for (size_t i = 1; i < calls.size(); ++i) {
-    if (calls.reply(i).status() == proto::ReplyStatus::done) {
-      held.pool_stats().warmup_invalidations.add();
-    } else if (calls.reply(i).status() != proto::ReplyStatus::not_found) {
-      guard_.poison(key);  // not known to be gone there: no fallback for it any more
+    co_await calls.all();
+    for (size_t i = 0; i < calls.size(); ++i) {
+      if (calls.reply(i).status() == proto::ReplyStatus::done) {
+        held.pool_stats().warmup_invalidations.add();
+      } else if (calls.reply(i).status() != proto::ReplyStatus::not_found) {
+        guard_.poison(key);  // not known to be gone there: no fallback for it any more
+      }
     }
   }
   if (!deletable && count > 0) guard_.poison(key);
-  calls.reply(0).pass_to(client);
+  written.pass_to(client);
   guard_.end(key);
 }
 

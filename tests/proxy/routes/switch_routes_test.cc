@@ -190,9 +190,10 @@ TEST_F(SwitchRoutesTest, BeforeTheSwitchAWriteDeletesTheKeyWhereItWillBe) {
   ReplySlot& slot = client_slot();
   send_at(warm_key_, slot, kNowUsec);
   ASSERT_EQ(ops(0).size(), 1u);
+  EXPECT_TRUE(ops(2).empty()) << "the future copy is deleted once the write is stored";
+  answer(ops(0)[0], "STORED\r\n");
   ASSERT_EQ(ops(2).size(), 1u);
   EXPECT_EQ(ops(2)[0].bytes, "md a\r\n");
-  answer(ops(0)[0], "STORED\r\n");
   EXPECT_FALSE(slot.complete()) << "answered before the future copy is gone";
   answer(ops(2)[0], "NF\r\n");
   ASSERT_TRUE(slot.complete());

@@ -11,6 +11,8 @@ another. It runs twice:
              comes, so for the seconds of the rollout the instances disagree
   switch     the same, with reload_switch_at a few seconds after the last
              instance's reload: every instance moves keys at that moment
+             (with --skew S, the instances' moments are spread over S
+             seconds, as clocks that far apart would put them)
 
 Load: writers, each owning keys of its own and writing versions 1, 2, 3...
 of them, each write through a random instance and waited for; readers,
@@ -24,6 +26,7 @@ against the versions acknowledged before it was sent:
 Prints reads, writes and the three counts per run. Measures, never judges.
 """
 import argparse
+import datetime
 import os
 import random
 import shutil
@@ -77,10 +80,16 @@ class Conn:
         return self.until([b"END\r\n", b"ERROR\r\n"])
 
 
+def rfc3339(unix_s):
+    """An RFC 3339 time in UTC, to the millisecond."""
+    t = datetime.datetime.fromtimestamp(round(unix_s * 1000) / 1000, datetime.timezone.utc)
+    return t.strftime("%Y-%m-%dT%H:%M:%S.") + f"{t.microsecond // 1000:03d}Z"
+
+
 def config(port, mc_ports, switch_at, window_ms=0):
     lines = ["main:", f"  listen: 127.0.0.1:{port}", "  reload_warmup: 60000"]
     if switch_at:
-        lines.append(f"  reload_switch_at: {switch_at}")
+        lines.append(f"  reload_switch_at: {rfc3339(switch_at)}")
         if window_ms:
             lines.append(f"  reload_switch_window: {window_ms}")
     lines.append("  servers:")
@@ -192,10 +201,13 @@ def run(binary, tmp, tag, scheduled, args):
         switch_at = int(began + rollout + 2) + 1 if scheduled else None
         for i, port in enumerate(ports):
             time.sleep(max(0.0, began + gap * (i + 1) - time.time()))
+            # A clock skew of S seconds: the instances' moments S apart.
+            at = switch_at + args.skew * i / max(1, len(ports) - 1) if scheduled else None
             with open(os.path.join(tmp, f"{tag}-{i}.yml"), "w") as f:
-                f.write(config(port, mc_ports, switch_at, args.window))
+                f.write(config(port, mc_ports, at, args.window))
             procs[i].send_signal(signal.SIGHUP)
-        end = (switch_at + args.window / 1000 if scheduled else began + rollout) + args.after
+        end = (switch_at + args.skew + args.window / 1000 if scheduled else
+               began + rollout) + args.after
         time.sleep(max(0.0, end - time.time()))
         stop.set()
         for t in threads:
@@ -220,6 +232,9 @@ def main():
                     help="seconds of load after the last reload (plain) or the switch")
     ap.add_argument("--window", type=int, default=0,
                     help="reload_switch_window of the switch run, ms (default 0)")
+    ap.add_argument("--skew", type=float, default=0.0,
+                    help="seconds between the first and the last instance's switch moment, as "
+                    "clocks that far apart would make it (default 0)")
     ap.add_argument("--only", choices=["plain", "switch"])
     ap.add_argument("--seed", type=int, default=36)
     args = ap.parse_args()
@@ -230,7 +245,10 @@ def main():
     print(f"{args.instances} memshard instances over 3 memcached servers, a 4th added by a "
           f"rolling reload ({args.gap:g} s between instances); {args.writers} writers of "
           f"{args.keys} keys each and {args.readers} readers, each request through a random "
-          f"instance; seed {args.seed}; logs in {tmp}")
+          f"instance; seed {args.seed}"
+          + (f"; switch moments spread over {args.skew:g} s (clock skew)" if args.skew else "")
+          + (f"; reload_switch_window {args.window} ms" if args.window else "")
+          + f"; logs in {tmp}")
     print(f"{'run':<8} {'reads':>8} {'writes':>8} {'stale':>7} {'lost':>7} {'errors':>7}")
     for tag in ["plain", "switch"]:
         if args.only and tag != args.only:

@@ -136,6 +136,16 @@ struct PoolConfig {
   // background at no more than this many keys a second (0: off).
   uint32_t reload_migrate_rate = 0;
   int reload_migrate_rate_line = 0;
+  // memshard extension, for a fleet of instances in front of one set of
+  // servers (README "Changing a fleet of instances"): a reload whose
+  // placement differs keeps routing by the placement in force until this
+  // moment (ms since the epoch; 0: switch at the reload), then switches,
+  // with the old servers as the reload_warmup fallback. Each key switches
+  // at reload_switch_at + (its hash % reload_switch_window ms).
+  int64_t reload_switch_at_ms = 0;
+  int reload_switch_at_line = 0;
+  int reload_switch_window_ms = 0;
+  int reload_switch_window_line = 0;
   // memshard extension, hot keys (README "Hot keys"): a key whose share of
   // the pool's requests reaches hot_key_log_share is hot (logged, and
   // cached with hot_key_cache); hot_key_cache MB of values of hot keys kept

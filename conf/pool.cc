@@ -56,7 +56,7 @@ std::string mode_names() {
 }
 
 // Every directive nutcracker 0.5 accepts, then memshard's extensions.
-constexpr std::array<std::string_view, 35> kDirectives = {
+constexpr std::array<std::string_view, 37> kDirectives = {
     "listen",
     "hash",
     "hash_tag",
@@ -92,11 +92,13 @@ constexpr std::array<std::string_view, 35> kDirectives = {
     "routes",
     "gutter",
     "gutter_ttl",
+    "reload_switch_at",
+    "reload_switch_window",
 };
 
 // What only a pool with servers of its own uses: refused in a pool that
 // routes its keys to other pools, where it would silently do nothing.
-constexpr std::array<std::string_view, 23> kServerDirectives = {
+constexpr std::array<std::string_view, 25> kServerDirectives = {
     "hash",
     "hash_tag",
     "distribution",
@@ -113,6 +115,8 @@ constexpr std::array<std::string_view, 23> kServerDirectives = {
     "read_repair",
     "reload_warmup",
     "reload_migrate_rate",
+    "reload_switch_at",
+    "reload_switch_window",
     "hot_key_log_share",
     "hot_key_cache",
     "hot_key_ttl",
@@ -190,6 +194,7 @@ class PoolReader {
   void servers(const YAML::Node& value);
   void check_servers();
   void check_routing_pool(int servers_line);
+  void check_switch(const PoolConfig& p);
 
   ErrorList& errors_;
   ParsedPool out_;
@@ -291,6 +296,14 @@ void PoolReader::scalar_directive(const std::string& text) {
     p.gutter_line = line_;
   } else if (key == "gutter_ttl") {
     set_number(p.gutter_ttl_s, text, 1, 30 * 24 * 3600);  // memcached's relative-expiry limit
+  } else if (key == "reload_switch_at") {
+    p.reload_switch_at_line = line_;
+    const Parsed<int64_t> at = parse_switch_time(text);
+    if (!at.value) return error(at.error + found(text));
+    p.reload_switch_at_ms = *at.value;
+  } else if (key == "reload_switch_window") {
+    set_number(p.reload_switch_window_ms, text, 0, 24 * 3600 * 1000);
+    p.reload_switch_window_line = line_;
   } else if (key.starts_with("hot_key_")) {
     hot_key_directive(p, key, text);
   }
@@ -398,6 +411,24 @@ void PoolReader::check_routing_pool(int servers_line) {
   check_tls(p, errors_);
 }
 
+// A scheduled switch falls back on the old servers after it, for as long
+// as reload_warmup says: without that window, instances whose clocks differ
+// by a little would read and write different servers with nothing to
+// reconcile them (README "Changing a fleet of instances").
+void PoolReader::check_switch(const PoolConfig& p) {
+  if (p.reload_switch_at_line != 0 && p.reload_switch_at_ms != 0 && p.reload_warmup_ms == 0) {
+    errors_.add(p.reload_switch_at_line, "reload_switch_at",
+                "reload_switch_at switches to the new servers with the old ones as the fallback "
+                "of reads and writes for reload_warmup ms, which is off (0); set reload_warmup "
+                "too, longer than the clock skew between instances (600000 is usual)");
+  }
+  if (p.reload_switch_window_ms > 0 && p.reload_switch_at_line == 0) {
+    errors_.add(p.reload_switch_window_line, "reload_switch_window",
+                "reload_switch_window spreads the keys' switch over that many ms after "
+                "reload_switch_at, which is not set; set reload_switch_at too");
+  }
+}
+
 ParsedPool PoolReader::finish(int servers_line) {
   // The key hash a client library uses when its user set none: for the
   // plain libmemcached modes that is libmemcached's default, not twemproxy's.
@@ -431,6 +462,7 @@ ParsedPool PoolReader::finish(int servers_line) {
                 "reload_migrate_rate copies moved keys during the reload_warmup window, "
                 "which is off (0); set reload_warmup too");
   }
+  check_switch(p);
   if (p.read_repair && !p.read_failover_on_miss) {
     errors_.add(read_repair_line_, "read_repair",
                 "read_repair writes back what a read found on another copy after a miss, "

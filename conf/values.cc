@@ -39,7 +39,88 @@ std::string check_unix_path(std::string_view path) {
   return {};
 }
 
+// Days from 1970-01-01 to the given civil date (proleptic Gregorian), as
+// in Howard Hinnant's days_from_civil: no time zone database involved.
+int64_t days_from_civil(int64_t y, unsigned m, unsigned d) {
+  y -= m <= 2 ? 1 : 0;
+  const int64_t era = (y >= 0 ? y : y - 399) / 400;
+  const auto yoe = static_cast<unsigned>(y - era * 400);
+  const unsigned doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1;
+  const unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+  return era * 146097 + static_cast<int64_t>(doe) - 719468;
+}
+
+bool leap(int64_t y) {
+  return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+}
+
+// `n` digits at `at` as a number; -1 when they are not all digits.
+int64_t digits_at(std::string_view s, size_t at, size_t n) {
+  if (at + n > s.size() || !is_digits(s.substr(at, n))) return -1;
+  int64_t v = 0;
+  for (size_t i = 0; i < n; ++i) v = v * 10 + (s[at + i] - '0');
+  return v;
+}
+
+// "YYYY-MM-DDTHH:MM:SS[.fff...](Z|+00:00|-00:00)" to ms since the epoch.
+Parsed<int64_t> parse_rfc3339_utc(std::string_view t) {
+  const auto fail = [] {
+    return Parsed<int64_t>::fail(
+        "expected unix seconds or an RFC 3339 time in UTC such as \"2026-01-01T00:00:00Z\"");
+  };
+  if (t.size() < 20 || t[4] != '-' || t[7] != '-' || t[13] != ':' || t[16] != ':') return fail();
+  if (t[10] != 'T' && t[10] != 't' && t[10] != ' ') return fail();
+  const int64_t year = digits_at(t, 0, 4), month = digits_at(t, 5, 2), day = digits_at(t, 8, 2);
+  const int64_t hour = digits_at(t, 11, 2), minute = digits_at(t, 14, 2),
+                second = digits_at(t, 17, 2);
+  if (year < 1970 || month < 1 || month > 12 || day < 1 || hour < 0 || hour > 23 || minute < 0 ||
+      minute > 59 || second < 0 || second > 60) {
+    return fail();
+  }
+  static constexpr int kDays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  const int64_t month_days = kDays[month - 1] + (month == 2 && leap(year) ? 1 : 0);
+  if (day > month_days) return fail();
+  size_t at = 19;
+  int64_t ms = 0;
+  if (at < t.size() && t[at] == '.') {
+    size_t n = 0;
+    int64_t scale = 100;
+    for (++at; at < t.size() && t[at] >= '0' && t[at] <= '9'; ++at, ++n) {
+      ms += (t[at] - '0') * scale;
+      scale /= 10;
+    }
+    if (n == 0) return fail();
+  }
+  const std::string_view zone = t.substr(at);
+  if (zone != "Z" && zone != "z" && zone != "+00:00" && zone != "-00:00") {
+    if (zone.size() == 6 && (zone[0] == '+' || zone[0] == '-') && zone[3] == ':') {
+      return Parsed<int64_t>::fail(
+          "expected the time in UTC (\"Z\" or \"+00:00\"): every instance must read the "
+          "same moment");
+    }
+    return fail();
+  }
+  // A leap second (":60") is the second after ":59", as a unix time counts it.
+  const int64_t seconds =
+      days_from_civil(year, static_cast<unsigned>(month), static_cast<unsigned>(day)) * 86400 +
+      hour * 3600 + minute * 60 + second;
+  return Parsed<int64_t>::ok(seconds * 1000 + ms);
+}
+
 }  // namespace
+
+Parsed<int64_t> parse_switch_time(std::string_view text) {
+  // Unix seconds up to the year 9999: a larger number is a typo.
+  constexpr int64_t kMaxSeconds = 253402300799;
+  if (is_digits(text)) {
+    if (text.size() > 12 || digits_at(text, 0, text.size()) > kMaxSeconds ||
+        digits_at(text, 0, text.size()) < 1) {
+      return Parsed<int64_t>::fail("expected unix seconds from 1 to 253402300799 (the year 9999)");
+    }
+    return Parsed<int64_t>::ok(digits_at(text, 0, text.size()) * 1000);
+  }
+  return parse_rfc3339_utc(text);
+}
 
 Parsed<int> parse_number(std::string_view text) {
   constexpr std::string_view kExpected = "expected a whole number from 0 to 2147483647";

@@ -50,6 +50,13 @@ Parsed<ListenAddress> parse_listen(std::string_view text);
 // last ':', port after the ':' before it, and everything left is the host.
 Parsed<ketama::ServerEntry> parse_server(std::string_view text);
 
+// reload_switch_at: a moment as unix seconds ("1767225600") or an RFC 3339
+// time in UTC ("2026-01-01T00:00:00Z", a fraction of a second and the
+// offset "+00:00" allowed), as milliseconds since the epoch. Other offsets
+// are refused: every instance of a fleet must read the same moment, and a
+// local time zone is where they would differ.
+Parsed<int64_t> parse_switch_time(std::string_view text);
+
 // The name twemproxy 0.5 puts a server on its ring under, and checks for
 // uniqueness within a pool: the explicit name; else the host alone when the
 // port is 11211; else "host:port"; for an unnamed unix socket "path:".

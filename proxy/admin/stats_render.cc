@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <ctime>
 #include <string_view>
@@ -43,6 +44,22 @@ std::vector<std::pair<std::string_view, uint64_t>> migration_fields(const Migrat
           {"migrate_failed", m.failed},
           {"migrate_pending", m.pending},
           {"migrate_seconds_left", m.seconds_left}};
+}
+
+// A scheduled switch's figures as named in `stats` and the JSON stats:
+// the one that waits (or runs its window), else the last one.
+std::vector<std::pair<std::string_view, uint64_t>> switch_fields(const SwitchStatus& s) {
+  const int64_t now_ms = static_cast<int64_t>(time(nullptr)) * 1000;
+  const int64_t end_ms = s.at_unix_ms + static_cast<int64_t>(s.window_ms);
+  const uint64_t left =
+      s.pending && end_ms > now_ms ? static_cast<uint64_t>(end_ms - now_ms + 999) / 1000 : 0;
+  return {{"switch_pending", static_cast<uint64_t>(s.pending)},
+          {"switch_at", static_cast<uint64_t>(std::max<int64_t>(0, s.at_unix_ms / 1000))},
+          {"switch_window_ms", s.window_ms},
+          {"switch_generation", s.generation},
+          {"switch_seconds_left", left},
+          {"switches", s.switches},
+          {"switch_late_ms", static_cast<uint64_t>(std::max<int64_t>(0, s.late_ms))}};
 }
 
 void json_field(std::string& out, std::string_view name, uint64_t value, bool& first) {
@@ -117,6 +134,7 @@ void render_twemproxy_json(const StatsView& p, std::string& out) {
   json_field(out, "dns_address_changes", p.dns_address_changes(), first);
   json_field(out, "dns_failures", p.dns_failures(), first);
   const std::map<std::string, MigrationStatus> migrations = p.migrations();
+  const std::map<std::string, SwitchStatus> switches = p.switches();
   for (const auto& [pool, t] : snap.pools) {
     out.append(", ");
     json_string(out, pool);
@@ -132,6 +150,9 @@ void render_twemproxy_json(const StatsView& p, std::string& out) {
       for (const auto& [name, value] : migration_fields(m->second)) {
         json_field(out, name, value, pf);
       }
+    }
+    if (auto sw = switches.find(pool); sw != switches.end()) {
+      for (const auto& [name, value] : switch_fields(sw->second)) json_field(out, name, value, pf);
     }
     for (const auto& [name, s] : t.servers) {
       out.append(", ");
@@ -320,6 +341,12 @@ void render_prometheus(const StatsView& p, std::string& out) {
        "reload_warmup: values a read found on an old server and copied to the new one."},
       {"warmup_invalidations", "memshard_pool_warmup_invalidations_total", "counter",
        "reload_warmup: old copies deleted by a write of a moved key."},
+      {"switch_fallback_reads", "memshard_pool_switch_fallback_reads_total", "counter",
+       "reload_switch_at: reads of moved keys that missed and were looked up on the key's other "
+       "servers: before its switch where it will be, after it where it was."},
+      {"switch_future_deletes", "memshard_pool_switch_future_deletes_total", "counter",
+       "reload_switch_at: deletes a write of a moved key sent to its future server before the "
+       "key's switch."},
       {"hot_key_hits", "memshard_pool_hot_key_hits_total", "counter",
        "Reads answered from the hot-key cache (hot_key_cache)."},
       {"gutter_requests", "memshard_pool_gutter_requests_total", "counter",
@@ -348,6 +375,19 @@ void render_prometheus(const StatsView& p, std::string& out) {
                pool_label(pool) + ",state=\"" + std::string(name.substr(8)) + "\"", value);
     }
   }
+  f.header("memshard_pool_migrate_walk_keys", "gauge",
+           "reload_migrate_rate: per old server, the keys its walk listed (seen) and copied "
+           "(moved), by the instance that walks it (one per fleet), as this instance knows "
+           "them.");
+  for (const auto& [pool, m] : migrations) {
+    for (const MigrationWalk& w : m.walks) {
+      const std::string labels = pool_label(pool) + ",server=\"" + label(w.server) +
+                                 "\",walker=\"" + label(w.walker) + "\",state=\"" + label(w.state) +
+                                 "\"";
+      f.sample("memshard_pool_migrate_walk_keys", labels + ",kind=\"seen\"", w.seen);
+      f.sample("memshard_pool_migrate_walk_keys", labels + ",kind=\"moved\"", w.moved);
+    }
+  }
   f.header("memshard_pool_migrate_seconds_left", "gauge",
            "reload_migrate_rate: seconds left of the warm-up window the migration runs in.");
   for (const auto& [pool, m] : migrations) {
@@ -357,6 +397,32 @@ void render_prometheus(const StatsView& p, std::string& out) {
            "reload_migrate_rate: 1 while a background migration is running.");
   for (const auto& [pool, m] : migrations) {
     f.sample("memshard_pool_migrate_running", pool_label(pool), static_cast<uint64_t>(m.running));
+  }
+  const std::map<std::string, SwitchStatus> switches = p.switches();
+  struct SwitchGauge {
+    std::string_view field, name, type, help;
+  };
+  static constexpr SwitchGauge kSwitch[] = {
+      {"switch_pending", "memshard_pool_switch_pending", "gauge",
+       "reload_switch_at: 1 while a switch of servers waits for its moment or runs its window."},
+      {"switch_at", "memshard_pool_switch_at_seconds", "gauge",
+       "reload_switch_at: when the waiting (else the last) switch begins, unix seconds."},
+      {"switch_generation", "memshard_pool_switch_generation", "gauge",
+       "reload_switch_at: the config generation that waits for its switch (else switched last)."},
+      {"switch_seconds_left", "memshard_pool_switch_seconds_left", "gauge",
+       "reload_switch_at: seconds until the waiting switch's window ends."},
+      {"switches", "memshard_pool_switches_total", "counter",
+       "reload_switch_at: switches of servers completed."},
+      {"switch_late_ms", "memshard_pool_switch_late_milliseconds", "gauge",
+       "reload_switch_at: how late this instance loaded the config of the last switch."},
+  };
+  for (const SwitchGauge& g : kSwitch) {
+    f.header(g.name, g.type, g.help);
+    for (const auto& [pool, sw] : switches) {
+      for (const auto& [name, value] : switch_fields(sw)) {
+        if (name == g.field) f.sample(g.name, pool_label(pool), value);
+      }
+    }
   }
   // TLS, per pool: handshakes by version, failures by cause, and how long
   // each certificate of our own has left (an alert fires before it lapses).
@@ -542,6 +608,7 @@ void render_stat_routes(const StatsView& p, std::string& out) {
 void render_stat_pools(const StatsView& p, std::string& out) {
   StatsSnapshot snap = p.snapshot();
   const std::map<std::string, MigrationStatus> migrations = p.migrations();
+  const std::map<std::string, SwitchStatus> switches = p.switches();
   for (const auto& [pool, t] : snap.pools) {
     for (size_t i = 0; i < std::size(kPoolCounterNames); ++i) {
       out.append("STAT ").append(pool).append(":").append(kPoolCounterNames[i]).append(" ");
@@ -551,6 +618,23 @@ void render_stat_pools(const StatsView& p, std::string& out) {
     out.append(std::to_string(p.pool_ejections(pool))).append("\r\n");
     if (auto m = migrations.find(pool); m != migrations.end()) {
       for (const auto& [name, value] : migration_fields(m->second)) {
+        out.append("STAT ").append(pool).append(":").append(name).append(" ");
+        out.append(std::to_string(value)).append("\r\n");
+      }
+      // Who walks each old server (one instance of the fleet each), and
+      // how far it got.
+      for (const MigrationWalk& w : m->second.walks) {
+        const std::string prefix = "STAT " + pool + ":migrate_walk:" + w.server + ":";
+        out.append(prefix).append("walker ").append(w.walker.empty() ? "-" : w.walker);
+        out.append("\r\n").append(prefix).append("state ").append(w.state).append("\r\n");
+        out.append(prefix).append("here ").append(w.walker == m->second.instance ? "1" : "0");
+        out.append("\r\n").append(prefix).append("seen ").append(std::to_string(w.seen));
+        out.append("\r\n").append(prefix).append("moved ").append(std::to_string(w.moved));
+        out.append("\r\n");
+      }
+    }
+    if (auto sw = switches.find(pool); sw != switches.end()) {
+      for (const auto& [name, value] : switch_fields(sw->second)) {
         out.append("STAT ").append(pool).append(":").append(name).append(" ");
         out.append(std::to_string(value)).append("\r\n");
       }

@@ -35,6 +35,16 @@ struct StatsSnapshot {
   std::map<std::string, PoolTotals> pools;
 };
 
+// One old server's walk, as this instance knows it: walked here, or by
+// another instance of the fleet (its lease says how far it got).
+struct MigrationWalk {
+  std::string server;  // the old server's identity
+  std::string walker;  // the instance walking or done walking it; empty until known
+  std::string state;   // waiting, walking, done, failed
+  uint64_t seen = 0;   // items listed
+  uint64_t moved = 0;  // copied to their new servers
+};
+
 // A pool's background migration after a reload (reload_migrate_rate):
 // the keys of its last walk, by what became of them.
 struct MigrationStatus {
@@ -45,6 +55,19 @@ struct MigrationStatus {
   uint64_t pending = 0;       // moved keys listed and not handled yet
   uint64_t seconds_left = 0;  // of the warm-up window
   bool running = false;
+  std::string instance;              // this instance, as walkers are named
+  std::vector<MigrationWalk> walks;  // per old server
+};
+
+// A pool's scheduled switch (reload_switch_at): the one that waits or
+// whose window runs, else the last one.
+struct SwitchStatus {
+  bool pending = false;     // a switch waits, or its window runs
+  int64_t at_unix_ms = 0;   // when it begins (reload_switch_at)
+  uint64_t window_ms = 0;   // reload_switch_window
+  uint64_t generation = 0;  // the config generation that waits (or switched last)
+  uint64_t switches = 0;    // switches completed since the start
+  int64_t late_ms = 0;      // how late this instance loaded its config (0: in time)
 };
 
 // The status page (status_json.h) shows each pool as the configuration in
@@ -143,6 +166,8 @@ class StatsView {
   virtual uint64_t ejected_at(const std::string& pool, const std::string& identity) const = 0;
   // Per pool whose reload started one, its background migration.
   virtual std::map<std::string, MigrationStatus> migrations() const { return {}; }
+  // Per pool that has had one, its scheduled switch.
+  virtual std::map<std::string, SwitchStatus> switches() const { return {}; }
   // TLS: when each certificate of our own in force lapses (seconds since
   // the epoch); side is "client" (the listener's) or "server" (server_tls).
   struct TlsCertificate {

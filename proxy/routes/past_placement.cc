@@ -28,7 +28,8 @@ bool PastPlacement::open(uint64_t now_usec) const {
 }
 
 size_t PastPlacement::owners(std::string_view key, uint64_t now_usec,
-                             std::span<Server*, kMaxPastOwners> out) const {
+                             std::span<Server*, kMaxPastOwners> out, Kinds* kinds) const {
+  if (kinds != nullptr) *kinds = {};
   std::array<Server*, kMaxReplicas> now;
   const size_t current = this->current(key, now);
   const auto seen = [&](Server* s, size_t n) {
@@ -47,6 +48,9 @@ size_t PastPlacement::owners(std::string_view key, uint64_t now_usec,
       Server* s = servers_[p][idx[c]];
       if (s == nullptr || seen(s, n)) continue;
       out[n++] = s;
+      if (kinds == nullptr) continue;
+      if (ring.future && n == kinds->future + 1) ++kinds->future;
+      kinds->switching = kinds->switching || ring.future || ring.scheduled;
     }
   }
   return n;

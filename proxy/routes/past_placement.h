@@ -3,6 +3,13 @@
 // held the key then and do not hold it now. Reads that miss on the key's
 // current servers ask these; writes delete the key on them, so that no
 // later fallback finds a value older than the write.
+//
+// While a scheduled switch waits (reload_switch_at), the routes of the
+// placement in force see the waiting placement as the newest ring, marked
+// `future`: its servers are asked after a miss (an instance whose clock is
+// ahead may have switched and written there) and a write deletes the key
+// on them (so that no older copy waits there for the switch), but a value
+// found there is not copied back.
 #pragma once
 
 #include <array>
@@ -30,11 +37,18 @@ class PastPlacement {
 
   // The key's current servers (its copies), first copy first.
   size_t current(std::string_view key, std::span<Server*, kMaxReplicas> out) const;
+  // What the owners() of a key are: the first `future` are servers of a
+  // placement that waits for its switch (no copy of what they hold);
+  // `switching` when any is of a scheduled switch, future or replaced.
+  struct Kinds {
+    size_t future = 0;
+    bool switching = false;
+  };
   // Its old servers, newest config first, none twice and none of the
   // current ones; only configs whose window is still open at `now_usec`,
   // and only live servers (an ejected one is never waited on).
-  size_t owners(std::string_view key, uint64_t now_usec,
-                std::span<Server*, kMaxPastOwners> out) const;
+  size_t owners(std::string_view key, uint64_t now_usec, std::span<Server*, kMaxPastOwners> out,
+                Kinds* kinds = nullptr) const;
   // Whether any window is still open: when not, nothing moved.
   bool open(uint64_t now_usec) const;
 

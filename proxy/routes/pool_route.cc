@@ -1,8 +1,12 @@
 #include "proxy/routes/pool_route.h"
 
+#include <algorithm>
+#include <cstdint>
+
 #include "proxy/routes/hot_key_routes.h"
 #include "proxy/routes/replicated_get_route.h"
 #include "proxy/routes/replicated_key_route.h"
+#include "proxy/routes/switch_routes.h"
 #include "proxy/routes/warm_get_route.h"
 #include "proxy/routes/warm_key_route.h"
 
@@ -25,8 +29,60 @@ ReplyPolicy policy_of(conf::WritePolicy p) {
 }  // namespace
 
 void PoolRoute::build_routes() {
+  std::vector<std::vector<Server*>> past_only = past_servers;
+  if (pool->pending) {
+    // The routes in force see the waiting placement as their newest ring.
+    const PendingSwitch& p = *pool->pending;
+    with_future.clear();
+    with_future.push_back(PastRing{p.ring, p.servers, p.live, UINT64_MAX, p.generation,
+                                   p.config.replicas, true, false});
+    for (const PastRing& r : pool->past) with_future.push_back(r);
+    past_servers.insert(past_servers.begin(),
+                        std::vector<Server*>(next_backends.begin(), next_backends.end()));
+  }
   build_plain_routes();
+  if (pool->pending) {
+    past_servers = std::move(past_only);
+    build_switch();
+  }
   build_hot_keys();
+}
+
+// The waiting placement's routes, over a pool of its own whose past is the
+// placement in force (then the pool's past rings), and the switch routes
+// that pick between them per key.
+void PoolRoute::build_switch() {
+  if (!past) return;  // no guard: the topology always gives a waiting switch one
+  const PendingSwitch& p = *pool->pending;
+  next_pool = std::make_unique<Pool>(
+      Pool{p.config, p.ring, p.servers, pool->listen, p.live, {}, pool->guard, {}, {}});
+  const uint64_t warmup_usec = static_cast<uint64_t>(p.config.reload_warmup_ms) * 1000;
+  next_pool->past.push_back(PastRing{pool->ring, pool->servers, pool->live,
+                                     p.ends_usec() + warmup_usec, 0, pool->config.replicas, false,
+                                     true});
+  for (const PastRing& r : pool->past) next_pool->past.push_back(r);
+  next = std::make_unique<PoolRoute>();
+  next->pool = next_pool.get();
+  next->backends = next_backends;
+  next->stats = stats;
+  next->gutter_pool = gutter_pool;  // the waiting placement's down servers go there too
+  next->past_servers.emplace_back(backends.begin(), backends.end());
+  for (const auto& servers : past_servers) next->past_servers.push_back(servers);
+  next->build_plain_routes();
+
+  const SwitchMoment moment{p.at_usec, p.window_usec};
+  before_key = std::move(key);
+  before_multi_get = std::move(multi_get);
+  before_all = std::move(all);
+  key = std::make_unique<SwitchKeyRoute>(*before_key, *next->key, moment);
+  multi_get = std::make_unique<SwitchGetRoute>(*before_multi_get, *next->multi_get, moment, *past,
+                                               life.get());
+  std::vector<Server*> servers(backends.begin(), backends.end());
+  for (BackendServer* b : next_backends) {
+    if (std::find(servers.begin(), servers.end(), b) == servers.end()) servers.push_back(b);
+  }
+  all_servers = std::make_unique<ServerList>(std::move(servers));
+  all = std::make_unique<BroadcastRoute>(*all_servers);
 }
 
 void PoolRoute::build_hot_keys() {
@@ -40,7 +96,8 @@ void PoolRoute::build_hot_keys() {
   std::vector<std::string> names;
   for (const ServerInfo& s : pool->servers) names.push_back(s.stats_name);
   std::vector<Route*> copies;
-  if (pc.hot_key_spread) {
+  // Spreading reads over the copies would go past a waiting switch.
+  if (pc.hot_key_spread && !next) {
     for (const auto& r : copy_reads) copies.push_back(r.get());
   }
   auto hot = std::make_shared<HotKeyContext>(
@@ -112,9 +169,10 @@ void PoolRoute::build_plain_routes() {
 }
 
 void PoolRoute::build_warmup() {
-  if (pool->past.empty() || !pool->guard) return;
-  past = std::make_unique<PastPlacement>(pool->past, past_servers,
-                                         replicas ? nullptr : placement.get(), replicas.get());
+  const std::vector<PastRing>& rings = pool->pending ? with_future : pool->past;
+  if (rings.empty() || !pool->guard) return;
+  past = std::make_unique<PastPlacement>(rings, past_servers, replicas ? nullptr : placement.get(),
+                                         replicas.get());
   own_key = std::move(key);
   own_multi_get = std::move(multi_get);
   key = std::make_unique<WarmKeyRoute>(*own_key, *past, *pool->guard, life.get());

@@ -18,6 +18,7 @@
 #include "proxy/routes/replica_placement.h"
 #include "proxy/routes/routing_pool.h"
 #include "proxy/routes/split_route.h"
+#include "proxy/routes/switch_routes.h"
 #include "proxy/routes/topology.h"
 #include "proxy/support/stats.h"
 
@@ -54,13 +55,30 @@ struct PoolRoute {
   std::unique_ptr<PoolEntry> gutter_flush;
   // A routing pool (routes): what its routes are made of.
   std::unique_ptr<RoutingPool> routing;
+  // reload_switch_at, while the pool's switch waits or its window runs
+  // (Pool::pending; switch_routes.h): the worker's server for each server
+  // of the waiting placement (set with backends), the past rings the
+  // routes in force see (the waiting ring first, as `future`), the waiting
+  // placement as a pool of its own with its routes, and the routes in
+  // force, which `key`, `multi_get` and `all` then wrap.
+  std::vector<BackendServer*> next_backends;
+  std::vector<PastRing> with_future;
+  std::unique_ptr<Pool> next_pool;
+  std::unique_ptr<PoolRoute> next;
+  std::unique_ptr<SingleKeyRoute> before_key;
+  std::unique_ptr<Route> before_multi_get, before_all;
+  std::unique_ptr<ServerList> all_servers;
   // Counts the requests these routes hold (see RouteLife).
   std::unique_ptr<RouteLife> life = std::make_unique<RouteLife>();
   // Once pool, backends and past_servers are set: the plain routes, the
-  // reload warm-up around them (while a window is open), and the hot-key
-  // layer (hot_key_routes.h) around those.
+  // reload warm-up around them (while a window is open), a scheduled
+  // switch's routes around those, and the hot-key layer
+  // (hot_key_routes.h) outermost.
   void build_routes();
   void build_plain_routes();
+  // Whether requests these routes (or the waiting placement's) hold are
+  // in flight: the routes must stay until they end.
+  bool holding() const { return life->held_requests > 0 || (next && next->holding()); }
 
   // The hot-key layer (hot_key_routes.h) around `key`, `multi_get` and
   // `all`, over `placement`: the last step of build_routes.
@@ -76,6 +94,7 @@ struct PoolRoute {
  private:
   void build_warmup();
   void build_gutter(std::vector<Server*> servers);
+  void build_switch();
 };
 
 }  // namespace memshard::proxy

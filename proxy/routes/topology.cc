@@ -1,6 +1,9 @@
 #include "proxy/routes/topology.h"
 
+#include <algorithm>
 #include <utility>
+
+#include "proxy/routes/pool_carry.h"
 
 namespace memshard::proxy {
 
@@ -11,70 +14,23 @@ const Pool* Topology::find_pool(const std::string& name) const {
   return nullptr;
 }
 
-namespace {
-// Whether every key would find its server where it was: the same points
-// over the same servers (a server replaced under the same ring name, as
-// twemproxy's names allow, moves every key it held).
-bool same_placement(const Pool& a, const Pool& b) {
-  const ketama::RingOptions& ra = a.config.ring;
-  const ketama::RingOptions& rb = b.config.ring;
-  if (ra.mode != rb.mode || ra.distribution != rb.distribution || ra.hash != rb.hash ||
-      ra.hash_tag != rb.hash_tag) {
-    return false;
-  }
-  if (a.config.replicas != b.config.replicas || a.servers.size() != b.servers.size()) return false;
-  for (size_t i = 0; i < a.servers.size(); ++i) {
-    if (a.servers[i].identity != b.servers[i].identity) return false;
-  }
-  const auto& pa = a.ring.points();
-  const auto& pb = b.ring.points();
-  if (pa.size() != pb.size()) return false;
-  for (size_t i = 0; i < pa.size(); ++i) {
-    if (pa[i].value != pb[i].value || pa[i].server != pb[i].server) return false;
-  }
-  return true;
-}
-}  // namespace
-
-void carry_past(const Pool& old, uint64_t old_generation, Pool& next, uint64_t now_usec) {
-  const int window_ms = next.config.reload_warmup_ms;
-  if (window_ms <= 0) return;
-  std::vector<PastRing> past;
-  if (!same_placement(old, next)) {
-    past.push_back(PastRing{old.ring,
-                            old.servers,
-                            {},
-                            now_usec + static_cast<uint64_t>(window_ms) * 1000,
-                            old_generation,
-                            old.config.replicas});
-  }
-  for (const PastRing& p : old.past) {
-    if (p.until_usec > now_usec && past.size() < kMaxPastRings) past.push_back(p);
-  }
-  next.past = std::move(past);
-  if (next.past.empty()) return;
-  next.guard = old.guard ? old.guard : std::make_shared<WarmGuard>();
-}
-
-bool drop_expired(Pool& pool, uint64_t now_usec) {
-  const size_t before = pool.past.size();
-  std::erase_if(pool.past, [&](const PastRing& p) { return p.until_usec <= now_usec; });
-  if (pool.past.empty()) pool.guard.reset();
-  return pool.past.size() != before;
-}
-
 uint64_t next_window_end(const Topology& t) {
   uint64_t end = 0;
+  const auto earliest = [&](uint64_t usec) {
+    if (end == 0 || usec < end) end = usec;
+  };
   for (const Pool& pool : t.pools) {
-    for (const PastRing& p : pool.past) {
-      if (end == 0 || p.until_usec < end) end = p.until_usec;
-    }
+    for (const PastRing& p : pool.past) earliest(p.until_usec);
+    if (pool.pending) earliest(std::max<uint64_t>(pool.pending->ends_usec(), 1));
   }
   return end;
 }
 
 std::shared_ptr<const Topology> build_topology(const conf::Config& config, uint64_t generation,
-                                               const Topology* previous, uint64_t now_usec) {
+                                               const Topology* previous, uint64_t now_usec,
+                                               std::optional<int64_t> unix_usec,
+                                               std::vector<std::string>* notes) {
+  const WallClock clock{now_usec, unix_usec ? *unix_usec : wall_clock_at(now_usec)};
   auto topo = std::make_shared<Topology>();
   topo->generation = generation;
   for (const conf::PoolConfig& pc : config.pools) {
@@ -99,7 +55,9 @@ std::shared_ptr<const Topology> build_topology(const conf::Config& config, uint6
         Pool{pc, std::move(ring), std::move(servers), listen, {}, {}, {}, {}, {}});
     load_pool_tls(config.file, topo->pools.back());
     const Pool* old = previous != nullptr ? previous->find_pool(pc.name) : nullptr;
-    if (old != nullptr) carry_past(*old, previous->generation, topo->pools.back(), now_usec);
+    if (old != nullptr) {
+      carry_pool(*old, previous->generation, topo->pools.back(), generation, clock, notes);
+    }
   }
   return topo;
 }

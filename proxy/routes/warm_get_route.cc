@@ -31,9 +31,25 @@ struct Lookup {
   std::array<Server*, kMaxPastOwners> owners{};
   size_t owner_count = 0;
   size_t next = 0;
+  PastPlacement::Kinds kinds;  // the first kinds.future owners: never copied from
   WarmGuard::Sample sample;
   bool found = false;
 };
+
+// The client's retrieval command, without its keys: "get", "gets",
+// "gat <exptime>" or "gats <exptime>".
+std::string retrieval_command(const proto::Request& r) {
+  switch (r.command) {
+    case proto::Command::gets:
+      return "gets";
+    case proto::Command::gat:
+      return "gat " + std::string(r.exptime);
+    case proto::Command::gats:
+      return "gats " + std::string(r.exptime);
+    default:
+      return "get";
+  }
+}
 
 }  // namespace
 
@@ -61,10 +77,12 @@ Work WarmGetRoute::read(RouteRequest& req, ReplySlot& client) const {
     if (!by_key[pos].empty()) continue;
     Lookup l;
     l.position = pos;
-    l.owner_count = past_.owners(keys[pos], now, l.owners);
+    l.owner_count = past_.owners(keys[pos], now, l.owners, &l.kinds);
     if (l.owner_count == 0) continue;
     l.sample = guard_.sample(keys[pos]);
-    if (!l.sample.poisoned) lookups.push_back(l);
+    if (l.sample.poisoned) continue;
+    if (l.kinds.switching) held.pool_stats().switch_fallback_reads.add();
+    lookups.push_back(l);
   }
   // Rounds: each asks every key still missing of its next old server.
   std::deque<std::string> found;  // blocks found on old servers (stable addresses)
@@ -95,10 +113,35 @@ Work WarmGetRoute::read(RouteRequest& req, ReplySlot& client) const {
       const std::string_view key = keys[l.position];
       found.push_back(proto::classic_block(key, *v, cas));
       by_key[l.position] = found.back();
+      if (l.next <= l.kinds.future) continue;  // where the key will be: not copied back
       std::array<Server*, kMaxReplicas> current;
       const size_t n = past_.current(key, current);
       copy_to_current(held, key, *v, std::span<Server* const>(current.data(), n), guard_, l.sample,
                       life_);
+    }
+  }
+  // Keys missed everywhere are asked once more of the pool's own route: a
+  // write that this read overtook there deletes the old copies only once
+  // it has stored the value (warm_key_route.h), so a key whose old copy
+  // went meanwhile is there now.
+  std::string again = retrieval_command(request);
+  size_t missing = 0;
+  for (const Lookup& l : lookups) {
+    if (l.found) continue;
+    again.append(" ").append(keys[l.position]);
+    ++missing;
+  }
+  std::string second;  // outlives by_key's views into it
+  if (missing > 0) {
+    again.append("\r\n");
+    HeldRequest held_again(held, std::move(again));
+    second = (co_await Call(held_again, inner_)).text();
+    if (const auto more = proto::parse_value_blocks(second)) {
+      size_t m = 0;
+      for (const Lookup& l : lookups) {
+        if (l.found || m >= more->size()) continue;
+        if ((*more)[m].key == keys[l.position]) by_key[l.position] = (*more)[m++].block;
+      }
     }
   }
   bool hit = false;

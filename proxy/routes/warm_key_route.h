@@ -15,7 +15,9 @@
 //     out) leaves the key without fallback until the window ends
 //     (warm_guard.h: poisoned).
 // Keys that did not move, and every key once the window ended, go straight
-// to the pool's route.
+// to the pool's route. While a scheduled switch waits, the servers a key
+// will move to are asked and deleted on as old ones are, first, but what
+// they hold is never copied (past_placement.h).
 #pragma once
 
 #include <array>
@@ -36,8 +38,9 @@ class WarmKeyRoute final : public SingleKeyRoute {
 
  private:
   using Owners = std::array<Server*, kMaxPastOwners>;
-  Work read(RouteRequest& req, ReplySlot& client, Owners owners, size_t count) const;
-  Work write(RouteRequest& req, ReplySlot& client, Owners owners, size_t count) const;
+  using Kinds = PastPlacement::Kinds;
+  Work read(RouteRequest& req, ReplySlot& client, Owners owners, size_t count, Kinds kinds) const;
+  Work write(RouteRequest& req, ReplySlot& client, Owners owners, size_t count, Kinds kinds) const;
   SingleKeyRoute& inner_;
   const PastPlacement& past_;
   WarmGuard& guard_;

@@ -30,6 +30,10 @@ uint64_t server_connections_at_most(const Topology& topology, uint64_t workers) 
     for (const PastRing& past : pool.past) {
       for (const ServerInfo& s : past.servers) servers.insert(s.identity);
     }
+    // And a scheduled switch's servers, before its moment.
+    if (pool.pending) {
+      for (const ServerInfo& s : pool.pending->servers) servers.insert(s.identity);
+    }
     total += servers.size() * (workers * pool.config.server_connections + 1);
   }
   return total;

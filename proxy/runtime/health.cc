@@ -199,6 +199,25 @@ uint64_t ServerHealth::pool_ejections(const std::string& pool) const {
   return it == pool_ejections_.end() ? 0 : it->second;
 }
 
+// A scheduled switch's placement leaves ejected servers out as the one in
+// force does: a key that switches goes where the rest of the pool sends it.
+void ServerHealth::eject_pending(PendingSwitch& pending, const std::string& pool) const {
+  std::vector<bool> live(pending.servers.size(), true);
+  bool any = false;
+  for (size_t i = 0; i < pending.servers.size(); ++i) {
+    if (ejected_.contains(Key{pool, pending.servers[i].identity})) {
+      live[i] = false;
+      any = true;
+    }
+  }
+  if (!any) return;
+  if (pending.config.replicas > 1) {
+    pending.live = std::move(live);
+    return;
+  }
+  pending.ring = ketama::Ring::build(pending.ring.servers(), pending.config.ring, std::move(live));
+}
+
 std::shared_ptr<const Topology> ServerHealth::with_ejections() const {
   std::lock_guard<std::mutex> lock(state_mu_);
   if (ejected_.empty()) return base_topology_;
@@ -220,6 +239,7 @@ std::shared_ptr<const Topology> ServerHealth::with_ejections() const {
           past.live[i] = false;
       }
     }
+    if (pool.pending) eject_pending(*pool.pending, pool.config.name);
     if (!any) continue;
     // A replicated pool reads the server's keys from their other copies,
     // a pool with a gutter from the gutter: their rings keep every server.

@@ -66,6 +66,7 @@ class ServerHealth {
   void probe_done(const Key& key, bool healthy);
   void set_probing(const Key& key, bool out);
   const Pool* pool_of(const Key& key) const;
+  void eject_pending(PendingSwitch& pending, const std::string& pool) const;
 
   event_base* base_;
   MainLoop& loop_;  // where probes connect from

@@ -13,6 +13,7 @@
 #include <ctime>
 #include <stdexcept>
 
+#include "proxy/routes/pool_carry.h"
 #include "proxy/runtime/pool_layout.h"
 #include "proxy/runtime/ring_warnings.h"
 #include "proxy/runtime/thread_busy.h"
@@ -23,6 +24,20 @@
 namespace memshard::proxy {
 
 namespace {
+// A switch needs the placement it replaces, which a starting instance does
+// not have: it routes by its config at once, and the operator hears that
+// it disagrees with a fleet still waiting for the switch.
+void warn_switch_at_start(const conf::Config& config) {
+  const int64_t now_ms = wall_clock_usec() / 1000;
+  for (const conf::PoolConfig& pc : config.pools) {
+    if (pc.reload_switch_at_ms <= now_ms) continue;
+    log_warn(
+        "pool '%s': reload_switch_at %s is ahead, but a starting instance has no placement to "
+        "switch from: it routes by this config now, unlike instances that wait for the switch",
+        pc.name.c_str(), utc_text(pc.reload_switch_at_ms).c_str());
+  }
+}
+
 // The CPUs this process may run on, ascending: a cpuset or taskset limits
 // them below the machine's.
 std::vector<int> allowed_cpus() {
@@ -99,6 +114,7 @@ void Proxy::start() {
   for (const auto& w : ring_warnings(*loaded.config)) log_warn("%s", w.c_str());
   generation_ = 1;
   topology_ = build_topology(*loaded.config, 1);
+  warn_switch_at_start(*loaded.config);
   reload_log_.started(1);
 
   std::vector<int> cpus = allowed_cpus();

@@ -120,6 +120,7 @@ class Proxy final : public StatsView, public WorkerHost {
   }
   uint64_t dns_failures() const override { return dns_failures_.load(std::memory_order_relaxed); }
   std::map<std::string, MigrationStatus> migrations() const override;
+  std::map<std::string, SwitchStatus> switches() const override;
   // The status page's view of the config in force (pool_layout.h).
   std::vector<PoolLayout> pool_layouts() const override;
   std::vector<ReloadRecord> reload_history() const override { return reload_log_.records(); }
@@ -141,9 +142,13 @@ class Proxy final : public StatsView, public WorkerHost {
   static void on_accept(evconnlistener*, evutil_socket_t fd, sockaddr*, int, void* self);
   static void on_signal(evutil_socket_t sig, short, void* self);
   void on_drain_tick();
+  // The topology's clock (topology_timer.cc): reload_warmup windows that
+  // end, scheduled switches whose window ends, a wall clock that stepped.
   void on_warmup_end();
-  // Sets the timer for the next end of a reload_warmup window.
+  // Sets the timer for the next of those.
   void arm_warmup_timer();
+  // Records for stats what a reload from `before` did to switches.
+  void note_switches(const Topology& before, uint64_t now_usec);
   void begin_drain();
   void close_listener(Listener& l);
   // The worker for a connection arriving on `cpu` (-1: unknown).
@@ -187,7 +192,12 @@ class Proxy final : public StatsView, public WorkerHost {
   // (kept once done, for their figures); read by stats readers.
   mutable std::mutex migrations_mu_;
   std::vector<std::unique_ptr<Migration>> migrations_;
-  void start_migrations();
+  // Starts the walks of the pools named in `only` (all when null), ending
+  // those they had.
+  void start_migrations(const std::set<std::string>* only = nullptr);
+  // reload_switch_at, per pool (read by stats readers).
+  mutable std::mutex switches_mu_;
+  std::map<std::string, SwitchStatus> switches_;
   uint64_t drain_deadline_ms_ = 0;
   std::shared_ptr<const Topology> topology_;
   std::vector<std::unique_ptr<Worker>> workers_;

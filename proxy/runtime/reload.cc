@@ -11,6 +11,7 @@
 #include <stdexcept>
 
 #include "ketama/analysis.h"
+#include "proxy/routes/pool_carry.h"
 #include "proxy/runtime/proxy.h"
 #include "proxy/runtime/ring_warnings.h"
 #include "proxy/support/clock.h"
@@ -29,8 +30,11 @@ bool Proxy::reload() {
     return refuse_reload(std::move(why));
   }
   std::shared_ptr<const Topology> next;
+  std::vector<std::string> notes;
+  const uint64_t now = monotonic_usec();
   try {
-    next = build_topology(*loaded.config, generation() + 1, topology_.get(), monotonic_usec());
+    next = build_topology(*loaded.config, generation() + 1, topology_.get(), now, std::nullopt,
+                          &notes);
   } catch (const std::exception& e) {
     log_error("reload refused: %s", e.what());
     return refuse_reload(e.what());
@@ -38,9 +42,12 @@ bool Proxy::reload() {
   if (std::string why; !swap_listeners(*next, why)) return refuse_reload(std::move(why));
   for (const auto& w : ring_warnings(*loaded.config)) log_warn("%s", w.c_str());
   std::vector<std::pair<std::string, double>> moved = log_changes(*next);
+  for (const std::string& n : notes) log_notice("%s", n.c_str());
   health_->set_topology(next);
   names_->set_topology(*next);
+  const std::shared_ptr<const Topology> before = topology_;
   topology_ = next;
+  note_switches(*before, now);
   install_on_workers();
   set_descriptor_budget(false);
   generation_.store(next->generation, std::memory_order_relaxed);
@@ -130,17 +137,23 @@ std::vector<std::pair<std::string, double>> Proxy::log_changes(const Topology& n
                  pool.servers.size());
       continue;
     }
-    std::set<std::string> before, after;
+    std::set<std::string> before, after_ids;
+    // A scheduled switch moves keys at its moment, not now.
+    const ketama::Ring& after = pool.pending ? pool.pending->ring : pool.ring;
+    if (pool.pending) {
+      for (const auto& s : pool.pending->servers) after_ids.insert(s.identity);
+    } else {
+      for (const auto& s : pool.servers) after_ids.insert(s.identity);
+    }
     for (const auto& s : old->servers) before.insert(s.identity);
-    for (const auto& s : pool.servers) after.insert(s.identity);
     std::string came, went;
-    for (const auto& s : after) {
+    for (const auto& s : after_ids) {
       if (!before.contains(s)) came += " " + s;
     }
     for (const auto& s : before) {
-      if (!after.contains(s)) went += " " + s;
+      if (!after_ids.contains(s)) went += " " + s;
     }
-    ketama::RingDiff d = ketama::diff(old->ring, pool.ring);
+    ketama::RingDiff d = ketama::diff(old->ring, after);
     moved.emplace_back(pool.config.name, d.moved);
     std::string warmup = " reload_warmup: off";
     if (pool.config.reload_warmup_ms > 0) {
@@ -150,9 +163,12 @@ std::vector<std::pair<std::string, double>> Proxy::log_changes(const Topology& n
         warmup += ", migrating at " + std::to_string(pool.config.reload_migrate_rate) + " keys/s";
       }
     }
-    log_notice("pool '%s': %.4f%% of the keyspace changes server; added:%s; removed:%s;%s",
-               pool.config.name.c_str(), d.moved * 100.0, came.empty() ? " none" : came.c_str(),
-               went.empty() ? " none" : went.c_str(), warmup.c_str());
+    const std::string when =
+        pool.pending ? " at " + utc_text(pool.pending->at_unix_ms) + " (reload_switch_at)" : "";
+    log_notice("pool '%s': %.4f%% of the keyspace changes server%s; added:%s; removed:%s;%s",
+               pool.config.name.c_str(), d.moved * 100.0, when.c_str(),
+               came.empty() ? " none" : came.c_str(), went.empty() ? " none" : went.c_str(),
+               warmup.c_str());
   }
   for (const Pool& pool : topology_->pools) {
     if (next.find_pool(pool.config.name) == nullptr) {
@@ -165,16 +181,21 @@ std::vector<std::pair<std::string, double>> Proxy::log_changes(const Topology& n
 
 // A reload ends the walks of the last one (their windows go on, their
 // keys are still found by reads) and starts one per pool that moved keys.
-void Proxy::start_migrations() {
-  std::vector<std::unique_ptr<Migration>> old;
+void Proxy::start_migrations(const std::set<std::string>* only) {
+  const auto chosen = [&](const std::string& pool) {
+    return only == nullptr || only->contains(pool);
+  };
+  std::vector<std::unique_ptr<Migration>> old, kept;
   {
     std::lock_guard<std::mutex> lock(migrations_mu_);
-    old.swap(migrations_);
+    for (auto& m : migrations_) (chosen(m->pool_name()) ? old : kept).push_back(std::move(m));
+    migrations_.clear();
   }
   for (auto& m : old) m->stop();
   old.clear();  // joins: each wait of theirs is bounded (migration.h)
-  std::vector<std::unique_ptr<Migration>> started;
+  std::vector<std::unique_ptr<Migration>> started = std::move(kept);
   for (const Pool& pool : topology_->pools) {
+    if (!chosen(pool.config.name)) continue;
     if (pool.config.reload_migrate_rate == 0 || pool.past.empty()) continue;
     if (pool.server_tls) {
       // The walk's blocking sockets speak plain text only.
@@ -195,41 +216,6 @@ std::map<std::string, MigrationStatus> Proxy::migrations() const {
   std::map<std::string, MigrationStatus> out;
   for (const auto& m : migrations_) out[m->pool_name()] = m->progress();
   return out;
-}
-
-// The warm-up windows end on a timer rather than on a request: the past
-// rings' servers (those the config dropped) are closed then, and reads
-// stop looking up old servers even where no request checked the time.
-void Proxy::arm_warmup_timer() {
-  const uint64_t end = next_window_end(*topology_);
-  if (warmup_timer_ == nullptr) {
-    warmup_timer_ = std::make_unique<Timer>(base_, [this] { on_warmup_end(); });
-  }
-  warmup_timer_->cancel();
-  if (end == 0) return;
-  const uint64_t now = monotonic_usec();
-  // The coarse clock may fire a few ms early: on_warmup_end re-arms.
-  warmup_timer_->arm_usec(end > now ? end - now : 0);
-}
-
-void Proxy::on_warmup_end() {
-  Proxy* p = this;
-  const uint64_t now = monotonic_usec();
-  auto next = std::make_shared<Topology>(*p->topology_);
-  bool changed = false;
-  for (Pool& pool : next->pools) {
-    const size_t before = pool.past.size();
-    if (!drop_expired(pool, now)) continue;
-    changed = true;
-    log_notice("pool '%s': %zu reload warm-up window(s) ended; %zu still open",
-               pool.config.name.c_str(), before - pool.past.size(), pool.past.size());
-  }
-  if (changed) {
-    p->topology_ = next;
-    p->health_->set_topology(next);
-    p->install_on_workers();
-  }
-  p->arm_warmup_timer();
 }
 
 }  // namespace memshard::proxy

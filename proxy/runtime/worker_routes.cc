@@ -99,6 +99,13 @@ void WorkerRoutes::apply(std::shared_ptr<const Topology> topology) {
       std::vector<Server*>& servers = route.past_servers.emplace_back();
       for (const ServerInfo& server : past.servers) servers.push_back(backend_for(server));
     }
+    // reload_switch_at: the servers of the placement that waits are
+    // connected before its moment (its writes delete keys there).
+    if (pool.pending) {
+      for (const ServerInfo& server : pool.pending->servers) {
+        route.next_backends.push_back(backend_for(server));
+      }
+    }
     route.build_routes();
   }
   // Servers that left: their connections close once they owe nothing.
@@ -107,8 +114,8 @@ void WorkerRoutes::apply(std::shared_ptr<const Topology> topology) {
     draining_.push_back(std::move(backend));
   }
   backends_ = std::move(backends);
-  const bool holding = std::any_of(routes_.begin(), routes_.end(),
-                                   [](const auto& r) { return r.second.life->held_requests > 0; });
+  const bool holding =
+      std::any_of(routes_.begin(), routes_.end(), [](const auto& r) { return r.second.holding(); });
   if (holding) retired_.push_back(Retired{topology_, std::move(routes_)});
   routes_ = std::move(routes);
   ++epoch_;
@@ -123,7 +130,7 @@ const PoolRoute* WorkerRoutes::route(const std::string& pool_name) const {
 void WorkerRoutes::reap() {
   std::erase_if(retired_, [](const Retired& r) {
     return std::all_of(r.routes.begin(), r.routes.end(),
-                       [](const auto& e) { return e.second.life->held_requests == 0; });
+                       [](const auto& e) { return !e.second.holding(); });
   });
   if (retired_.empty()) {
     std::erase_if(draining_, [](const auto& b) { return b->idle(); });

@@ -59,25 +59,29 @@ struct WorkerStats {
 };
 
 // Per pool, per worker. Names are twemproxy's where it has them.
-#define MEMSHARD_POOL_COUNTERS(X)                                                            \
-  X(client_eof)             /* clients that closed their connection */                       \
-  X(client_err)             /* client connections closed on an error */                      \
-  X(client_foreign)         /* closed for speaking HTTP, or TLS to plain */                  \
-  X(client_connections)     /* gauge: open client connections */                             \
-  X(forward_error)          /* backend operations failed */                                  \
-  X(fragments)              /* backend operations sent */                                    \
-  X(requests)               /* client requests answered, or routed here from another pool */ \
-  X(replica_writes)         /* writes sent to copies after a key's first */                  \
-  X(replica_write_failures) /* of those, answered with an error */                           \
-  X(read_failovers)         /* reads tried again on a key's next copy */                     \
-  X(hot_key_hits)           /* reads answered from the hot-key cache */                      \
-  X(read_repairs)           /* values written back to a copy that missed them */             \
-  X(warmup_lookups)         /* moved keys missed and asked of an old server */               \
-  X(warmup_hits)            /* of those, found there */                                      \
-  X(warmup_copies)          /* values copied to their new server (stored) */                 \
-  X(warmup_invalidations)   /* old copies deleted by a write of a moved key */               \
-  X(gutter_requests)        /* requests of a down server's keys sent to the gutter */        \
-  X(gutter_sets)            /* of those, writes (stored there with gutter_ttl at most) */
+#define MEMSHARD_POOL_COUNTERS(X)                                                     \
+  X(client_eof)             /* clients that closed their connection */                \
+  X(client_err)             /* client connections closed on an error */               \
+  X(client_foreign)         /* closed for speaking HTTP, or TLS to plain */           \
+  X(client_connections)     /* gauge: open client connections */                      \
+  X(forward_error)          /* backend operations failed */                           \
+  X(fragments)              /* backend operations sent */                             \
+  X(requests)               /* client requests answered, or routed here */            \
+  X(replica_writes)         /* writes sent to copies after a key's first */           \
+  X(replica_write_failures) /* of those, answered with an error */                    \
+  X(read_failovers)         /* reads tried again on a key's next copy */              \
+  X(hot_key_hits)           /* reads answered from the hot-key cache */               \
+  X(read_repairs)           /* values written back to a copy that missed them */      \
+  X(warmup_lookups)         /* moved keys missed and asked of an old server */        \
+  X(warmup_hits)            /* of those, found there */                               \
+  X(warmup_copies)          /* values copied to their new server (stored) */          \
+  X(warmup_invalidations)   /* old copies deleted by a write of a moved key */        \
+  X(switch_fallback_reads)  /* reads of moved keys asked of their other servers       \
+                               around a scheduled switch (reload_switch_at) */        \
+  X(switch_future_deletes)  /* deletes sent to a key's future server before its       \
+                               switch, by writes of it */                             \
+  X(gutter_requests)        /* requests of a down server's keys sent to the gutter */ \
+  X(gutter_sets)            /* of those, writes (stored with gutter_ttl at most) */
 
 // TLS clients (tls_cert_file): handshakes done, by version, and failed, by
 // cause (proxy/transport/tls_link.h, TlsFailure, in its order). Pool

@@ -129,6 +129,21 @@ TEST(ConfDirectives, ReloadWarmupExtensions) {
   EXPECT_EQ(w.reload_migrate_rate, 2000u);
 }
 
+TEST(ConfDirectives, ScheduledSwitchExtensions) {
+  const PoolConfig d = only_pool(pool(""));
+  EXPECT_EQ(d.reload_switch_at_ms, 0);
+  EXPECT_EQ(d.reload_switch_window_ms, 0);
+  const PoolConfig s =
+      only_pool(pool("  reload_warmup: 600000\n  reload_switch_at: 2026-01-01T00:00:00Z\n"
+                     "  reload_switch_window: 30000\n"));
+  EXPECT_EQ(s.reload_switch_at_ms, int64_t{1767225600} * 1000);
+  EXPECT_EQ(s.reload_switch_at_line, 4);
+  EXPECT_EQ(s.reload_switch_window_ms, 30000);
+  EXPECT_EQ(only_pool(pool("  reload_warmup: 1000\n  reload_switch_at: 1767225600\n"))
+                .reload_switch_at_ms,
+            int64_t{1767225600} * 1000);
+}
+
 TEST(ConfDirectives, HotKeyExtensions) {
   const PoolConfig d = only_pool(pool(""));
   EXPECT_DOUBLE_EQ(d.hot_key_log_share, 0.01);

@@ -79,7 +79,8 @@ TEST(ConfErrors, UnknownDirective) {
                "client_idle_timeout, dns_refresh, replicas, write_policy, "
                "read_failover_on_miss, read_repair, reload_warmup, reload_migrate_rate, "
                "hot_key_log_share, hot_key_cache, hot_key_ttl, hot_key_spread, server_queue_limit, "
-               "routes, gutter, gutter_ttl, tls_cert_file, tls_key_file, tls_ca_file, tls_verify_client, tls_min_version, server_tls, "
+               "routes, gutter, gutter_ttl, reload_switch_at, reload_switch_window, tls_cert_file, "
+               "tls_key_file, tls_ca_file, tls_verify_client, tls_min_version, server_tls, "
                "server_tls_ca_file, server_tls_cert_file, server_tls_key_file, server_tls_name, "
                "server_tls_verify");
 }
@@ -122,6 +123,26 @@ TEST(ConfErrors, ReloadWarmupAndMigration) {
                "reload_migrate_rate copies moved keys during the reload_warmup window, which is "
                "off (0); set reload_warmup too");
   expect_error(only_error(pool("  reload_warmup: 90000000\n")), 3, "reload_warmup",
+               "expected a whole number from 0 to 86400000, found \"90000000\"");
+}
+
+TEST(ConfErrors, ScheduledSwitch) {
+  expect_error(only_error(pool("  reload_switch_at: 1767225600\n")), 3, "reload_switch_at",
+               "reload_switch_at switches to the new servers with the old ones as the fallback of "
+               "reads and writes for reload_warmup ms, which is off (0); set reload_warmup too, "
+               "longer than the clock skew between instances (600000 is usual)");
+  expect_error(only_error(pool("  reload_warmup: 1000\n  reload_switch_window: 500\n")), 4,
+               "reload_switch_window",
+               "reload_switch_window spreads the keys' switch over that many ms after "
+               "reload_switch_at, which is not set; set reload_switch_at too");
+  expect_error(
+      only_error(pool("  reload_warmup: 1000\n  reload_switch_at: 2026-01-01T01:00:00+01:00\n")), 4,
+      "reload_switch_at",
+      "expected the time in UTC (\"Z\" or \"+00:00\"): every instance must read the same "
+      "moment, found \"2026-01-01T01:00:00+01:00\"");
+  expect_error(only_error(pool("  reload_warmup: 1000\n  reload_switch_at: 1767225600\n"
+                               "  reload_switch_window: 90000000\n")),
+               5, "reload_switch_window",
                "expected a whole number from 0 to 86400000, found \"90000000\"");
 }
 

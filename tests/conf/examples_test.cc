@@ -76,6 +76,8 @@ TEST(ConfExamples, ReferenceParsesWithNonDefaultValues) {
   EXPECT_TRUE(p.read_repair);
   EXPECT_EQ(p.reload_warmup_ms, 600000);
   EXPECT_EQ(p.reload_migrate_rate, 2000u);
+  EXPECT_EQ(p.reload_switch_at_ms, 1'772'330'400'000);  // 2026-03-01T02:00:00Z
+  EXPECT_EQ(p.reload_switch_window_ms, 5000);
   EXPECT_DOUBLE_EQ(p.hot_key_log_share, 0.02);
   EXPECT_EQ(p.hot_key_cache_mb, 16u);
   EXPECT_EQ(p.hot_key_ttl_ms, 500u);

@@ -11,6 +11,7 @@ namespace {
 using detail::parse_listen;
 using detail::parse_number;
 using detail::parse_server;
+using detail::parse_switch_time;
 using detail::twemproxy_ring_name;
 
 ketama::ServerEntry server(const std::string& text) {
@@ -103,6 +104,25 @@ TEST(ConfValues, ListenForms) {
   EXPECT_FALSE(parse_listen("127.0.0.1").value);
   EXPECT_FALSE(parse_listen("/" + std::string(107, 'x')).value);  // sun_path is 108 bytes
   EXPECT_TRUE(parse_listen("/" + std::string(106, 'x')).value);
+}
+
+TEST(ConfValues, SwitchTimesAreUnixSecondsOrRfc3339InUtc) {
+  constexpr int64_t k2026 = int64_t{1767225600} * 1000;  // 2026-01-01T00:00:00Z
+  EXPECT_EQ(parse_switch_time("1767225600").value, k2026);
+  EXPECT_EQ(parse_switch_time("2026-01-01T00:00:00Z").value, k2026);
+  EXPECT_EQ(parse_switch_time("2026-01-01t00:00:00z").value, k2026);
+  EXPECT_EQ(parse_switch_time("2026-01-01 00:00:00+00:00").value, k2026);
+  EXPECT_EQ(parse_switch_time("2025-12-31T23:59:59.250Z").value, k2026 - 750);
+  EXPECT_EQ(parse_switch_time("2024-02-29T12:00:00Z").value, int64_t{1709208000} * 1000);
+  EXPECT_EQ(parse_switch_time("1970-01-01T00:00:01Z").value, 1000);
+  for (const char* bad : {"", "0", "-5", "1.5", "2026-02-29T00:00:00Z", "2026-13-01T00:00:00Z",
+                          "2026-01-01T24:00:00Z", "2026-01-01T00:00:00", "2026-01-01",
+                          "2026-01-01T00:00:00.Z", "999999999999999", "tomorrow"}) {
+    EXPECT_FALSE(parse_switch_time(bad).value) << bad;
+  }
+  const auto local = parse_switch_time("2026-01-01T01:00:00+01:00");
+  EXPECT_FALSE(local.value);
+  EXPECT_NE(local.error.find("in UTC"), std::string::npos) << local.error;
 }
 
 TEST(ConfValues, NumbersAreDigitsOnly) {

@@ -39,6 +39,7 @@ class FakeStatsView final : public StatsView {
     return it == ejected.end() ? 0 : it->second;
   }
   std::map<std::string, MigrationStatus> migrations() const override { return migration; }
+  std::map<std::string, SwitchStatus> switches() const override { return switch_status; }
   std::vector<TlsCertificate> tls_certificates() const override { return certificates; }
   std::vector<PoolLayout> pool_layouts() const override { return layouts; }
   std::vector<ReloadRecord> reload_history() const override { return history; }
@@ -67,6 +68,7 @@ class FakeStatsView final : public StatsView {
   StatsSnapshot snap;
   std::map<std::pair<std::string, std::string>, uint64_t> ejected;
   std::map<std::string, MigrationStatus> migration;
+  std::map<std::string, SwitchStatus> switch_status;
   std::vector<TlsCertificate> certificates;
   std::vector<PoolLayout> layouts;
   std::vector<ReloadRecord> history;

@@ -153,6 +153,38 @@ TEST(LocalStats, APoolsMigrationIsShownWhileItHasOne) {
   EXPECT_EQ(m["alpha:migrate_seconds_left"], std::to_string(mig.seconds_left));
 }
 
+TEST(LocalStats, APoolsSwitchAndWhoWalksEachOldServer) {
+  FakeStatsView v = alpha_fleet();
+  v.switch_status["alpha"] = SwitchStatus{true, 4'000'000'000'000, 2000, 5, 1, 0};
+  MigrationStatus mig;
+  mig.running = true;
+  mig.instance = "here:1";
+  mig.walks.push_back({"10.0.0.1:11211", "here:1", "walking", 40, 10});
+  mig.walks.push_back({"10.0.0.2:11211", "there:2", "done", 70, 30});
+  mig.walks.push_back({"10.0.0.3:11211", "", "waiting", 0, 0});
+  v.migration["alpha"] = mig;
+  std::map<std::string, std::string> m = stats(v, {}).by_name();
+  EXPECT_EQ(m["alpha:switch_pending"], "1");
+  EXPECT_EQ(m["alpha:switch_at"], "4000000000");
+  EXPECT_EQ(m["alpha:switch_window_ms"], "2000");
+  EXPECT_EQ(m["alpha:switch_generation"], "5");
+  EXPECT_EQ(m["alpha:switches"], "1");
+  EXPECT_EQ(m["alpha:switch_late_ms"], "0");
+  EXPECT_EQ(m["alpha:migrate_walk:10.0.0.1:11211:walker"], "here:1");
+  EXPECT_EQ(m["alpha:migrate_walk:10.0.0.1:11211:here"], "1");
+  EXPECT_EQ(m["alpha:migrate_walk:10.0.0.1:11211:state"], "walking");
+  EXPECT_EQ(m["alpha:migrate_walk:10.0.0.1:11211:seen"], "40");
+  EXPECT_EQ(m["alpha:migrate_walk:10.0.0.1:11211:moved"], "10");
+  EXPECT_EQ(m["alpha:migrate_walk:10.0.0.2:11211:walker"], "there:2");
+  EXPECT_EQ(m["alpha:migrate_walk:10.0.0.2:11211:here"], "0");
+  EXPECT_EQ(m["alpha:migrate_walk:10.0.0.2:11211:state"], "done");
+  EXPECT_EQ(m["alpha:migrate_walk:10.0.0.2:11211:moved"], "30");
+  EXPECT_EQ(m["alpha:migrate_walk:10.0.0.3:11211:walker"], "-") << "nobody known yet";
+  EXPECT_EQ(m["alpha:migrate_walk:10.0.0.3:11211:here"], "0");
+  std::map<std::string, std::string> none = stats(alpha_fleet(), {}).by_name();
+  EXPECT_EQ(none.count("alpha:switch_pending"), 0u) << "a pool without a switch shows none";
+}
+
 TEST(LocalStats, ServersGiveAddressStateAndEveryCounter) {
   FakeStatsView v = alpha_fleet();
   // The ejected server has counters too, so `stats servers` lists it.

@@ -212,7 +212,9 @@ PromText prometheus(const StatsView& v) {
 TEST(Prometheus, WellFormedWithEverythingTheViewHolds) {
   FakeStatsView v = distinct_counters();
   v.ejected[{kPools[1], kServers[0].second}] = 1'700'000'000'000'000;
-  v.migration[kPools[1]] = MigrationStatus{5, 4, 1, 0, 0, 30, true};
+  v.migration[kPools[1]] = MigrationStatus{5, 4, 1, 0, 0, 30, true, {}, {}};
+  v.migration[kPools[1]].walks.push_back({kServers[1].second, "h\"o\\st:1", "walking", 3, 2});
+  v.switch_status[kPools[1]] = SwitchStatus{true, 1'900'000'000'000, 500, 7, 2, 0};
   v.certificates.push_back({kPools[1], "client", static_cast<int64_t>(time(nullptr)) + 3600});
   v.snap.pools[kPools[0]].latency.assign(kLatencyBuckets, 1);
   HotKeySummary hot;
@@ -348,10 +350,65 @@ TEST(Prometheus, LatencyIsACumulativeHistogram) {
   EXPECT_NEAR(sum[0].value, 123.456789, 1e-6);
 }
 
+TEST(TwemproxyJson, ASwitchAddsItsFiguresToItsPool) {
+  FakeStatsView v = alpha_fleet();
+  v.switch_status["alpha"] = SwitchStatus{true, 4'000'000'000'000, 3000, 9, 2, 1500};
+  const Json doc = twemproxy_json(v);
+  const Json* pool = doc.find("alpha");
+  ASSERT_NE(pool, nullptr);
+  ASSERT_NE(pool->find("switch_pending"), nullptr);
+  EXPECT_EQ(pool->find("switch_pending")->as_unsigned(), 1u);
+  EXPECT_EQ(pool->find("switch_at")->as_unsigned(), 4'000'000'000u);
+  EXPECT_EQ(pool->find("switch_window_ms")->as_unsigned(), 3000u);
+  EXPECT_EQ(pool->find("switch_generation")->as_unsigned(), 9u);
+  EXPECT_EQ(pool->find("switches")->as_unsigned(), 2u);
+  EXPECT_EQ(pool->find("switch_late_ms")->as_unsigned(), 1500u);
+  // Its moment is decades ahead: the seconds left count down to it.
+  EXPECT_GT(pool->find("switch_seconds_left")->as_unsigned(), 1'000'000u);
+  const Json none = twemproxy_json(alpha_fleet());
+  EXPECT_EQ(none.find("alpha")->find("switch_pending"), nullptr) << "no switch, no switch fields";
+}
+
+TEST(Prometheus, SwitchesAndWhoWalksWhichServer) {
+  FakeStatsView v = alpha_fleet();
+  v.switch_status["alpha"] = SwitchStatus{false, 1'700'000'000'250, 0, 4, 3, 2500};
+  MigrationStatus m;
+  m.running = true;
+  m.instance = "here:1";
+  m.walks.push_back({"10.0.0.1:11211", "here:1", "walking", 40, 10});
+  m.walks.push_back({"10.0.0.2:11211", "there:2", "done", 70, 30});
+  v.migration["alpha"] = m;
+  const PromText text = prometheus(v);
+  const std::vector<std::pair<std::string, double>> gauges = {
+      {"memshard_pool_switch_pending", 0},    {"memshard_pool_switch_at_seconds", 1'700'000'000},
+      {"memshard_pool_switch_generation", 4}, {"memshard_pool_switch_seconds_left", 0},
+      {"memshard_pool_switches_total", 3},    {"memshard_pool_switch_late_milliseconds", 2500}};
+  for (const auto& [name, value] : gauges) {
+    const auto s = text.find(name, {{"pool", "alpha"}});
+    ASSERT_EQ(s.size(), 1u) << name;
+    EXPECT_EQ(s[0].value, value) << name;
+  }
+  for (const MigrationWalk& w : m.walks) {
+    for (const auto& [kind, value] : {std::pair<std::string, uint64_t>{"seen", w.seen},
+                                      std::pair<std::string, uint64_t>{"moved", w.moved}}) {
+      const auto s = text.find("memshard_pool_migrate_walk_keys", {{"pool", "alpha"},
+                                                                   {"server", w.server},
+                                                                   {"walker", w.walker},
+                                                                   {"state", w.state},
+                                                                   {"kind", kind}});
+      ASSERT_EQ(s.size(), 1u) << w.server << " " << kind;
+      EXPECT_EQ(s[0].value, static_cast<double>(value)) << w.server << " " << kind;
+    }
+  }
+  const PromText none = prometheus(alpha_fleet());
+  EXPECT_TRUE(none.find("memshard_pool_switch_pending").empty());
+  EXPECT_TRUE(none.find("memshard_pool_migrate_walk_keys").empty());
+}
+
 TEST(Prometheus, EjectionsMigrationAndCertificates) {
   FakeStatsView v = alpha_fleet();
   v.server_counter("alpha", "10.0.0.3:11211", "10.0.0.3:11211", "requests", 1);
-  v.migration["alpha"] = MigrationStatus{50, 20, 10, 5, 15, 40, true};
+  v.migration["alpha"] = MigrationStatus{50, 20, 10, 5, 15, 40, true, {}, {}};
   const int64_t not_after = static_cast<int64_t>(time(nullptr)) + 86'400;
   v.certificates.push_back({"alpha", "server", not_after});
   const int64_t before = static_cast<int64_t>(time(nullptr));

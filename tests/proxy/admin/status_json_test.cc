@@ -111,7 +111,7 @@ TEST(StatusJson, MigrationWarmupAndCertificates) {
   FakeStatsView v = alpha_fleet();
   v.layouts[0].warmup_windows = 1;
   v.layouts[0].warmup_seconds_left = 30;
-  v.migration["alpha"] = MigrationStatus{100, 60, 5, 1, 34, 30, true};
+  v.migration["alpha"] = MigrationStatus{100, 60, 5, 1, 34, 30, true, {}, {}};
   v.certificates.push_back({"alpha", "client", 0});
   YAML::Node doc = render(v);
   const YAML::Node p = doc["pools"][0];

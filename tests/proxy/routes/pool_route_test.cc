@@ -16,6 +16,7 @@
 #include "conf/config.h"
 #include "proxy/routes/replicated_get_route.h"
 #include "proxy/routes/replicated_key_route.h"
+#include "proxy/routes/switch_routes.h"
 #include "proxy/routes/warm_get_route.h"
 #include "proxy/routes/warm_key_route.h"
 #include "tests/proxy/backends/fake_backend.h"
@@ -69,6 +70,9 @@ class PoolRouteTest : public ::testing::Test {
       std::vector<Server*> servers;
       for (const ServerInfo& s : past.servers) servers.push_back(&backend(s));
       route.past_servers.push_back(std::move(servers));
+    }
+    if (pool.pending) {
+      for (const ServerInfo& s : pool.pending->servers) route.next_backends.push_back(&backend(s));
     }
     return route;
   }
@@ -234,6 +238,45 @@ TEST_F(PoolRouteTest, NoWarmupWithoutAWindowOrWhenNothingMoved) {
     EXPECT_TRUE(is<SplitRoute>(r.multi_get));
     EXPECT_EQ(r.past, nullptr);
   }
+}
+
+TEST_F(PoolRouteTest, AWaitingSwitchGetsTheRoutesOfBothPlacementsAndPicksPerKey) {
+  auto before = topology(config(3), 1);
+  // kReloadUsec on the monotonic clock is some wall-clock time: a switch an
+  // hour ahead of the real one is ahead of this one too.
+  const int64_t in_an_hour = static_cast<int64_t>(time(nullptr)) + 3600;
+  auto after = topology(
+      config(4, "  reload_warmup: 60000\n  reload_switch_at: " + std::to_string(in_an_hour) + "\n"),
+      2, before.get());
+  ASSERT_TRUE(after->pools.front().pending);
+  PoolRoute& r = make(after);
+  r.build_routes();
+  EXPECT_TRUE(is<WarmKeyRoute>(r.before_key)) << "the routes in force, with the future ring";
+  EXPECT_TRUE(is<WarmGetRoute>(r.before_multi_get));
+  ASSERT_NE(r.next, nullptr);
+  EXPECT_TRUE(is<WarmKeyRoute>(r.next->key)) << "the waiting placement falls back on the old";
+  EXPECT_TRUE(is<WarmGetRoute>(r.next->multi_get));
+  EXPECT_EQ(r.next->placement->size(), 4u);
+  ASSERT_NE(r.all_servers, nullptr);
+  EXPECT_EQ(r.all_servers->size(), 4u) << "flush_all reaches every server of both";
+  EXPECT_FALSE(r.holding());
+  // Keys that will move are deleted where they will be, and only those.
+  ASSERT_NE(r.past, nullptr);
+  size_t moving = 0;
+  for (const std::string& k : sample_keys()) {
+    std::array<Server*, kMaxPastOwners> owners;
+    PastPlacement::Kinds kinds;
+    const size_t n = r.past->owners(k, kReloadUsec, owners, &kinds);
+    const size_t now = r.pool->ring.lookup(k);
+    const size_t then = r.pool->pending->ring.lookup(k);
+    const bool moves = r.pool->servers[now].identity != r.pool->pending->servers[then].identity;
+    EXPECT_EQ(kinds.future, moves ? 1u : 0u) << k;
+    EXPECT_EQ(n, kinds.future) << k;
+    if (!moves) continue;
+    ++moving;
+    EXPECT_EQ(owners[0], r.next_backends[then]) << k;
+  }
+  EXPECT_GT(moving, 50u);
 }
 
 }  // namespace

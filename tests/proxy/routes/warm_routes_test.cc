@@ -1,8 +1,9 @@
 // Reload warm-up's routes over fake servers (routes/warm_get_route.h,
 // warm_key_route.h, past_placement.h, warm_guard.h): a moved key that
-// misses is looked up where the past config kept it and copied over, a
-// write deletes the old copy before it is answered, and the guard keeps a
-// copy from outliving a write that raced it.
+// misses is looked up where the past config kept it and copied over (and
+// asked again where it belongs when it missed everywhere), a write deletes
+// the old copy once it is stored and before it is answered, and the guard
+// keeps a copy from outliving a write that raced it.
 #include <gtest/gtest.h>
 
 #include "ketama/ring.h"
@@ -112,8 +113,55 @@ TEST_F(WarmRoutesTest, AnOldServerThatFailsLeavesAMiss) {
   answer_retrieval(ops(0)[0], {});
   ASSERT_EQ(ops(1).size(), 1u);
   fail_op(ops(1)[0], "SERVER_ERROR backend timeout");
+  ASSERT_EQ(ops(0).size(), 2u) << "missed everywhere: the new server asked again";
+  answer_retrieval(ops(0)[1], {});
   ASSERT_TRUE(slot.complete());
   EXPECT_EQ(copy_all(slot.reply()), "END\r\n");
+}
+
+// A write of b, stored on b's new server after this read missed there, and
+// whose delete of the old copy reached the old server before this read
+// did: the key was never absent, and the read finds it when it asks the
+// new server again.
+TEST_F(WarmRoutesTest, AMultiGetThatMissesAKeyEverywhereAsksTheNewServerAgain) {
+  request("gets a b c");
+  ReplySlot& slot = client_slot();
+  send(warm_get_, slot);
+  answer_retrieval(ops(0)[0], {{"a", "A"}});  // b missed on its new server
+  answer_retrieval(ops(1)[0], {});            // c missed, but it did not move
+  ASSERT_EQ(ops(1).size(), 2u);
+  answer(ops(1)[1], "EN\r\n");  // and b is gone from its old one
+  ASSERT_FALSE(slot.complete());
+  ASSERT_EQ(ops(0).size(), 2u);
+  EXPECT_EQ(ops(0)[1].bytes, "gets b\r\n") << "only the key missed everywhere, as the client asked";
+  answer_retrieval(ops(0)[1], {{"b", "B"}});
+  ASSERT_TRUE(slot.complete());
+  EXPECT_EQ(copy_all(slot.reply()), "VALUE a 0 1\r\nA\r\nVALUE b 0 1\r\nB\r\nEND\r\n");
+  EXPECT_EQ(ops(0).size(), 2u) << "found where it belongs: nothing to copy";
+}
+
+TEST_F(WarmRoutesTest, AKeyReadThatMissesEverywhereAsksTheNewServerAgain) {
+  request("mg a v");
+  ReplySlot& slot = client_slot();
+  send(warm_key_, slot);
+  answer(ops(0)[0], "EN\r\n");
+  answer(ops(1)[0], "EN\r\n");
+  ASSERT_FALSE(slot.complete());
+  ASSERT_EQ(ops(0).size(), 2u);
+  EXPECT_EQ(ops(0)[1].bytes, "mg a v\r\n");
+  answer(ops(0)[1], "VA 1\r\nA\r\n");
+  ASSERT_TRUE(slot.complete());
+  EXPECT_EQ(copy_all(slot.reply()), "VA 1\r\nA\r\n");
+}
+
+TEST_F(WarmRoutesTest, AKeyThatDidNotMoveIsNotAskedAgain) {
+  request("mg c v");
+  ReplySlot& slot = client_slot();
+  send(warm_key_, slot);
+  answer(ops(1)[0], "EN\r\n");
+  ASSERT_TRUE(slot.complete());
+  EXPECT_EQ(copy_all(slot.reply()), "EN\r\n");
+  EXPECT_EQ(ops(1).size(), 1u);
 }
 
 TEST_F(WarmRoutesTest, KeysThatDidNotMoveGoStraightToThePoolsRoute) {
@@ -161,10 +209,11 @@ TEST_F(WarmRoutesTest, AWriteDeletesTheOldCopyBeforeItIsAnswered) {
   ReplySlot& slot = client_slot();
   send(warm_key_, slot);
   ASSERT_EQ(ops(0).size(), 1u);
-  ASSERT_EQ(ops(1).size(), 1u);
-  EXPECT_EQ(ops(1)[0].bytes, "md a\r\n");
+  EXPECT_TRUE(ops(1).empty()) << "the old copy is deleted once the write is stored";
   EXPECT_TRUE(guard_.sample("a").writing);
   answer(ops(0)[0], "STORED\r\n");
+  ASSERT_EQ(ops(1).size(), 1u);
+  EXPECT_EQ(ops(1)[0].bytes, "md a\r\n");
   EXPECT_FALSE(slot.complete()) << "answered before the old copy is gone";
   answer(ops(1)[0], "HD\r\n");
   ASSERT_TRUE(slot.complete());
@@ -210,6 +259,8 @@ TEST_F(WarmRoutesTest, AMetaReadWhoseOldServerFailsIsTheMiss) {
   send(warm_key_, slot);
   answer(ops(0)[0], "EN\r\n");
   fail_op(ops(1)[0], "SERVER_ERROR backend timeout");
+  ASSERT_EQ(ops(0).size(), 2u) << "missed everywhere: the new server asked again";
+  answer(ops(0)[1], "EN\r\n");
   ASSERT_TRUE(slot.complete());
   EXPECT_EQ(copy_all(slot.reply()), "EN\r\n");
 }

@@ -174,5 +174,67 @@ TEST_F(MigrationTest, APoisonedKeyIsNeverCopied) {
   EXPECT_EQ(on_new_server(k), "");
 }
 
+// A fleet walks each old server once: two instances that made the same
+// change (the same pool) run their walks at once; the lease in the old
+// server lets one of them copy its keys, and the other sees who did.
+TEST_F(MigrationTest, TwoInstancesWalkTheServerOnce) {
+  Migration a(*pool_, "host-a:1"), b(*pool_, "host-b:2");
+  ASSERT_TRUE(eventually([&] { return !a.progress().running && !b.progress().running; }));
+  const auto pa = a.progress(), pb = b.progress();
+  EXPECT_EQ(pa.moved + pb.moved, moved_.size()) << "each moved key copied once in the fleet";
+  EXPECT_EQ(pa.seen + pb.seen, static_cast<uint64_t>(kKeys)) << "the server listed once";
+  ASSERT_EQ(pa.walks.size(), 1u);
+  ASSERT_EQ(pb.walks.size(), 1u);
+  const std::string walker = pa.moved > 0 ? "host-a:1" : "host-b:2";
+  for (const auto* p : {&pa, &pb}) {
+    EXPECT_EQ(p->walks[0].server, old_server_.address());
+    EXPECT_EQ(p->walks[0].walker, walker);
+    EXPECT_EQ(p->walks[0].state, "done");
+    EXPECT_EQ(p->walks[0].moved, moved_.size()) << "as the lease says";
+  }
+  for (int i : moved_) EXPECT_EQ(on_new_server(i), value(i)) << key(i);
+}
+
+// An instance that reloads after the walk is done skips it.
+TEST_F(MigrationTest, AWalkDoneElsewhereIsNotWalkedAgain) {
+  {
+    Migration first(*pool_, "host-a:1");
+    ASSERT_TRUE(eventually([&] { return !first.progress().running; }));
+    ASSERT_EQ(first.progress().moved, moved_.size());
+  }
+  Migration later(*pool_, "host-b:2");
+  ASSERT_TRUE(eventually([&] { return !later.progress().running; }));
+  const auto p = later.progress();
+  EXPECT_EQ(p.moved, 0u);
+  EXPECT_EQ(p.seen, 0u);
+  ASSERT_EQ(p.walks.size(), 1u);
+  EXPECT_EQ(p.walks[0].walker, "host-a:1");
+  EXPECT_EQ(p.walks[0].state, "done");
+}
+
+// A walker that died holds its lease until it lapses; then the next
+// instance takes the walk over and copies everything.
+TEST_F(MigrationTest, AWalkWhoseWalkerDiedIsTakenOverOnceItsLeaseLapses) {
+  const ServerInfo& old = pool_->past.front().servers.front();
+  const std::string lease = WalkLease::key_for(*pool_, old);
+  const std::string dead = "walking host-dead:9 120 7";
+  RawClient c(old_server_.port());
+  c.roundtrip("ms " + lease + " " + std::to_string(dead.size()) + " T2\r\n" + dead + "\r\n",
+              "HD\r\n");
+  Migration m(*pool_, "host-b:2");
+  ASSERT_TRUE(eventually([&] {
+    const auto p = m.progress();
+    return !p.walks.empty() && p.walks[0].walker == "host-dead:9";
+  })) << "the dead walker's lease was not seen";
+  EXPECT_EQ(m.progress().walks[0].seen, 120u) << "how far the lease says it got";
+  EXPECT_EQ(m.progress().moved, 0u) << "nothing copied while the lease holds";
+  ASSERT_TRUE(eventually([&] { return !m.progress().running; }, 15s));
+  const auto p = m.progress();
+  EXPECT_EQ(p.moved, moved_.size());
+  EXPECT_EQ(p.walks[0].walker, "host-b:2");
+  EXPECT_EQ(p.walks[0].state, "done");
+  for (int i : moved_) EXPECT_EQ(on_new_server(i), value(i)) << key(i);
+}
+
 }  // namespace
 }  // namespace memshard::proxy

@@ -1,0 +1,167 @@
+#include "proxy/runtime/walk_lease.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <memory>
+#include <sstream>
+
+#include "ketama/hash.h"
+
+namespace memshard::proxy {
+
+namespace {
+
+// What makes two instances' walks the same walk: the pool, every
+// placement involved (points and servers), and the server walked.
+void describe_ring(std::string& out, const ketama::Ring& ring,
+                   const std::vector<ServerInfo>& servers, size_t replicas) {
+  out += "ring " + std::to_string(replicas) + "\n";
+  for (const ServerInfo& s : servers) out += s.identity + "\n";
+  for (const auto& p : ring.points()) {
+    out += std::to_string(p.value) + ":" + std::to_string(p.server) + " ";
+  }
+  out += "\n";
+}
+
+std::string hex(const unsigned char* bytes, size_t n) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string out;
+  for (size_t i = 0; i < n; ++i) {
+    out.push_back(kDigits[bytes[i] >> 4]);
+    out.push_back(kDigits[bytes[i] & 15]);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string WalkLease::key_for(const Pool& pool, const ServerInfo& server) {
+  std::string text = pool.config.name + "\n";
+  describe_ring(text, pool.ring, pool.servers, pool.config.replicas);
+  for (const PastRing& p : pool.past) describe_ring(text, p.ring, p.servers, p.replicas);
+  text += "walk " + server.identity + "\n";
+  unsigned char digest[16];
+  ketama::md5_digest(text, digest);
+  return std::string(kKeyPrefix) + hex(digest, sizeof(digest));
+}
+
+WalkLease::WalkLease(const Pool& pool, const ServerInfo& server, std::string instance,
+                     int timeout_ms)
+    : server_(server),
+      key_(key_for(pool, server)),
+      instance_(std::move(instance)),
+      timeout_ms_(timeout_ms) {}
+
+WalkLease::~WalkLease() = default;
+
+BlockingConn& WalkLease::conn() {
+  if (!conn_ || !conn_->ok()) conn_ = std::make_unique<BlockingConn>(server_, timeout_ms_);
+  return *conn_;
+}
+
+std::string WalkLease::value(bool done, uint64_t seen, uint64_t moved) const {
+  return std::string(done ? "done " : "walking ") + instance_ + " " + std::to_string(seen) + " " +
+         std::to_string(moved);
+}
+
+bool WalkLease::read(Holder& out, uint64_t& cas, bool& missing) {
+  missing = false;
+  cas = 0;
+  BlockingConn& c = conn();
+  std::string line;
+  if (!c.send("mg " + key_ + " v c\r\n") || !c.read_line(line)) return false;
+  if (line == "EN") {
+    missing = true;
+    return false;
+  }
+  // "VA <length> c<cas>", then the value.
+  size_t length = 0;
+  char flag[32] = {};
+  unsigned long long token = 0;
+  if (sscanf(line.c_str(), "VA %zu %31s", &length, flag) != 2 || flag[0] != 'c' ||
+      sscanf(flag + 1, "%llu", &token) != 1 || length > 1024) {
+    return false;
+  }
+  std::string data;
+  if (!c.read_exact(length + 2, data)) return false;
+  data.resize(length);
+  std::istringstream words(data);
+  std::string state;
+  Holder h;
+  if (!(words >> state >> h.instance >> h.seen >> h.moved)) return false;
+  h.done = state == "done";
+  out = std::move(h);
+  cas = token;
+  return true;
+}
+
+bool WalkLease::write(const std::string& value, int64_t ttl_seconds, uint64_t cas) {
+  BlockingConn& c = conn();
+  std::string request =
+      "ms " + key_ + " " + std::to_string(value.size()) + " T" + std::to_string(ttl_seconds) +
+      (cas == 0 ? std::string(" ME") : " C" + std::to_string(cas)) + "\r\n" + value + "\r\n";
+  std::string line;
+  return c.send(request) && c.read_line(line) && line == "HD";
+}
+
+WalkLease::Outcome WalkLease::take() {
+  // Twice at most: a lease that lapses between the add and the read is
+  // free for the second add.
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    if (write(value(false, 0, 0), kTtlSeconds, 0)) {
+      ours_ = true;
+      holder_ = Holder{false, instance_, 0, 0};
+      return Outcome::taken;
+    }
+    if (!conn().ok()) return Outcome::unreachable;
+    uint64_t cas = 0;
+    bool missing = false;
+    if (read(holder_, cas, missing)) return holder_.done ? Outcome::done : Outcome::held;
+    if (!missing) return conn().ok() ? Outcome::held : Outcome::unreachable;
+  }
+  return Outcome::held;
+}
+
+bool WalkLease::renew(uint64_t seen, uint64_t moved) {
+  Holder h;
+  uint64_t cas = 0;
+  bool missing = false;
+  if (!read(h, cas, missing)) {
+    // Lapsed (this walker was too slow): ours again only if nobody took it.
+    ours_ = missing && write(value(false, seen, moved), kTtlSeconds, 0);
+    return ours_;
+  }
+  if (h.done || h.instance != instance_) {
+    holder_ = h;
+    ours_ = false;
+    return false;
+  }
+  ours_ = write(value(false, seen, moved), kTtlSeconds, cas);
+  return ours_;
+}
+
+bool WalkLease::finish(uint64_t seen, uint64_t moved, int64_t ttl_seconds) {
+  Holder h;
+  uint64_t cas = 0;
+  bool missing = false;
+  const int64_t ttl = std::max<int64_t>(ttl_seconds, 1);
+  if (!read(h, cas, missing)) {
+    return missing && write(value(true, seen, moved), ttl, 0);
+  }
+  if (h.instance != instance_) return false;
+  ours_ = false;
+  return write(value(true, seen, moved), ttl, cas);
+}
+
+void WalkLease::release() {
+  if (!ours_) return;
+  ours_ = false;
+  Holder h;
+  uint64_t cas = 0;
+  bool missing = false;
+  if (!read(h, cas, missing) || h.done || h.instance != instance_) return;
+  std::string line;
+  if (conn().send("md " + key_ + " C" + std::to_string(cas) + "\r\n")) conn().read_line(line);
+}
+
+}  // namespace memshard::proxy

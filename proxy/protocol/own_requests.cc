@@ -22,6 +22,14 @@ bool append_delete(std::string_view key, bool quiet, std::string& out) {
   return append_meta_request(r, {}, out);
 }
 
+bool append_delete_if(std::string_view key, uint64_t cas, bool quiet, std::string& out) {
+  Request r = keyed(Command::meta_delete, key);
+  r.quiet = quiet;
+  r.cas = cas;
+  r.has_cas = true;
+  return append_meta_request(r, {}, out);
+}
+
 bool append_lookup(std::string_view key, bool with_cas, const int64_t* touch, std::string& out) {
   Request r = keyed(Command::meta_get, key);
   r.meta_flags.add('v');

@@ -19,6 +19,10 @@ namespace memshard::proto {
 
 // md <key> [b] [q]: drops the key.
 [[nodiscard]] bool append_delete(std::string_view key, bool quiet, std::string& out);
+// md <key> [b] [q] C<cas>: drops the key only while it still holds the
+// item of that CAS (one memshard stored), never a value written over it.
+[[nodiscard]] bool append_delete_if(std::string_view key, uint64_t cas, bool quiet,
+                                    std::string& out);
 
 // mg <key> [b] v f t [c] [T<exptime>]: the value with its flags and
 // remaining TTL (what a copy needs), the cas when `with_cas`, touching it

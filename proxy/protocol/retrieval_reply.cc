@@ -99,9 +99,24 @@ bool append_copy_request(std::string_view key, const MetaValue& v, bool quiet, s
   r.exptime_value = static_cast<int64_t>(remaining);
   r.mode = Mode::add;
   r.meta_flags.add('M');
+  r.meta_flags.add('c');
   r.quiet = quiet;
   r.data_bytes = v.data.size() + 2;
   return append_meta_request(r, v.data, out);
+}
+
+std::optional<uint64_t> copied_cas(std::string_view reply) {
+  const std::string_view line = reply.substr(0, reply.find('\r'));
+  size_t at = line.find(' ');
+  while (at != std::string_view::npos) {
+    const size_t next = line.find(' ', at + 1);
+    const std::string_view token =
+        line.substr(at + 1, next == std::string_view::npos ? next : next - at - 1);
+    uint64_t cas = 0;
+    if (token.size() > 1 && token[0] == 'c' && whole_number(token.substr(1), cas)) return cas;
+    at = next;
+  }
+  return std::nullopt;
 }
 
 }  // namespace memshard::proto

@@ -39,8 +39,13 @@ std::string classic_block(std::string_view key, const MetaValue& v, bool with_ca
 
 // Appends the request that copies an mg hit to another server: `ms` in add
 // mode (a value written there meanwhile wins), with the hit's flags and
-// remaining TTL, `q` when `quiet`. False when the key has no meta form.
+// remaining TTL, `q` when `quiet`, and `c`: a stored copy's answer carries
+// its CAS (copied_cas), so that undoing the copy can spare a value written
+// over it since. False when the key has no meta form.
 [[nodiscard]] bool append_copy_request(std::string_view key, const MetaValue& v, bool quiet,
                                        std::string& out);
+
+// The CAS in a copy's answer ("HD c<cas>"), nullopt when it has none.
+std::optional<uint64_t> copied_cas(std::string_view reply);
 
 }  // namespace memshard::proto

@@ -1,8 +1,10 @@
 #include "proxy/routes/warm_copy.h"
 
+#include <optional>
 #include <string>
 
 #include "proxy/protocol/own_requests.h"
+#include "proxy/protocol/retrieval_reply.h"
 #include "proxy/routes/key_route.h"
 #include "proxy/routes/unanswered.h"
 #include "proxy/routes/work.h"
@@ -23,9 +25,14 @@ Work guarded_copy(const HeldRequest& like, std::string bytes, std::string key, S
   held.pool_stats().warmup_copies.add();
   if (!guard.changed(key, sample)) co_return;
   // A write of the key began while the copy was on its way: it may have
-  // been applied before the copy, which must not outlive it.
+  // been applied before the copy (a delete, an incr of a missing key),
+  // which must not outlive it. Only the copy itself goes: a set that
+  // landed after it replaced it and has another CAS, and stays.
   std::string md;
-  if (proto::append_delete(key, true, md)) send_unanswered(held, std::move(md), route, life);
+  const std::optional<uint64_t> cas = proto::copied_cas(reply.text());
+  const bool built =
+      cas ? proto::append_delete_if(key, *cas, true, md) : proto::append_delete(key, true, md);
+  if (built) send_unanswered(held, std::move(md), route, life);
 }
 
 }  // namespace

@@ -380,7 +380,11 @@ Migration::Copied Migration::copy(Walk& w, const Listed& item) {
         // goes, and is tried again (it finds the write's value in place,
         // or the old copy deleted by it, or copies what a write of
         // another key in the slot did not touch).
-        if (to.send(md)) to.read_line(line);
+        // Only the copy goes (its CAS): a set that landed after it stays.
+        std::string undo;
+        const std::optional<uint64_t> cas = proto::copied_cas(line);
+        if (!cas || !proto::append_delete_if(item.key, *cas, false, undo)) undo = md;
+        if (to.send(undo)) to.read_line(line);
         overtaken = true;
       }
     } else if (status == proto::ReplyStatus::not_stored) {

@@ -46,12 +46,22 @@ TEST(RetrievalReply, CopyIsAnAddWithTheRemainingTtl) {
   v.data = "abc";
   std::string out;
   ASSERT_TRUE(append_copy_request("k", v, false, out));
-  EXPECT_EQ(out, "ms k 3 T99 F7 ME\r\nabc\r\n");
+  EXPECT_EQ(out, "ms k 3 c T99 F7 ME\r\nabc\r\n");
   v.ttl = "-1";  // no expiry: T left out, memcached's default (never)
   out.clear();
   ASSERT_TRUE(append_copy_request("k", v, true, out));
-  EXPECT_EQ(out, "ms k 3 F7 ME q\r\nabc\r\n");
+  EXPECT_EQ(out, "ms k 3 c F7 ME q\r\nabc\r\n");
 }
 
 }  // namespace
+}  // namespace memshard::proto
+
+namespace memshard::proto {
+TEST(RetrievalReply, ACopysAnswerNamesItsCas) {
+  EXPECT_EQ(copied_cas("HD c4711\r\n"), 4711u);
+  EXPECT_EQ(copied_cas("HD k c12 b"), 12u);
+  EXPECT_EQ(copied_cas("HD\r\n"), std::nullopt);
+  EXPECT_EQ(copied_cas("NS\r\n"), std::nullopt);
+  EXPECT_EQ(copied_cas("HD cx\r\n"), std::nullopt);
+}
 }  // namespace memshard::proto

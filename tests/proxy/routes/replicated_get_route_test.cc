@@ -78,7 +78,7 @@ TEST_F(ReplicatedGetRouteTest, MissOnTheFirstCopyIsFoundOnTheNextAndRepaired) {
   ASSERT_TRUE(slot.complete());
   EXPECT_EQ(copy_all(slot.reply()), "VALUE a 0 1\r\nA\r\nVALUE b 7 2\r\nBB\r\nEND\r\n");
   ASSERT_EQ(ops(0).size(), 3u) << "the value goes back to the copy that missed";
-  EXPECT_EQ(ops(0)[2].bytes, "ms b 2 T300 F7 ME q\r\nBB\r\nmn\r\n")
+  EXPECT_EQ(ops(0)[2].bytes, "ms b 2 c T300 F7 ME q\r\nBB\r\nmn\r\n")
       << "with its remaining TTL and flags, as an add: a newer write there wins";
   answer(ops(0)[2], "MN\r\n");
   EXPECT_EQ(pool_stats_.read_repairs.get(), 1u);

@@ -115,6 +115,25 @@ TEST_F(WarmCopyTest, ACopyStoredAfterAWriteBeganIsDeletedAgainOnItsServer) {
   guard_.end("k");
 }
 
+// The copy's answer names its CAS: the undo deletes that item only, so a
+// set that landed on the server after the copy (and replaced it) stays.
+TEST_F(WarmCopyTest, TheUndoOfACopyDeletesOnlyTheCopyByItsCas) {
+  const WarmGuard::Sample sample = guard_.sample("k");
+  copy("k", found("BB"), sample);
+  guard_.begin("k");
+  answer(ops(0)[0], "HD c4711\r\n");
+  ASSERT_EQ(ops(0).size(), 2u);
+  std::string only_the_copy;
+  ASSERT_TRUE(proto::append_delete_if("k", 4711, true, only_the_copy));
+  proto::append_noop(only_the_copy);
+  EXPECT_EQ(ops(0)[1].bytes, only_the_copy);
+  EXPECT_NE(only_the_copy.find(" C4711"), std::string::npos) << only_the_copy;
+  answer(ops(0)[1], "MN\r\n");
+  answer(ops(2)[0], "NS\r\n");
+  EXPECT_EQ(life_.held_requests, 0u);
+  guard_.end("k");
+}
+
 TEST_F(WarmCopyTest, AWriteThatEndedBeforeTheCopyIsStoredStillCounts) {
   const WarmGuard::Sample sample = guard_.sample("k");
   copy("k", found("BB"), sample);

@@ -99,7 +99,7 @@ TEST_F(WarmRoutesTest, AMovedMissIsFoundOnTheOldServerAnsweredInOrderAndCopied) 
   EXPECT_EQ(owner_.told, 1);
   EXPECT_EQ(copy_all(slot.reply()), "VALUE a 0 1\r\nA\r\nVALUE b 7 2\r\nBB\r\nEND\r\n");
   ASSERT_EQ(ops(0).size(), 2u) << "b copied to its new server";
-  EXPECT_EQ(ops(0)[1].bytes, "ms b 2 T300 F7 ME\r\nBB\r\n");
+  EXPECT_EQ(ops(0)[1].bytes, "ms b 2 c T300 F7 ME\r\nBB\r\n");
   answer(ops(0)[1], "HD\r\n");
   EXPECT_EQ(pool_stats_.warmup_lookups.get(), 1u);
   EXPECT_EQ(pool_stats_.warmup_hits.get(), 1u);

@@ -312,7 +312,12 @@ void Memcached::launch() {
   }
 }
 
+Memcached::~Memcached() {
+  if (process_.running()) process_.signal(SIGKILL);
+}
+
 void Memcached::restart() {
+  if (process_.running()) process_.signal(SIGKILL);
   process_.stop();
   launch();
 }

@@ -92,8 +92,14 @@ TEST_P(ReplicaOutage, KillNineUnderLoad) {
   const size_t victim = 1;
   const uint16_t vport = ports[victim];
 
-  Load load(proxy.port(), before, std::string("user-during-") + oc.name, 2, 100000, 60s);
-  std::this_thread::sleep_for(300ms);
+  // Bounded by count and time; the count leaves room for a slow machine
+  // whose test thread waits a while for a core (a starved thread once saw
+  // the load end at its count before the kill).
+  Load load(proxy.port(), before, std::string("user-during-") + oc.name, 2, 2000000, 60s);
+  for (const auto until = std::chrono::steady_clock::now() + 10s;
+       load.ops() < 500 && std::chrono::steady_clock::now() < until;) {
+    std::this_thread::sleep_for(10ms);
+  }
   fleet[victim].process().signal(SIGKILL);
   ASSERT_NE(fleet[victim].process().wait_exit(5s), -1) << "memcached survived kill -9";
   uint64_t ops_at_kill = load.ops();
@@ -103,7 +109,10 @@ TEST_P(ReplicaOutage, KillNineUnderLoad) {
   std::string why;
   size_t bad = read_back(proxy.port(), before, why);
   EXPECT_EQ(bad, 0u) << "keys written before the kill, read during the outage:\n" << why;
-  std::this_thread::sleep_for(1000ms);
+  for (const auto until = std::chrono::steady_clock::now() + 10s;
+       load.ops() <= ops_at_kill + 200 && std::chrono::steady_clock::now() < until;) {
+    std::this_thread::sleep_for(10ms);
+  }
   EXPECT_GT(load.ops(), ops_at_kill + 200) << "the load made little progress during the outage";
   EXPECT_EQ(load.errors(), 0u) << "the load's errors during the outage:\n" << load.first_errors();
   std::vector<std::pair<std::string, std::string>> during = load.written();

@@ -172,6 +172,23 @@ void write_hot_keys(JsonWriter& w, const StatsSnapshot::PoolTotals* totals, bool
   w.end_array();
 }
 
+// A routing pool's routes (routes:), each by its name (prefix, or
+// "(default)") with its counters; empty for a pool with servers.
+void write_routes(JsonWriter& w, const StatsSnapshot::PoolTotals* t) {
+  w.key("routes");
+  w.begin_array();
+  if (t != nullptr) {
+    for (const auto& [name, counters] : t->routes) {
+      w.begin_object();
+      w.field("name", name);
+      for (std::string_view c : kRouteCounterNames)
+        w.field(c, named(kRouteCounterNames, counters, c));
+      w.end_object();
+    }
+  }
+  w.end_array();
+}
+
 void write_pool(JsonWriter& w, const StatsView& v, const PoolLayout& layout, bool in_config,
                 const StatsSnapshot::PoolTotals* t, const MigrationStatus* migration,
                 bool show_hot_keys) {
@@ -238,6 +255,7 @@ void write_pool(JsonWriter& w, const StatsView& v, const PoolLayout& layout, boo
     w.field("seconds_left", migration->seconds_left);
     w.end_object();
   }
+  write_routes(w, t);
   write_hot_keys(w, t, show_hot_keys);
   write_servers(w, v, layout, t);
   w.end_object();

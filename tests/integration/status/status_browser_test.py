@@ -221,6 +221,27 @@ class Browser(unittest.TestCase):
         finally:
             guarded.stop()
 
+    def test_7_a_routing_pools_routes_show_under_it(self):
+        self.driver.get("http://127.0.0.1:%d/status" % self.proxy.stats_port)
+        beta_port, front_port = u.free_port(), u.free_port()
+        config = (self.alpha +
+                  u.pool_yaml("beta", beta_port, [(self.servers[0].address, 1)]) +
+                  "front:\n  listen: 127.0.0.1:%d\n  routes:\n"
+                  "    - prefix: \"no-such-prefix:\"\n      pool: alpha\n"
+                  "    - pool: beta\n" % front_port)
+        self.assertTrue(self.proxy.reload(config), self.proxy.log_text()[-2000:])
+        load = u.Load(front_port, clients=1, per_second=100, limit=30)
+        load.start()
+        try:
+            default = '#pools tr[data-route-of="front"][data-route="(default)"]'
+            self.wait_shown(lambda: self.shown(default), what="front's default route")
+            self.wait_shown(lambda: self.shown(default + ' [data-field="rps"]')[0]
+                            not in ("", "\u2013"), what="the default route's request rate")
+            self.assertEqual(len(self.shown('#pools tr[data-route-of="front"]')), 2)
+            self.assertEqual(self.console_errors(), [])
+        finally:
+            load.stop()
+
 
 if __name__ == "__main__":
     why = browser_missing()

@@ -74,6 +74,29 @@ TEST(StatusJson, PoolFigures) {
   EXPECT_EQ(p["warmup"]["windows"].as<uint64_t>(), 0u);
 }
 
+TEST(StatusJson, ARoutingPoolsRoutesWithTheirCounters) {
+  FakeStatsView v = alpha_fleet();
+  std::vector<uint64_t> counters(std::size(kRouteCounterNames), 0);
+  counters[0] = 12;  // requests
+  counters[1] = 5;   // hits
+  counters[4] = 9;   // shadow_sent
+  v.snap.pools["alpha"].routes["sess:"] = counters;
+  v.snap.pools["alpha"].routes["(default)"] =
+      std::vector<uint64_t>(std::size(kRouteCounterNames), 1);
+  YAML::Node routes = render(v)["pools"][0]["routes"];
+  ASSERT_EQ(routes.size(), 2u);
+  EXPECT_EQ(routes[0]["name"].as<std::string>(), "(default)");
+  EXPECT_EQ(routes[1]["name"].as<std::string>(), "sess:");
+  EXPECT_EQ(routes[1]["requests"].as<uint64_t>(), 12u);
+  EXPECT_EQ(routes[1]["hits"].as<uint64_t>(), 5u);
+  EXPECT_EQ(routes[1]["shadow_sent"].as<uint64_t>(), 9u);
+  for (std::string_view c : kRouteCounterNames) {
+    EXPECT_TRUE(routes[0][std::string(c)]) << c;
+  }
+  // A pool with servers has none.
+  EXPECT_EQ(render(alpha_fleet())["pools"][0]["routes"].size(), 0u);
+}
+
 TEST(StatusJson, ServersOfTheConfigThenDrainingOnes) {
   YAML::Node doc = render(alpha_fleet());
   const YAML::Node p = doc["pools"][0];

@@ -77,10 +77,30 @@ void write_config(JsonWriter& w, const StatsView& v) {
   w.field("generation", v.generation());
   w.field("reloads", v.reloads());
   w.field("reload_failures", v.reload_failures());
-  // A switch to another config scheduled for later: none can be yet. The
-  // slot is here so that readers already show one when there is.
+  // Switches to another placement scheduled for later (reload_switch_at),
+  // per pool: null when none waits or runs its window.
   w.key("pending_switch");
-  w.null();
+  const std::map<std::string, SwitchStatus> switches = v.switches();
+  const int64_t now_ms = static_cast<int64_t>(time(nullptr)) * 1000;
+  bool any = false;
+  for (const auto& [pool, sw] : switches) {
+    if (!sw.pending) continue;
+    if (!any) w.begin_object();
+    any = true;
+    w.key(pool);
+    w.begin_object();
+    w.field("at", sw.at_unix_ms / 1000);
+    w.field("window_ms", sw.window_ms);
+    w.field("generation", sw.generation);
+    const int64_t end_ms = sw.at_unix_ms + static_cast<int64_t>(sw.window_ms);
+    w.field("seconds_left", end_ms > now_ms ? (end_ms - now_ms + 999) / 1000 : int64_t{0});
+    w.end_object();
+  }
+  if (any) {
+    w.end_object();
+  } else {
+    w.null();
+  }
   w.key("history");
   w.begin_array();
   for (const ReloadRecord& r : v.reload_history()) {

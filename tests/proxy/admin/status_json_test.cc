@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <yaml-cpp/yaml.h>
 
+#include <ctime>
 #include <string>
 
 #include "fake_stats_view.h"
@@ -95,6 +96,27 @@ TEST(StatusJson, ARoutingPoolsRoutesWithTheirCounters) {
   }
   // A pool with servers has none.
   EXPECT_EQ(render(alpha_fleet())["pools"][0]["routes"].size(), 0u);
+}
+
+TEST(StatusJson, APendingSwitchPerPool) {
+  FakeStatsView v = alpha_fleet();
+  SwitchStatus waiting;
+  waiting.pending = true;
+  waiting.at_unix_ms = (static_cast<int64_t>(time(nullptr)) + 3600) * 1000;
+  waiting.window_ms = 5000;
+  waiting.generation = 3;
+  SwitchStatus done;  // switched earlier: not pending
+  done.switches = 1;
+  v.switch_status["alpha"] = waiting;
+  v.switch_status["beta"] = done;
+  const YAML::Node sw = render(v)["config"]["pending_switch"];
+  ASSERT_TRUE(sw.IsMap());
+  EXPECT_EQ(sw.size(), 1u);
+  EXPECT_EQ(sw["alpha"]["at"].as<int64_t>(), waiting.at_unix_ms / 1000);
+  EXPECT_EQ(sw["alpha"]["window_ms"].as<uint64_t>(), 5000u);
+  EXPECT_EQ(sw["alpha"]["generation"].as<uint64_t>(), 3u);
+  EXPECT_GE(sw["alpha"]["seconds_left"].as<int64_t>(), 3600);
+  EXPECT_LE(sw["alpha"]["seconds_left"].as<int64_t>(), 3606);
 }
 
 TEST(StatusJson, ServersOfTheConfigThenDrainingOnes) {

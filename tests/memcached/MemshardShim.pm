@@ -53,14 +53,59 @@ my @started;   # every pid this test started, killed at the end whatever happens
 my $instance = 0;
 (my $test_name = $0) =~ s{.*/}{};
 
+my %server_of;   # memshard's port -> the port of the memcached behind it
+
 {
     no warnings 'redefine';
     *MemcachedTest::new_memcached = \&new_memcached;
-    # memshard has no extstore (the server's disk tier), nor its counters,
-    # which metaget.t's extstore part polls until they move: through
-    # memshard it would poll forever. The tests ask this before they test
-    # extstore, so they leave it out (scripts/memcached-tests lists it).
-    *MemcachedTest::supports_extstore = sub { 0 } if $mode eq 'proxy';
+    if ($mode eq 'proxy') {
+        *MemcachedTest::mem_move_time = \&mem_move_time;
+        *MemcachedTest::mem_stats = \&mem_stats;
+    }
+}
+
+# The test harness's own levers on the server, through memshard: they act
+# on memcached itself, on a connection of their own, and the test's
+# assertions still go through memshard.
+#
+# mem_move_time: `debugtime N` (a memcached-debug command) moves the
+# server's clock, so that expirations.t need not sleep. memshard keeps no
+# clock of its own for items, and does not forward debugging commands.
+sub server_conn {
+    my ($sock) = @_;
+    my $port = $server_of{ $sock->peerport } or croak("memshard shim: no memcached behind port " . $sock->peerport);
+    return IO::Socket::INET->new(PeerAddr => "127.0.0.1:$port") || croak("connect to memcached on $port: $!");
+}
+
+sub mem_move_time {
+    my ($sock, $move) = @_;
+    my $conn = server_conn($sock);
+    print $conn "debugtime $move\r\n";
+    return scalar <$conn>;
+}
+
+# mem_stats: the tests that use extstore (the server's disk tier) wait until
+# memcached has written their items to disk by polling its `stats items`
+# (MemcachedTest::wait_ext_flush, metaget.t's wait_for_ext). memshard's own
+# `stats` does not have the server's groups: `stats items` is ERROR, so those
+# waits read the server. Every other mem_stats, those whose result a test
+# asserts on, goes through memshard; scripts/memcached-tests skips the
+# assertions on the server's counters, each with its reason. An ERROR ends
+# the reply as END does (MemcachedTest's mem_stats waits for END alone, and
+# would wait forever), and the assertions on it fail rather than hang.
+sub mem_stats {
+    my ($sock, $type) = @_;
+    my $caller = (caller(1))[3] // '';
+    $sock = server_conn($sock) if $caller =~ /::(wait_ext_flush|wait_for_ext)$/;
+    $type = $type ? " $type" : "";
+    print $sock "stats$type\r\n";
+    my $stats = {};
+    while (<$sock>) {
+        last if /^(\.|END|ERROR)/;
+        /^(STAT|ITEM) (\S+)\s+([^\r\n]+)/;
+        $stats->{$2} = $3;
+    }
+    return $stats;
 }
 
 # One line per assertion: number, 1 if it passed, and the test file's lines
@@ -183,6 +228,7 @@ YML
     my $log = "$work/$test_name.$instance.memshard.log";
     my $ms_pid = spawn($log, $memshard, '-c', $conf, '-s', '0');
     my $conn = wait_port($port, $ms_pid, "memshard -c $conf (log: $log)");
+    $server_of{$port} = $mc_port;
     return Memcached::ShimHandle->new(pid => $ms_pid, pids => [$ms_pid, $mc_pid], conn => $conn,
                                       host => '127.0.0.1', port => $port);
 }

@@ -47,53 +47,7 @@ sub line_set {
     return \%n;
 }
 
-# One run of one file: its counts, and which assertions passed (keyed
-# "lines#occurrence").
-sub parse_run {
-    my ($file, $mode) = @_;
-    my $tap = slurp("$dir/$file.$mode.tap");
-    return undef unless defined $tap;
-    my $rc = slurp("$dir/$file.$mode.rc") // '?';
-    my $secs = slurp("$dir/$file.$mode.secs") // '?';
-    chomp($rc, $secs);
-    $tap = "# no output\n" unless length $tap;   # TAP::Parser refuses an empty string
-    my $parser = TAP::Parser->new({ tap => $tap });
-    my ($run, $passed, $bailed) = (0, 0, '');
-    while (my $r = $parser->next) {
-        if ($r->is_test) {
-            $run++;
-            $passed++ if $r->is_ok;   # todo and skip count as passed
-        } elsif ($r->is_bailout) {
-            $bailed = $r->explanation;
-        }
-    }
-    my $planned = $parser->tests_planned // 0;
-    my (%ok, %occurrences, %number);
-    for (split /\n/, slurp("$dir/$file.$mode.asserts") // '') {
-        my ($number, $pass, $lines) = split /\t/, $_, 3;
-        $lines //= '';
-        my $key = "$lines#" . ++$occurrences{$lines};
-        $ok{$key} = $pass;
-        $number{$key} = $number;
-    }
-    my $not_run = $planned > $run ? $planned - $run : 0;
-    my @notes;
-    push @notes, "killed at the time limit" if $rc eq '124';
-    push @notes, "exit $rc" if $rc ne '0' && $rc ne '124';
-    push @notes, "$not_run of $planned not run" if $not_run;
-    push @notes, "bailed out: $bailed" if $bailed;
-    return { run => $run, passed => $passed, failed => $run - $passed, ok => \%ok, number => \%number,
-             planned => $planned, secs => $secs, notes => join('; ', @notes) };
-}
-
-my @files;
-my (%file_skip, %skip_run);
-for (split /\n/, slurp("$dir/files.tsv") // die "no $dir/files.tsv\n") {
-    my ($file, $what, $reason) = split /\t/, $_, 3;
-    push @files, $file;
-    $file_skip{$file} = $reason if $what eq 'skip';
-    $skip_run{$file} = $reason if $what eq 'skiprun';
-}
+# The skip table of assertions.
 my %assert_skip;   # file -> { line -> reason }
 for (split /\n/, slurp("$dir/skips.tsv") // '') {
     next unless length;
@@ -110,11 +64,68 @@ sub skipped {
     return undef;
 }
 
-my %total = map { $_ => { run => 0, passed => 0, failed => 0 } } qw(direct proxy);
-my ($both_pass, $skipped_asserts, $lost_total, @regressions, @skipped_files) = (0, 0, 0);
-my $fmt = "%-26s %7s %7s %6s  %7s %7s %6s  %s\n";
-printf $fmt, '', 'direct', '', '', 'memshard', '', '', '';
-printf $fmt, 'test file', 'run', 'passed', 'failed', 'run', 'passed', 'failed', 'notes';
+# One run of one file: its counts, and which assertions passed (keyed
+# "lines#occurrence"). Of the assertions run, each is passed, failed or
+# skipped: skipped when the test itself says so (TAP's "# skip", as
+# memcached's tests do for what a build lacks) and, through memshard, when
+# the skip table lists it (its result is then not counted either way).
+sub parse_run {
+    my ($file, $mode) = @_;
+    my $tap = slurp("$dir/$file.$mode.tap");
+    return undef unless defined $tap;
+    my $rc = slurp("$dir/$file.$mode.rc") // '?';
+    my $secs = slurp("$dir/$file.$mode.secs") // '?';
+    chomp($rc, $secs);
+    my (%ok, %occurrences, %number, %table_skip);
+    for (split /\n/, slurp("$dir/$file.$mode.asserts") // '') {
+        my ($number, $pass, $lines) = split /\t/, $_, 3;
+        $lines //= '';
+        my $key = "$lines#" . ++$occurrences{$lines};
+        $ok{$key} = $pass;
+        $number{$key} = $number;
+        $table_skip{$number} = 1 if $mode eq 'proxy' && skipped($file, $key);
+    }
+    $tap = "# no output\n" unless length $tap;   # TAP::Parser refuses an empty string
+    my $parser = TAP::Parser->new({ tap => $tap });
+    my ($run, $passed, $failed, $skipped, $bailed) = (0, 0, 0, 0, '');
+    while (my $r = $parser->next) {
+        if ($r->is_test) {
+            $run++;
+            if ($r->has_skip || $table_skip{ $r->number }) { $skipped++ }
+            elsif ($r->is_ok) { $passed++ }   # a todo counts as passed, as prove says
+            else { $failed++ }
+        } elsif ($r->is_bailout) {
+            $bailed = $r->explanation;
+        }
+    }
+    my $planned = $parser->tests_planned // 0;
+    my $not_run = $planned > $run ? $planned - $run : 0;
+    my @notes;
+    push @notes, "killed at the time limit" if $rc eq '124';
+    push @notes, "exit $rc" if $rc ne '0' && $rc ne '124';
+    push @notes, "$not_run of $planned not run" if $not_run;
+    push @notes, "bailed out: $bailed" if $bailed;
+    if ($parser->skip_all) {
+        push @notes, "skipped whole by the test: " . $parser->skip_all;
+    }
+    return { run => $run, passed => $passed, failed => $failed, skipped => $skipped, ok => \%ok,
+             number => \%number, planned => $planned, secs => $secs, notes => join('; ', @notes) };
+}
+
+my @files;
+my (%file_skip, %skip_run);
+for (split /\n/, slurp("$dir/files.tsv") // die "no $dir/files.tsv\n") {
+    my ($file, $what, $reason) = split /\t/, $_, 3;
+    push @files, $file;
+    $file_skip{$file} = $reason if $what eq 'skip';
+    $skip_run{$file} = $reason if $what eq 'skiprun';
+}
+my @counts = qw(run passed failed skipped);
+my %total = map { my $m = $_; $m => { map { $_ => 0 } @counts } } qw(direct proxy);
+my ($lost_total, @regressions, @skipped_files, %table_skips) = (0);
+my $fmt = "%-26s %6s %6s %6s %6s  %6s %6s %6s %6s  %s\n";
+printf $fmt, '', 'direct', '', '', '', 'memshd', '', '', '', '';
+printf $fmt, 'test file', 'run', 'passed', 'failed', 'skip', 'run', 'passed', 'failed', 'skip', 'notes';
 for my $file (@files) {
     if (exists $file_skip{$file}) {
         push @skipped_files, $file;
@@ -124,48 +135,60 @@ for my $file (@files) {
     my $p = parse_run($file, 'proxy');
     my @cells;
     for my $run ($d, $p) {
-        push @cells, $run ? ($run->{run}, $run->{passed}, $run->{failed}) : ('-', '-', '-');
+        push @cells, $run ? @{$run}{@counts} : ('-') x 4;
     }
     my @notes;
     push @notes, "direct: $d->{notes}" if $d && $d->{notes};
     push @notes, "memshard: $p->{notes}" if $p && $p->{notes};
     if ($skip_run{$file}) {
         # Shown for a look at it, as the skip table says why it is skipped.
-        push @notes, "SKIPPED, run anyway: $skip_run{$file}";
+        push @notes, "SKIPPED FILE, run anyway, not counted";
         printf $fmt, $file, @cells, join('; ', @notes);
         next;
     }
     if ($d && $p) {
-        my (@lost, $skipped_here);
+        my @lost;
         for my $key (sort { $d->{number}{$a} <=> $d->{number}{$b} } keys %{ $d->{ok} }) {
             next unless $d->{ok}{$key};
-            if ($p->{ok}{$key}) { $both_pass++; next; }
-            if (skipped($file, $key)) { $skipped_here++; next; }
+            next if $p->{ok}{$key};
+            next if skipped($file, $key);
             push @lost, "line " . join('/', split(/,/, $key =~ s/#.*//r)) . ($key =~ /#(\d+)$/ && $1 > 1 ? " (#$1)" : '');
         }
-        $skipped_asserts += $skipped_here // 0;
-        push @notes, "$skipped_here skipped (see the skip table)" if $skipped_here;
         push @notes, scalar(@lost) . " pass directly only" if @lost;
         # Where in the test file (the line of each call on the stack).
         my @shown = @lost > 20 ? (@lost[0 .. 19], "... and " . (@lost - 20) . " more") : @lost;
         push @regressions, "$file: " . join(', ', @shown) if @lost;
         $lost_total += @lost;
     }
+    $table_skips{$file} = $p->{skipped} if $p && $p->{skipped};
     for my $m (['direct', $d], ['proxy', $p]) {
         next unless $m->[1];
-        $total{ $m->[0] }{$_} += $m->[1]{$_} for qw(run passed failed);
+        $total{ $m->[0] }{$_} += $m->[1]{$_} for @counts;
     }
     printf $fmt, $file, @cells, join('; ', @notes);
 }
-printf $fmt, 'total', (map { @{ $total{$_} }{qw(run passed failed)} } qw(direct proxy)), '';
-print "\nskipped files (" . scalar(@skipped_files) . "):\n";
+printf $fmt, 'total', (map { @{ $total{$_} }{@counts} } qw(direct proxy)), '';
+
+print "\nskipped files, run in neither mode (" . scalar(@skipped_files) . "):\n";
 printf "  %-26s %s\n", $_, $file_skip{$_} for @skipped_files;
+print "\nskipped assertions through memshard (lines of the test file; the run's\n"
+    . "assertions with one of these lines on their call stack):\n";
+my %by_file;
+for (split /\n/, slurp("$dir/skips.tsv") // '') {
+    next unless length;
+    my ($file, $spec, $reason) = split /\t/, $_, 3;
+    push @{ $by_file{$file} }, "  $file:$spec  $reason\n";
+}
+print sort @{ $by_file{$_} } for sort keys %by_file;
 if (@regressions) {
     print "\nassertions that pass directly and not through memshard (not in the skip table):\n";
     print "  $_\n" for @regressions;
 }
-# The closing line: of the assertions memcached passes directly, how many
-# pass through memshard (passed), how many do not (failed) and how many of
-# those are listed skips.
-print "\nmemcached-tests: $both_pass passed, $lost_total failed, $skipped_asserts skipped\n";
+my $t = $total{proxy};
+my $d = $total{direct};
+printf "\ndirect:   %d run, %d passed, %d failed, %d skipped\n", @{$d}{@counts};
+printf "memshard: %d run, %d passed, %d failed, %d skipped\n", @{$t}{@counts};
+print "($lost_total of the failures through memshard pass directly)\n" if $lost_total;
+# The closing line, for CI: through memshard.
+printf "\nmemcached-tests: %d passed, %d failed, %d skipped\n", @{$t}{qw(passed failed skipped)};
 exit(@regressions ? 1 : 0);

@@ -142,10 +142,12 @@ sub wait_port {
     for (1 .. 80) {    # 20 s at most, as MemcachedTest waits for memcached
         my $conn = IO::Socket::INET->new(PeerAddr => "127.0.0.1:$port");
         return $conn if $conn;
-        croak("$what exited before it listened on $port") if waitpid($pid, WNOHANG) != 0;
+        # "Failed..." as MemcachedTest says it: item_size_max.t checks that
+        # memcached refuses to start by that word.
+        croak("Failed to connect: $what exited before it listened on $port") if waitpid($pid, WNOHANG) != 0;
         select undef, undef, undef, 0.25;
     }
-    croak("$what did not listen on 127.0.0.1:$port");
+    croak("Failed to startup/connect: $what did not listen on 127.0.0.1:$port");
 }
 
 sub spawn {

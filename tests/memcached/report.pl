@@ -194,13 +194,15 @@ printf "  %-26s %s\n", $_, $file_skip{$_} for @skipped_files;
 print "\nskipped assertions through memshard (lines of the test file; the run's\n"
     . "assertions with one of these lines on their call stack):\n";
 my %by_file;
+my %ran = map { $_ => 1 } grep { !exists $file_skip{$_} } @files;
 for (split /\n/, slurp("$dir/skips.tsv") // '') {
     next unless length;
     my ($file, $spec, $reason) = split /\t/, $_, 3;
+    next unless $ran{$file};
     push @{ $by_file{$file} }, "  $file:$spec  $reason\n";
 }
 print sort @{ $by_file{$_} } for sort keys %by_file;
-my @varies = grep { length } split /\n/, slurp("$dir/varies.tsv") // '';
+my @varies = grep { length && $ran{ (split /\t/)[0] } } split /\n/, slurp("$dir/varies.tsv") // '';
 print "\nassertions made once per frame of a reply, fewer through memshard (not\n"
     . "skipped: each one made must pass, and at least one must be made):\n" if @varies;
 for (@varies) {

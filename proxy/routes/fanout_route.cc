@@ -4,6 +4,18 @@
 
 namespace memshard::proxy {
 
+ReplyPolicy reply_policy_of(conf::WritePolicy p) {
+  switch (p) {
+    case conf::WritePolicy::majority:
+      return ReplyPolicy::majority;
+    case conf::WritePolicy::all:
+      return ReplyPolicy::all;
+    case conf::WritePolicy::first:
+      break;
+  }
+  return ReplyPolicy::first;
+}
+
 Work FanoutRoute::copies(RouteRequest& req, ReplySlot& client) const {
   HeldRequest held(req);  // req is not touched past this point
   Calls calls;

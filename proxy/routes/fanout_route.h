@@ -11,6 +11,7 @@
 
 #include <vector>
 
+#include "conf/model.h"
 #include "proxy/routes/replica_placement.h"
 #include "proxy/routes/route.h"
 #include "proxy/routes/work.h"
@@ -18,6 +19,9 @@
 namespace memshard::proxy {
 
 enum class ReplyPolicy : uint8_t { first, majority, all };
+
+// The policy a pool's write_policy names.
+ReplyPolicy reply_policy_of(conf::WritePolicy p);
 
 class FanoutRoute final : public Route {
  public:

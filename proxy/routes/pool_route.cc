@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "proxy/routes/fanout_route.h"
 #include "proxy/routes/hot_key_routes.h"
 #include "proxy/routes/replicated_get_route.h"
 #include "proxy/routes/replicated_key_route.h"
@@ -11,22 +12,6 @@
 #include "proxy/routes/warm_key_route.h"
 
 namespace memshard::proxy {
-
-namespace {
-
-ReplyPolicy policy_of(conf::WritePolicy p) {
-  switch (p) {
-    case conf::WritePolicy::majority:
-      return ReplyPolicy::majority;
-    case conf::WritePolicy::all:
-      return ReplyPolicy::all;
-    case conf::WritePolicy::first:
-      break;
-  }
-  return ReplyPolicy::first;
-}
-
-}  // namespace
 
 void PoolRoute::build_routes() {
   std::vector<std::vector<Server*>> past_only = past_servers;
@@ -160,7 +145,7 @@ void PoolRoute::build_plain_routes() {
     keys_as_routes.push_back(copy_keys.back().get());
     reads.push_back(copy_reads.back().get());
   }
-  key = std::make_unique<ReplicatedKeyRoute>(std::move(keys), policy_of(pc.write_policy),
+  key = std::make_unique<ReplicatedKeyRoute>(std::move(keys), reply_policy_of(pc.write_policy),
                                              pc.read_failover_on_miss, life.get(), replicas.get());
   multi_get = std::make_unique<ReplicatedGetRoute>(std::move(reads), std::move(keys_as_routes),
                                                    pc.read_failover_on_miss, pc.read_repair,

@@ -8,22 +8,6 @@
 
 namespace memshard::proxy {
 
-namespace {
-
-ReplyPolicy policy_of(conf::WritePolicy p) {
-  switch (p) {
-    case conf::WritePolicy::majority:
-      return ReplyPolicy::majority;
-    case conf::WritePolicy::all:
-      return ReplyPolicy::all;
-    case conf::WritePolicy::first:
-      break;
-  }
-  return ReplyPolicy::first;
-}
-
-}  // namespace
-
 RoutingPool::RoutingPool(const conf::PoolConfig& config, const PoolOf& pool_of,
                          const CountersOf& counters_of, RouteLife* life)
     : life_(life) {
@@ -64,10 +48,11 @@ void RoutingPool::add_route(const conf::RouteConfig& route, const conf::PoolConf
     t.multi_get = reads[0];
   } else {
     // Zone copies: as a replicated pool's copies, a pool per copy.
-    t.key = key_parts_
-                .emplace_back(std::make_unique<ReplicatedKeyRoute>(
-                    keys, policy_of(config.write_policy), config.read_failover_on_miss, life_))
-                .get();
+    t.key =
+        key_parts_
+            .emplace_back(std::make_unique<ReplicatedKeyRoute>(
+                keys, reply_policy_of(config.write_policy), config.read_failover_on_miss, life_))
+            .get();
     t.multi_get = get_parts_
                       .emplace_back(std::make_unique<ReplicatedGetRoute>(
                           reads, keys_as_routes, config.read_failover_on_miss, false, life_))

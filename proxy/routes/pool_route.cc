@@ -68,6 +68,11 @@ void PoolRoute::build_switch() {
   }
   all_servers = std::make_unique<ServerList>(std::move(servers));
   all = std::make_unique<BroadcastRoute>(*all_servers);
+  if (gutter_flush != nullptr) {  // the gutter is emptied too, as build_gutter's flush does
+    switch_flush = std::move(all);
+    all = std::make_unique<FanoutRoute>(std::vector<Route*>{switch_flush.get(), gutter_flush.get()},
+                                        ReplyPolicy::all, life.get());
+  }
 }
 
 void PoolRoute::build_hot_keys() {

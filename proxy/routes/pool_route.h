@@ -68,6 +68,7 @@ struct PoolRoute {
   std::unique_ptr<SingleKeyRoute> before_key;
   std::unique_ptr<Route> before_multi_get, before_all;
   std::unique_ptr<ServerList> all_servers;
+  std::unique_ptr<Route> switch_flush;  // with a gutter: the flush `all` wraps
   // Counts the requests these routes hold (see RouteLife).
   std::unique_ptr<RouteLife> life = std::make_unique<RouteLife>();
   // Once pool, backends and past_servers are set: the plain routes, the

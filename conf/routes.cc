@@ -39,7 +39,9 @@ class RouteReader {
     for (auto it = item_.begin(); it != item_.end(); ++it) {
       const int line = line_of(it->first);
       const std::string key = it->first.IsScalar() ? it->first.Scalar() : "";
-      const YAML::Node& value = it->second;
+      // A copy: it-> is a temporary, and a reference to its member would
+      // outlive it (AddressSanitizer: stack-use-after-scope).
+      const YAML::Node value = it->second;
       if (key == "prefix") {
         prefix_given = true;
         if (auto text = scalar(key, value, line)) prefix(*text, line);

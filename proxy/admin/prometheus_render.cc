@@ -220,10 +220,8 @@ void render_prometheus(const StatsView& p, std::string& out) {
     f.sample("memshard_pool_migrate_running", pool_label(pool), static_cast<uint64_t>(m.running));
   }
   const std::map<std::string, SwitchStatus> switches = p.switches();
-  struct SwitchGauge {
-    std::string_view field, name, type, help;
-  };
-  static constexpr SwitchGauge kSwitch[] = {
+  // Named by the fields switch_fields gives, as kPool's by counter names.
+  static constexpr PoolMetric kSwitch[] = {
       {"switch_pending", "memshard_pool_switch_pending", "gauge",
        "reload_switch_at: 1 while a switch of servers waits for its moment or runs its window."},
       {"switch_at", "memshard_pool_switch_at_seconds", "gauge",
@@ -237,11 +235,11 @@ void render_prometheus(const StatsView& p, std::string& out) {
       {"switch_late_ms", "memshard_pool_switch_late_milliseconds", "gauge",
        "reload_switch_at: how late this instance loaded the config of the last switch."},
   };
-  for (const SwitchGauge& g : kSwitch) {
+  for (const PoolMetric& g : kSwitch) {
     f.header(g.name, g.type, g.help);
     for (const auto& [pool, sw] : switches) {
       for (const auto& [name, value] : switch_fields(sw)) {
-        if (name == g.field) f.sample(g.name, pool_label(pool), value);
+        if (name == g.counter) f.sample(g.name, pool_label(pool), value);
       }
     }
   }

@@ -23,6 +23,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <mutex>
 #include <random>
 #include <set>
@@ -406,8 +407,16 @@ Memshard::Memshard(const std::string& config_path, std::vector<std::string> extr
   argv.insert(argv.end(), extra_args.begin(), extra_args.end());
   process_ = Process(argv, log_file);
   if (wait_port != 0 && !wait_listening(wait_port)) {
-    throw std::runtime_error("memshard did not start listening on port " +
-                             std::to_string(wait_port));
+    // What it said, and whether it is still there, for the failure message.
+    std::string said;
+    if (!log_file.empty()) {
+      std::ifstream log(log_file);
+      said.assign(std::istreambuf_iterator<char>(log), std::istreambuf_iterator<char>());
+      if (said.size() > 3000) said = said.substr(said.size() - 3000);
+    }
+    throw std::runtime_error(
+        "memshard did not start listening on port " + std::to_string(wait_port) +
+        (process_.running() ? " (still running)" : " (exited)") + "; its log:\n" + said);
   }
 }
 

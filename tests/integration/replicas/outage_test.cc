@@ -5,7 +5,6 @@
 // server restarts empty (read_failover_on_miss), and with read_repair the
 // restarted server then holds the keys it is the first copy of.
 #include <gtest/gtest.h>
-
 #include <signal.h>
 
 #include <map>
@@ -74,8 +73,8 @@ TEST_P(ReplicaOutage, KillNineUnderLoad) {
   std::vector<std::string> d = {"replicas: 2", "timeout: 400", "read_failover_on_miss: true"};
   if (oc.repair) d.push_back("read_repair: true");
   if (oc.eject) {
-    d.insert(d.end(), {"auto_eject_hosts: true", "server_retry_timeout: 500",
-                       "server_failure_limit: 1"});
+    d.insert(d.end(),
+             {"auto_eject_hosts: true", "server_retry_timeout: 500", "server_failure_limit: 1"});
   }
   Proxy proxy([&](uint16_t listen) { return pool_config(listen, ports, d); });
   Copies copies(proxy.config_text(), 2);
@@ -146,10 +145,12 @@ TEST_P(ReplicaOutage, KillNineUnderLoad) {
   // Everything reads back after the restart, through the proxy.
   why.clear();
   EXPECT_EQ(read_back(proxy.port(), before, why), 0u)
-      << "keys written before the kill, read after the restart:\n" << why;
+      << "keys written before the kill, read after the restart:\n"
+      << why;
   why.clear();
   EXPECT_EQ(read_back(proxy.port(), during, why), 0u)
-      << "keys written during the outage, read after the restart:\n" << why;
+      << "keys written during the outage, read after the restart:\n"
+      << why;
 
   // The keys the restarted server is the first copy of: with read repair it
   // holds them once they have been read (repairs are not waited for, so

@@ -99,6 +99,7 @@ TEST_P(ReplicaOutage, KillNineUnderLoad) {
        load.ops() < 500 && std::chrono::steady_clock::now() < until;) {
     std::this_thread::sleep_for(10ms);
   }
+  const uint64_t held_at_kill = fleet[victim].stat("curr_items");
   fleet[victim].process().signal(SIGKILL);
   ASSERT_NE(fleet[victim].process().wait_exit(5s), -1) << "memcached survived kill -9";
   uint64_t ops_at_kill = load.ops();
@@ -116,9 +117,13 @@ TEST_P(ReplicaOutage, KillNineUnderLoad) {
   EXPECT_EQ(load.errors(), 0u) << "the load's errors during the outage:\n" << load.first_errors();
   std::vector<std::pair<std::string, std::string>> during = load.written();
 
-  // Back, empty.
+  // Back, empty. The load goes on and memshard reconnects at once, so a
+  // few of its writes (and, with read repair, repairs) may already have
+  // landed when the count is read: "empty" is "far below what it held".
   fleet[victim].restart();
-  ASSERT_EQ(fleet[victim].stat("curr_items"), 0u);
+  ASSERT_GT(held_at_kill, 500u);
+  ASSERT_LT(fleet[victim].stat("curr_items"), held_at_kill / 4)
+      << "the restarted server did not come back empty";
   // Until memshard writes to it again: fresh keys whose first copy it is.
   std::vector<std::string> probes;
   for (uint64_t i = 0; probes.size() < 20 && i < 2000; ++i) {

@@ -340,7 +340,8 @@ void Proxy::on_governor_tick() {
   p->figures_.resize(p->workers_.size());
   for (size_t i = 0; i < p->workers_.size(); ++i) {
     const Worker& w = *p->workers_[i];
-    p->figures_[i] = {thread_busy_usec(w.thread_id()), w.requests(), w.wakeups()};
+    p->figures_[i] = {thread_busy_usec(w.thread_id()), w.requests(), w.wakeups(),
+                      w.stats().curr_connections.get()};
   }
   const size_t was = static_cast<size_t>(p->active_.load(std::memory_order_relaxed));
   const uint64_t decided = p->governor_->decisions();

@@ -62,8 +62,15 @@ void WorkerGovernor::change(size_t to, uint64_t now_usec, double baseline_rps, s
 
 void WorkerGovernor::no_growth_for_a_while(uint64_t now_usec, double judged_at_rps) {
   failed_at_rps_ = judged_at_rps;
+  judged_with_connections_ = connections_;
   grow_after_usec_ = now_usec + backoff_usec_;
   backoff_usec_ = std::min(backoff_usec_ * 2, s_.max_backoff_usec);
+}
+
+void WorkerGovernor::forget_failed_growth() {
+  grow_after_usec_ = 0;
+  backoff_usec_ = s_.backoff_usec;
+  judged_with_connections_ = 0;
 }
 
 void WorkerGovernor::judge_trial(uint64_t now_usec) {
@@ -152,7 +159,9 @@ size_t WorkerGovernor::tick(uint64_t now_usec, std::span<const Figures> workers)
   const double seconds = static_cast<double>(now_usec - last_usec_) / 1e6;
   double busy_sum = 0;
   uint64_t requests = 0, active_requests = 0, active_wakeups = 0;
+  connections_ = 0;
   for (size_t i = 0; i < workers.size(); ++i) {
+    connections_ += workers[i].connections;
     const uint64_t busy = workers[i].busy_usec - last_[i].busy_usec;
     const uint64_t req = workers[i].requests - last_[i].requests;
     requests += req;
@@ -164,6 +173,16 @@ size_t WorkerGovernor::tick(uint64_t now_usec, std::span<const Figures> workers)
   }
   last_.assign(workers.begin(), workers.end());
   last_usec_ = now_usec;
+  // Every client the failed growth was judged with is gone: the verdict
+  // was theirs.
+  if (connections_ > 0) {
+    no_clients_since_usec_ = 0;
+  } else if (no_clients_since_usec_ == 0) {
+    no_clients_since_usec_ = now_usec;
+  } else if (now_usec - no_clients_since_usec_ >= s_.clients_gone_usec && grow_after_usec_ != 0 &&
+             judged_with_connections_ > 0) {
+    forget_failed_growth();
+  }
   const double rps = static_cast<double>(requests) / seconds;
   last_busy_ = busy_sum / static_cast<double>(active_);
   last_per_wakeup_ = active_wakeups == 0 ? 0
@@ -204,8 +223,11 @@ size_t WorkerGovernor::tick(uint64_t now_usec, std::span<const Figures> workers)
     const double base = window_rps(kRecentTicks), judged = failed_at_rps_;
     const bool changed = judged > 0 && (base > judged * (1 + s_.load_change) ||
                                         base < judged * (1 - s_.load_change));
-    if (changed) backoff_usec_ = s_.backoff_usec;
-    if (changed || now_usec >= grow_after_usec_) grow_after_usec_ = 0;
+    if (changed) {
+      forget_failed_growth();
+    } else if (now_usec >= grow_after_usec_) {
+      grow_after_usec_ = 0;
+    }
   }
 
   if (may_grow && grow_after_usec_ == 0) {

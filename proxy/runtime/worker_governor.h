@@ -12,6 +12,12 @@
 // load falls so far that one worker fewer would carry it, it takes one away
 // (and puts it back if throughput fell).
 //
+// A growth that did not pay is not tried again for a while at the same
+// load (a backoff that doubles): a pause of the same clients is no new
+// load. Clients that all went away are: once no client connection has been
+// open for a while, whatever connects next is judged afresh (a benchmark's
+// next run with another client shape, the next batch job).
+//
 // A trial is short and throughput noisy (a steady closed-loop load swings
 // by several percent from one second to the next), so a growth
 // that did not really pay can pass its trial by luck, and nothing else
@@ -49,6 +55,8 @@ class WorkerGovernor {
     uint64_t busy_usec = 0;  // outside epoll_wait: on a CPU or waiting for one
     uint64_t requests = 0;   // client requests answered
     uint64_t wakeups = 0;    // loop iterations
+    // Client connections open on the worker now (not a counter).
+    uint64_t connections = 0;
   };
 
   struct Settings {
@@ -89,6 +97,9 @@ class WorkerGovernor {
     // each check it passes, up to `max_recheck_usec`.
     uint64_t recheck_usec = 30'000'000;
     uint64_t max_recheck_usec = 240'000'000;
+    // No client connected for this long: the clients a failed growth was
+    // judged with are gone (ones that reconnect at once are the same).
+    uint64_t clients_gone_usec = 2'000'000;
   };
 
   explicit WorkerGovernor(Settings settings);
@@ -115,6 +126,8 @@ class WorkerGovernor {
   // One more worker did not pay at `judged_at_rps`: no growth until the
   // backoff has passed or the load changed, and a longer backoff next.
   void no_growth_for_a_while(uint64_t now_usec, double judged_at_rps);
+  // Forgets a growth that did not pay: the next saturation tries again.
+  void forget_failed_growth();
   double window_rps(size_t ticks) const;
   // The last kRecentTicks ticks are all at this count, and not ramping.
   bool baseline_steady() const;
@@ -129,8 +142,10 @@ class WorkerGovernor {
   double trial_busy_sum_ = 0;  // the active workers' mean busy share, summed over the trial
   int saturated_ticks_ = 0;
   int light_ticks_ = 0;
-  // No growth before this (0: none pending), and the load it was judged at.
+  // No growth before this (0: none pending), the load it was judged at,
+  // and how many client connections were open then.
   uint64_t grow_after_usec_ = 0;
+  uint64_t judged_with_connections_ = 0;
   uint64_t backoff_usec_ = 0;
   double failed_at_rps_ = 0;
   uint64_t shrink_after_usec_ = 0;  // after a shrink that cost throughput
@@ -146,6 +161,8 @@ class WorkerGovernor {
   uint64_t decisions_ = 0;
   double last_busy_ = 0;
   double last_per_wakeup_ = 0;
+  uint64_t connections_ = 0;            // open on all workers at the last tick
+  uint64_t no_clients_since_usec_ = 0;  // 0: some are connected
 };
 
 }  // namespace memshard::proxy

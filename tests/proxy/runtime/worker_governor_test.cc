@@ -53,6 +53,10 @@ class Harness {
     return changes;
   }
 
+  // Client connections open from now on (on the first worker: where they
+  // are does not matter to the governor).
+  void set_connections(uint64_t n) { figures_[0].connections = n; }
+
   size_t active() const { return governor_->active(); }
   size_t max_seen() const { return max_seen_; }
   // Ticks spent at `n` active workers since the last reset.
@@ -221,6 +225,56 @@ TEST(WorkerGovernor, APauseBetweenRunsOfTheSameLoadKeepsTheBackoff) {
     h.run(6, saturating(47'000, -0.22));
     EXPECT_EQ(h.ticks_at(2), 0) << "pass " << pass << ": " << h.governor().reason();
   }
+}
+
+// The same, with the clients' connections held open through the pause
+// (pooled clients that stop sending): the backoff holds.
+TEST(WorkerGovernor, AnIdlePauseOfConnectedClientsKeepsTheBackoff) {
+  Harness h(2);
+  h.set_connections(32);
+  h.run(5, saturating(47'000, -0.22));
+  ASSERT_EQ(h.active(), 1u);
+  const Load idle = [](size_t, uint64_t) { return Shape{0, 0.0}; };
+  h.reset_counts();
+  h.run(1.5, idle);
+  h.run(6, saturating(47'000, -0.22));
+  EXPECT_EQ(h.ticks_at(2), 0) << h.governor().reason();
+}
+
+// Every client the failed growth was judged with went away; new ones came
+// with the same throughput at one worker but a shape that a second worker
+// serves better (memcaslap's 1 x 32 connections, then 2 x 16): they are
+// judged afresh, not held to the old clients' verdict.
+TEST(WorkerGovernor, NewClientsAfterAllLeftAreJudgedAfresh) {
+  Harness h(2);
+  h.set_connections(32);
+  h.run(5, saturating(47'000, -0.22));
+  ASSERT_EQ(h.active(), 1u);
+  ASSERT_EQ(h.max_seen(), 2u) << "it must have tried";
+  const Load idle = [](size_t, uint64_t) { return Shape{0, 0.0}; };
+  h.set_connections(0);
+  h.run(3, idle);
+  h.set_connections(32);
+  h.run(5, saturating(47'000, 0.13));
+  EXPECT_EQ(h.active(), 2u) << h.governor().reason();
+}
+
+// Clients that close and reconnect at once (a benchmark's warm-up run,
+// then its measured run of the same shape; a client restarting) are the
+// same clients: the verdict holds.
+TEST(WorkerGovernor, ClientsThatReconnectAtOnceKeepTheBackoff) {
+  Harness h(2);
+  h.set_connections(32);
+  h.run(5, saturating(47'000, -0.22));
+  ASSERT_EQ(h.active(), 1u);
+  ASSERT_EQ(h.max_seen(), 2u) << "it must have tried";
+  const Load idle = [](size_t, uint64_t) { return Shape{0, 0.0}; };
+  h.set_connections(0);
+  h.reset_counts();
+  h.run(0.5, idle);
+  h.set_connections(32);
+  h.run(6, saturating(47'000, -0.22));
+  EXPECT_EQ(h.ticks_at(2), 0) << h.governor().reason();
 }
 
 TEST(WorkerGovernor, DoesNotFlapUnderASteadyLoadAtTheThreshold) {

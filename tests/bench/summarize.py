@@ -169,6 +169,14 @@ def print_default_case(title, unit, c, shown, name):
         w=w))
     print(("  {:<{w}} " + cols).format(w=w, *[
         f"cpu us/{unit}"] + [fmt(med[t]["cpu_us_per_req"] if t in med else None, "{:.2f}") for t in shown]))
+    if any(med[t].get("machine_cpu_us") is not None for t in shown if t in med):
+        for key, label in (("backends_cpu_us", "backends cpu us/op"), ("machine_cpu_us", "machine cpu us/op")):
+            print(("  {:<{w}} " + cols).format(w=w, *[label] + [
+                fmt(med[t].get(key) if t in med else None, "{:.2f}") for t in shown]))
+        print(("  {:<{w}} " + cols).format(w=w, *["machine cores busy"] + [
+            fmt(med[t]["machine_cpu_us"] * med[t]["rps"] / 1e6
+                if t in med and med[t].get("machine_cpu_us") is not None and med[t]["rps"] else None, "{:.2f}")
+            for t in shown]))
     g = c["targets"]
 
     def cell(v, key=None, higher=True):
@@ -194,6 +202,16 @@ def print_default_case(title, unit, c, shown, name):
         print(row.format(f"{name} / nutcracker", "- (no nutcracker run: it speaks text only)", "").rstrip())
     print(row.format(f"{name} / direct", cell(c["default_to_direct"]["throughput"], "direct_throughput_min"),
                      "").rstrip())
+    # On a machine whose cores are all busy, throughput goes as the
+    # machine's CPU per operation. Through a proxy that cost nothing, that
+    # would be the machine's CPU per operation less the proxy's own: the
+    # ceiling any proxy reaches against direct here, with these backends.
+    d, m = med.get("direct", {}), med.get("memshard", {})
+    if d.get("machine_cpu_us") and m.get("machine_cpu_us") and m.get("cpu_us_per_req") is not None:
+        rest = m["machine_cpu_us"] - m["cpu_us_per_req"]
+        if rest > 0:
+            print(row.format("free-proxy ceiling", fmt(d["machine_cpu_us"] / rest, "{:.3f}x"),
+                             "(direct's machine cpu/op over memshard's run's, less memshard's own)"))
 
 
 def main():
@@ -256,12 +274,13 @@ def main():
             line += f", {cross['cpu_us']:.2f} us across CPUs ({cross['cpu_us'] / max(same['cpu_us'], 0.01):.0f}x)"
         print(line)
     print()
-    w_desc = max(len(d) for _, d in workloads) + 4
+    w_desc = max((len(d) for _, d in workloads), default=0) + 4
     head = "{:<{w}} {:<12} {:>10} {:>10} {:>9} {:>9} {:>11}".format(
         "workload", "target", "req/s", "keys/s", "p50 us", "p99 us", "cpu us/req", w=w_desc)
-    print(head)
-    print("-" * len(head))
     for wid, desc in workloads:
+        if wid == workloads[0][0]:
+            print(head)
+            print("-" * len(head))
         first = True
         for t in TARGETS:
             m = med.get((wid, t))
@@ -272,8 +291,9 @@ def main():
             print("{:<{w}} {:<12} {:>10} {:>10} {:>9} {:>9} {:>11}".format(
                 label, t, fmt(m["rps"], "{:.0f}"), fmt(m["keys_per_s"], "{:.0f}"), fmt(m["p50_us"]),
                 fmt(m["p99_us"]), fmt(m["cpu_us_per_req"], "{:.2f}"), w=w_desc))
-    print()
-    print_cpu_split(workloads, med, proxies, w_desc)
+    if workloads:
+        print()
+        print_cpu_split(workloads, med, proxies, w_desc)
 
     # The machine drifts between rounds (the direct memcached alone has
     # varied by 1.6x from one round to the next here), while the targets of
@@ -302,7 +322,7 @@ def main():
 
     ratios, ratios_of_medians = {}, {}
     keys = ["throughput", "cpu_per_request", "added_p50_over_direct"]
-    for proxy in proxies:
+    for proxy in proxies if workloads else []:
         ratios[proxy], ratios_of_medians[proxy] = {}, {}
         head = "{:<{w}} {:>16} {:>16} {:>22}".format(
             f"{proxy} / nutcracker", "throughput", "cpu/request", "added p50 over direct", w=w_desc)
@@ -326,10 +346,11 @@ def main():
             cells = [fmt(paired[k], "{:.2f}x") + " (" + fmt(of_medians[k], "{:.2f}x") + ")" for k in keys]
             print("{:<{w}} {:>16} {:>16} {:>22}".format(f"({wid}) {desc}", *cells, w=w_desc))
         print()
-    print("(median of the rounds' ratios, and in parentheses the ratio of the medians above;")
-    print(" throughput > 1: memshard faster; cpu/request < 1: memshard cheaper; "
-          "added p50 < 1: memshard adds less latency than nutcracker; '-' when nutcracker's p50 is not above direct's "
-          "by more than the latency histogram's resolution, twice over (6%))")
+    if workloads:
+        print("(median of the rounds' ratios, and in parentheses the ratio of the medians above;")
+        print(" throughput > 1: memshard faster; cpu/request < 1: memshard cheaper; "
+              "added p50 < 1: memshard adds less latency than nutcracker; '-' when nutcracker's p50 is not above "
+              "direct's by more than the latency histogram's resolution, twice over (6%))")
 
     # Binary workloads against the text workload of the same shape, through
     # the same target in the same invocation: per round, then the median.
@@ -477,7 +498,9 @@ def main():
             rs = [x for x in shapes_runs if x["shape"] == shape and x["target"] == t and x.get("tps") is not None]
             if rs:
                 per_target[t] = {"rps": median([x["tps"] for x in rs]),
-                                 "cpu_us_per_req": median([x.get("cpu_us_per_op") for x in rs]), "runs": len(rs)}
+                                 "cpu_us_per_req": median([x.get("cpu_us_per_op") for x in rs]), "runs": len(rs),
+                                 "backends_cpu_us": median([x.get("backends_cpu_us_per_op") for x in rs]),
+                                 "machine_cpu_us": median([x.get("machine_cpu_us_per_op") for x in rs])}
         if "memshard" not in per_target:
             continue
         c = default_case(f"memcaslap {shape}", per_target, fixed)

@@ -50,13 +50,6 @@ Fragment& ReplySlot::add_fragment() {
   return f;
 }
 
-void ReplySlot::add_key(std::string_view key, uint32_t fragment) {
-  const auto offset = static_cast<uint32_t>(keys_.size());
-  keys_.append(key);
-  key_refs_.push_back(KeyRef{offset, static_cast<uint32_t>(key.size()), fragment, 0});
-  fragments_[fragment].key_positions.push_back(static_cast<uint32_t>(key_refs_.size() - 1));
-}
-
 void ReplySlot::note_error(std::string_view line) {
   if (!error_.empty()) return;
   error_.assign(line);

@@ -122,7 +122,13 @@ class ReplySlot {
   Fragment& fragment(size_t i) { return fragments_[i]; }
   size_t fragment_count() const { return fragment_count_; }
   // Retrieval: the client's next key, answered by fragment `fragment`.
-  void add_key(std::string_view key, uint32_t fragment);
+  // Inline: a multi-get calls it once per key.
+  void add_key(std::string_view key, uint32_t fragment) {
+    const auto offset = static_cast<uint32_t>(keys_.size());
+    keys_.append(key);
+    key_refs_.push_back(KeyRef{offset, static_cast<uint32_t>(key.size()), fragment, 0});
+    fragments_[fragment].key_positions.push_back(static_cast<uint32_t>(key_refs_.size() - 1));
+  }
   size_t key_count() const { return key_refs_.size(); }
   std::string_view key(uint32_t position) const {
     const KeyRef& k = key_refs_[position];

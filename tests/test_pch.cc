@@ -1,0 +1,1 @@
+// The object the tests' shared precompiled header is built with (CMakeLists.txt).

@@ -227,17 +227,32 @@ TEST(WorkerGovernor, APauseBetweenRunsOfTheSameLoadKeepsTheBackoff) {
   }
 }
 
+// 32 connected clients for which one worker more did not pay: the
+// governor has tried it and holds the verdict.
+void fail_a_growth_with_32_clients(Harness& h) {
+  h.set_connections(32);
+  h.run(5, saturating(47'000, -0.22));
+  ASSERT_EQ(h.active(), 1u);
+  ASSERT_EQ(h.max_seen(), 2u) << "it must have tried";
+}
+
+// `seconds` of no requests, with `connections` open meanwhile; then the 32
+// clients again, with `gain` from a second worker.
+void pause_then_load(Harness& h, uint64_t connections, double seconds, double gain) {
+  const Load idle = [](size_t, uint64_t) { return Shape{0, 0.0}; };
+  h.set_connections(connections);
+  h.reset_counts();
+  h.run(seconds, idle);
+  h.set_connections(32);
+  h.run(6, saturating(47'000, gain));
+}
+
 // The same, with the clients' connections held open through the pause
 // (pooled clients that stop sending): the backoff holds.
 TEST(WorkerGovernor, AnIdlePauseOfConnectedClientsKeepsTheBackoff) {
   Harness h(2);
-  h.set_connections(32);
-  h.run(5, saturating(47'000, -0.22));
-  ASSERT_EQ(h.active(), 1u);
-  const Load idle = [](size_t, uint64_t) { return Shape{0, 0.0}; };
-  h.reset_counts();
-  h.run(1.5, idle);
-  h.run(6, saturating(47'000, -0.22));
+  fail_a_growth_with_32_clients(h);
+  pause_then_load(h, 32, 3, -0.22);
   EXPECT_EQ(h.ticks_at(2), 0) << h.governor().reason();
 }
 
@@ -247,15 +262,8 @@ TEST(WorkerGovernor, AnIdlePauseOfConnectedClientsKeepsTheBackoff) {
 // judged afresh, not held to the old clients' verdict.
 TEST(WorkerGovernor, NewClientsAfterAllLeftAreJudgedAfresh) {
   Harness h(2);
-  h.set_connections(32);
-  h.run(5, saturating(47'000, -0.22));
-  ASSERT_EQ(h.active(), 1u);
-  ASSERT_EQ(h.max_seen(), 2u) << "it must have tried";
-  const Load idle = [](size_t, uint64_t) { return Shape{0, 0.0}; };
-  h.set_connections(0);
-  h.run(3, idle);
-  h.set_connections(32);
-  h.run(5, saturating(47'000, 0.13));
+  fail_a_growth_with_32_clients(h);
+  pause_then_load(h, 0, 3, 0.13);
   EXPECT_EQ(h.active(), 2u) << h.governor().reason();
 }
 
@@ -264,16 +272,8 @@ TEST(WorkerGovernor, NewClientsAfterAllLeftAreJudgedAfresh) {
 // same clients: the verdict holds.
 TEST(WorkerGovernor, ClientsThatReconnectAtOnceKeepTheBackoff) {
   Harness h(2);
-  h.set_connections(32);
-  h.run(5, saturating(47'000, -0.22));
-  ASSERT_EQ(h.active(), 1u);
-  ASSERT_EQ(h.max_seen(), 2u) << "it must have tried";
-  const Load idle = [](size_t, uint64_t) { return Shape{0, 0.0}; };
-  h.set_connections(0);
-  h.reset_counts();
-  h.run(0.5, idle);
-  h.set_connections(32);
-  h.run(6, saturating(47'000, -0.22));
+  fail_a_growth_with_32_clients(h);
+  pause_then_load(h, 0, 0.5, -0.22);
   EXPECT_EQ(h.ticks_at(2), 0) << h.governor().reason();
 }
 

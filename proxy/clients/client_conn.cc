@@ -8,6 +8,7 @@
 #include "proxy/backends/reply_slot.h"
 #include "proxy/protocol/binary_reply.h"
 #include "proxy/protocol/replies.h"
+#include "proxy/protocol/request_kind.h"
 #include "proxy/protocol/version.h"
 #include "proxy/routes/route_count.h"
 #include "proxy/transport/lines.h"
@@ -17,21 +18,6 @@ namespace memshard::proxy {
 namespace {
 
 using proto::reply::own::kNoPool;
-
-bool is_storage(proto::Command c) {
-  switch (c) {
-    case proto::Command::set:
-    case proto::Command::add:
-    case proto::Command::replace:
-    case proto::Command::append:
-    case proto::Command::prepend:
-    case proto::Command::cas:
-    case proto::Command::meta_set:
-      return true;
-    default:
-      return false;
-  }
-}
 
 }  // namespace
 
@@ -298,7 +284,7 @@ void ClientConn::dispatch(evbuffer* in) {
   ReplySlot* slot = nullptr;
   switch (work_.request.action) {
     case proto::Action::forward:
-      (is_storage(work_.request.command)                   ? st.cmd_set
+      (proto::is_storage(work_.request.command)            ? st.cmd_set
        : work_.request.command == proto::Command::meta_get ? st.cmd_get
                                                            : st.cmd_other)
           .add();

@@ -51,8 +51,23 @@ bool append_touch(std::string_view key, int64_t exptime, std::string& out) {
   return append_meta_request(r, {}, out);
 }
 
+bool append_store_once(std::string_view key, std::string_view value, int64_t exptime, uint64_t cas,
+                       std::string& out) {
+  Request r = keyed(Command::meta_set, key);
+  r.has_exptime = true;
+  r.exptime_value = exptime;
+  if (cas == 0) {
+    r.mode = Mode::add;
+  } else {
+    r.cas = cas;
+    r.has_cas = true;
+  }
+  r.data_bytes = value.size() + 2;
+  return append_meta_request(r, value, out);
+}
+
 void append_noop(std::string& out) {
-  out.append("mn\r\n");
+  out.append(kNoop);
 }
 
 void append_version(std::string& out) {

@@ -33,7 +33,14 @@ namespace memshard::proto {
 // mg <key> [b] T<exptime> q: memcached's touch, silent when it hits.
 [[nodiscard]] bool append_touch(std::string_view key, int64_t exptime, std::string& out);
 
+// ms <key> <bytes> [b] T<exptime> ME (cas 0: only if the key is absent),
+// or ... C<cas> (only while it still holds that CAS): a value that at most
+// one of several writers racing for it stores, as a fleet's walk lease is.
+[[nodiscard]] bool append_store_once(std::string_view key, std::string_view value, int64_t exptime,
+                                     uint64_t cas, std::string& out);
+
 // mn: marks the end of the replies to quiet requests before it.
+inline constexpr std::string_view kNoop = "mn\r\n";
 void append_noop(std::string& out);
 
 // version: the health probe's question, answered by any live server.

@@ -1,5 +1,6 @@
 #include "proxy/routes/broadcast_route.h"
 
+#include "proxy/protocol/own_requests.h"
 #include "proxy/protocol/replies.h"
 
 namespace memshard::proxy {
@@ -20,7 +21,7 @@ void BroadcastRoute::send(RouteRequest& req, ReplySlot& slot) {
     evbuffer_add(out, "\r\n", 2);
     ReplyMode mode = ReplyMode::broadcast;
     if (req.request.quiet) {
-      evbuffer_add(out, "mn\r\n", 4);
+      evbuffer_add(out, proto::kNoop.data(), proto::kNoop.size());
       mode = ReplyMode::quiet_drop;
     }
     slot.expect();

@@ -44,7 +44,7 @@ void send_to(Server& server, RouteRequest& req, ReplySlot& slot) {
   evbuffer_remove_buffer(req.in, out, req.bytes());
   ReplyMode mode = meta ? ReplyMode::meta : ReplyMode::single;
   if (req.request.quiet) {
-    evbuffer_add(out, "mn\r\n", 4);
+    evbuffer_add(out, proto::kNoop.data(), proto::kNoop.size());
     mode = meta ? ReplyMode::quiet_keep : ReplyMode::quiet_drop;
   }
   slot.expect();

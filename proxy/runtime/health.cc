@@ -62,7 +62,11 @@ struct ServerHealth::Probe final : public SlotOwner {
 };
 
 ServerHealth::ServerHealth(MainLoop& loop, std::function<void()> on_change)
-    : base_(loop.base()), loop_(loop), on_change_(std::move(on_change)), mailbox_(base_) {}
+    : base_(loop.base()),
+      loop_(loop),
+      on_change_(std::move(on_change)),
+      mailbox_(base_),
+      free_answered_(base_, [this] { answered_.clear(); }) {}
 
 ServerHealth::~ServerHealth() {
   probes_.clear();
@@ -145,14 +149,11 @@ void ServerHealth::probe_done(const Key& key, bool healthy) {
   ++readmissions_;
   log_notice("pool '%s': server %s answered a probe; back in the ring", key.first.c_str(),
              key.second.c_str());
-  // Defer destroying the probe: we are inside one of its callbacks.
   auto it = probes_.find(key);
   if (it != probes_.end()) {
-    Probe* p = it->second.release();
+    answered_.push_back(std::move(it->second));
     probes_.erase(it);
-    event_base_once(
-        base_, -1, EV_TIMEOUT,
-        [](evutil_socket_t, short, void* arg) { delete static_cast<Probe*>(arg); }, p, nullptr);
+    free_answered_.fire_soon();
   }
   on_change_();
 }

@@ -26,6 +26,7 @@
 #include "proxy/routes/topology.h"
 #include "proxy/runtime/main_loop.h"
 #include "proxy/support/mailbox.h"
+#include "proxy/support/timer.h"
 
 namespace memshard::proxy {
 
@@ -80,6 +81,10 @@ class ServerHealth {
   std::map<Key, uint64_t> ejected_;  // -> when it was ejected (us since the epoch)
   std::map<std::string, uint64_t> pool_ejections_;
   std::map<Key, std::unique_ptr<Probe>> probes_;
+  // Probes that answered, freed on the loop's next turn: the answer comes
+  // inside one of the probe's own callbacks.
+  std::vector<std::unique_ptr<Probe>> answered_;
+  Timer free_answered_;
   std::atomic<uint64_t> ejections_{0};
   std::atomic<uint64_t> readmissions_{0};
 };

@@ -1,11 +1,15 @@
 #include "proxy/runtime/walk_lease.h"
 
 #include <algorithm>
-#include <cstdio>
 #include <memory>
 #include <sstream>
 
 #include "ketama/hash.h"
+#include "proxy/protocol/numbers.h"
+#include "proxy/protocol/own_requests.h"
+#include "proxy/protocol/reply_parser.h"
+#include "proxy/protocol/reply_status.h"
+#include "proxy/protocol/retrieval_reply.h"
 
 namespace memshard::proxy {
 
@@ -68,24 +72,28 @@ bool WalkLease::read(Holder& out, uint64_t& cas, bool& missing) {
   missing = false;
   cas = 0;
   BlockingConn& c = conn();
-  std::string line;
-  if (!c.send("mg " + key_ + " v c\r\n") || !c.read_line(line)) return false;
-  if (line == "EN") {
+  std::string request, line;
+  if (!proto::append_lookup(key_, true, nullptr, request) || !c.send(request) ||
+      !c.read_line(line)) {
+    return false;
+  }
+  const proto::ReplyLine head = proto::parse_reply_line(line);
+  if (head.kind == proto::ReplyKind::line &&
+      proto::classify_reply_line(line) == proto::ReplyStatus::miss) {
     missing = true;
     return false;
   }
-  // "VA <length> c<cas>", then the value.
-  size_t length = 0;
-  char flag[32] = {};
-  unsigned long long token = 0;
-  if (sscanf(line.c_str(), "VA %zu %31s", &length, flag) != 2 || flag[0] != 'c' ||
-      sscanf(flag + 1, "%llu", &token) != 1 || length > 1024) {
+  // A lease's value is a few words: anything long is not one.
+  std::string data;
+  if (head.kind != proto::ReplyKind::meta_value || head.data_bytes > 1024 ||
+      !c.read_exact(head.data_bytes, data)) {
     return false;
   }
-  std::string data;
-  if (!c.read_exact(length + 2, data)) return false;
-  data.resize(length);
-  std::istringstream words(data);
+  const std::string reply = line + "\r\n" + data;
+  const auto value = proto::parse_meta_value(reply);
+  uint64_t token = 0;
+  if (!value || !proto::parse_mc_uint64(value->cas, token)) return false;
+  std::istringstream words{std::string(value->data)};
   std::string state;
   Holder h;
   if (!(words >> state >> h.instance >> h.seen >> h.moved)) return false;
@@ -97,11 +105,9 @@ bool WalkLease::read(Holder& out, uint64_t& cas, bool& missing) {
 
 bool WalkLease::write(const std::string& value, int64_t ttl_seconds, uint64_t cas) {
   BlockingConn& c = conn();
-  std::string request =
-      "ms " + key_ + " " + std::to_string(value.size()) + " T" + std::to_string(ttl_seconds) +
-      (cas == 0 ? std::string(" ME") : " C" + std::to_string(cas)) + "\r\n" + value + "\r\n";
-  std::string line;
-  return c.send(request) && c.read_line(line) && line == "HD";
+  std::string request, line;
+  return proto::append_store_once(key_, value, ttl_seconds, cas, request) && c.send(request) &&
+         c.read_line(line) && proto::classify_reply_line(line) == proto::ReplyStatus::done;
 }
 
 WalkLease::Outcome WalkLease::take() {
@@ -160,8 +166,10 @@ void WalkLease::release() {
   uint64_t cas = 0;
   bool missing = false;
   if (!read(h, cas, missing) || h.done || h.instance != instance_) return;
-  std::string line;
-  if (conn().send("md " + key_ + " C" + std::to_string(cas) + "\r\n")) conn().read_line(line);
+  std::string request, line;
+  if (proto::append_delete_if(key_, cas, false, request) && conn().send(request)) {
+    conn().read_line(line);
+  }
 }
 
 }  // namespace memshard::proxy

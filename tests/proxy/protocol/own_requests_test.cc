@@ -39,6 +39,20 @@ TEST(OwnRequests, AKeyWithASpaceTravelsBase64AsOneToken) {
   EXPECT_NE(out.find(" b"), std::string::npos);
 }
 
+// A store that one of several racing writers wins: an add, or a
+// compare-and-swap on the CAS read.
+TEST(OwnRequests, AStoreOnceIsAnAddOrACompareAndSwap) {
+  std::string out;
+  ASSERT_TRUE(append_store_once("lease:1", "walking a 0 0", 6, 0, out));
+  EXPECT_EQ(out, "ms lease:1 13 T6 ME\r\nwalking a 0 0\r\n");
+  out.clear();
+  ASSERT_TRUE(append_store_once("lease:1", "done a 3 1", 40, 77, out));
+  EXPECT_EQ(out, "ms lease:1 10 T40 C77\r\ndone a 3 1\r\n");
+  out.clear();
+  ASSERT_TRUE(append_store_once("a b", "v", 6, 0, out));
+  EXPECT_EQ(out, "ms YSBi 1 b T6 ME\r\nv\r\n");
+}
+
 TEST(OwnRequests, KeysWithoutAMetaFormAreRefused) {
   std::string out = "kept";
   EXPECT_FALSE(append_delete(std::string(251, 'k'), false, out));

@@ -44,11 +44,26 @@ TEST(ConfExamples, ReferenceUsesEveryDirective) {
   std::ifstream in(example("nutcracker-reference.yml"));
   std::stringstream text;
   text << in.rdbuf();
-  for (const char* d :
-       {"listen", "hash", "hash_tag", "distribution", "timeout", "backlog", "preconnect", "redis",
-        "redis_auth", "redis_db", "server_connections", "auto_eject_hosts", "server_retry_timeout",
-        "server_failure_limit", "client_connections", "tcpkeepalive", "servers", "ketama_compat",
-        "item_size_max"}) {
+  for (const char* d : {"listen",
+                        "hash",
+                        "hash_tag",
+                        "distribution",
+                        "timeout",
+                        "backlog",
+                        "preconnect",
+                        "redis",
+                        "redis_auth",
+                        "redis_db",
+                        "server_connections",
+                        "auto_eject_hosts",
+                        "server_retry_timeout",
+                        "server_failure_limit",
+                        "client_connections",
+                        "tcpkeepalive",
+                        "servers",
+                        "ketama_compat",
+                        "item_size_max",
+                        "server_queue_limit"}) {
     EXPECT_NE(text.str().find(std::string(d) + ":"), std::string::npos) << d;
   }
 }
@@ -66,6 +81,7 @@ TEST(ConfExamples, ReferenceParsesWithNonDefaultValues) {
   EXPECT_TRUE(p.auto_eject_hosts);
   EXPECT_EQ(p.client_connections, 4096u);
   EXPECT_TRUE(p.tcpkeepalive);
+  EXPECT_EQ(p.server_queue_limit, 2048u);
   ASSERT_EQ(p.servers.size(), 3u);
   EXPECT_EQ(p.servers[2].entry.host, "cache-c.example.internal");
   EXPECT_EQ(p.servers[2].entry.weight, 2u);

@@ -69,7 +69,7 @@ TEST_F(ConfNutcracker, AcceptsTheReferenceWithoutMemshardExtensions) {
         line.rfind("  write_policy:", 0) == 0 || line.rfind("  read_failover_on_miss:", 0) == 0 ||
         line.rfind("  read_repair:", 0) == 0 || line.rfind("  reload_warmup:", 0) == 0 ||
         line.rfind("  reload_migrate_rate:", 0) == 0 || line.rfind("  reload_switch_", 0) == 0 ||
-        line.rfind("  hot_key_", 0) == 0)
+        line.rfind("  hot_key_", 0) == 0 || line.rfind("  server_queue_limit:", 0) == 0)
       continue;
     stripped += line + "\n";
   }

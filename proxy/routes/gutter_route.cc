@@ -88,17 +88,38 @@ void GutterKeyRoute::invalidate(RouteRequest& req, ReplySlot& slot) {
   send_delete(placement_.server(server), req, slot);
 }
 
+Work GutterFallbackGet::attempt(RouteRequest& req, ReplySlot& client) const {
+  HeldRequest held(req);  // req is not touched past this point
+  Reply reply = co_await Call(held, split_);
+  if (!reply.failed()) {
+    reply.pass_to(client);
+    co_return;
+  }
+  held.pool_stats().gutter_requests.add(held.request().keys.size());
+  Reply second = co_await Call(held, gutter_.multi_get);
+  second.pass_to(client);
+}
+
+void GutterFallbackGet::send(RouteRequest& req, ReplySlot& slot) {
+  slot.add_fragment();
+  attempt(req, slot).start(slot, life_);
+}
+
+// Grouped by server, so that one server's failure sends only its own keys
+// to the gutter; the gutter is the group after the servers'.
 void GutterGetRoute::send(RouteRequest& req, ReplySlot& slot) {
   const auto& keys = req.request.keys;
+  const size_t servers = placement_.size();
   std::vector<uint32_t> group_of(keys.size());
   size_t in_gutter = 0;
   for (size_t i = 0; i < keys.size(); ++i) {
-    group_of[i] = placement_.place(keys[i]) == Placement::npos ? 1 : 0;
-    in_gutter += group_of[i];
+    const size_t server = placement_.place(keys[i]);
+    group_of[i] = static_cast<uint32_t>(server == Placement::npos ? servers : server);
+    in_gutter += server == Placement::npos;
   }
-  if (in_gutter == 0) return split_.send(req, slot);
   req.pool_stats.gutter_requests.add(in_gutter);
-  Route* const routes[] = {&split_, &gutter_.multi_get};
+  std::vector<Route*> routes(servers + 1, &fallback_);
+  routes[servers] = &gutter_.multi_get;
   send_grouped(req, slot, routes, group_of, {}, life_);
 }
 

@@ -78,16 +78,34 @@ class GutterKeyRoute final : public SingleKeyRoute {
   RouteLife* life_;
 };
 
+// One live server's share of a retrieval: the server's answer, or, when
+// the request fails on its way (timed out, connection lost), the gutter's,
+// as GutterKeyRoute does for one key.
+class GutterFallbackGet final : public Route {
+ public:
+  GutterFallbackGet(Route& split, Gutter& gutter, RouteLife* life)
+      : split_(split), gutter_(gutter), life_(life) {}
+  void send(RouteRequest& req, ReplySlot& slot) override;
+
+ private:
+  Work attempt(RouteRequest& req, ReplySlot& client) const;
+  Route& split_;
+  Gutter& gutter_;
+  RouteLife* life_;
+};
+
+// Retrievals: the keys of servers that are down go to the gutter; each live
+// server's keys go to it, falling back on the gutter when it fails.
 class GutterGetRoute final : public Route {
  public:
   // `split`: the pool's own retrieval route over `placement`.
   GutterGetRoute(const GutterPlacement& placement, Route& split, Gutter& gutter, RouteLife* life)
-      : placement_(placement), split_(split), gutter_(gutter), life_(life) {}
+      : placement_(placement), fallback_(split, gutter, life), gutter_(gutter), life_(life) {}
   void send(RouteRequest& req, ReplySlot& slot) override;
 
  private:
   const GutterPlacement& placement_;
-  Route& split_;
+  GutterFallbackGet fallback_;
   Gutter& gutter_;
   RouteLife* life_;
 };

@@ -113,6 +113,19 @@ class FakePlacement final : public Placement {
   std::vector<Server*> servers_;
 };
 
+// Every key on one server: a pool of one server, as the pools behind a
+// routing pool, a gutter or a shadow are in route tests.
+class OneServerPlacement final : public Placement {
+ public:
+  explicit OneServerPlacement(Server& server) : server_(server) {}
+  size_t place(std::string_view) const override { return 0; }
+  size_t size() const override { return 1; }
+  Server& server(size_t) const override { return server_; }
+
+ private:
+  Server& server_;
+};
+
 // A slot pool that allocates and frees each slot, so a slot used after its
 // release is a use-after-free for the sanitizers, and counts what is out.
 class FakeSlots final : public SlotSource {

@@ -1,7 +1,8 @@
 // A fixture for route tests: three fake servers, a placement over them,
 // and requests made the way a client connection makes them (a real line
 // parsed by proto::parse_request_line, its bytes at the front of an input
-// buffer).
+// buffer); and FakePool, another pool as a routing pool, a gutter or a
+// shadow enters it.
 #pragma once
 
 #include <event2/buffer.h>
@@ -12,12 +13,36 @@
 #include <string_view>
 
 #include "proxy/protocol/request_parser.h"
+#include "proxy/routes/broadcast_route.h"
+#include "proxy/routes/key_route.h"
+#include "proxy/routes/pool_entry.h"
 #include "proxy/routes/request_scratch.h"
 #include "proxy/routes/route.h"
+#include "proxy/routes/split_route.h"
 #include "proxy/support/stats.h"
 #include "tests/proxy/routes/route_fakes.h"
 
 namespace memshard::proxy::testing_fakes {
+
+// Another pool, as a routing pool, a gutter or a shadow enters it
+// (PoolRoutes, pool_entry.h): one fake server holding every key, under
+// the plain routes (key, split multi-get, broadcast flush_all), with
+// counters of its own.
+struct FakePool {
+  FakePool() = default;
+  FakePool(const FakePool&) = delete;
+  FakePool& operator=(const FakePool&) = delete;
+
+  PoolRoutes routes() { return PoolRoutes{&key, &multi_get, &all, &stats}; }
+  std::deque<SentOp>& ops() { return server.box.ops; }
+
+  FakeServer server;
+  OneServerPlacement placement{server};
+  KeyRoute key{placement};
+  SplitRoute multi_get{placement};
+  BroadcastRoute all{placement};
+  PoolStats stats;
+};
 
 class RouteTest : public testing::Test {
  protected:

@@ -354,35 +354,48 @@ TEST_F(GutterRouteTest, AMultiGetSpanningLiveAndDownServersIsSplitAndMergedInOrd
                                         " 0 1\r\nC\r\nEND\r\n");
   EXPECT_EQ(pool_stats_.gutter_requests.get(), 2u) << "one per key taken by the gutter";
 
-  // A live server's part that fails on its way reads as misses.
+  // A live server's part that fails on its way is asked of the gutter;
+  // when the gutter fails it too, its keys read as misses.
   request("get " + a + " " + b);
   ReplySlot& part = client_slot();
   send(get_, part);
+  ASSERT_EQ(gutter_.ops().size(), 2u);
   fail_retrieval(ops(0)[1], "SERVER_ERROR backend timeout");
+  ASSERT_EQ(gutter_.ops().size(), 3u);
+  EXPECT_EQ(gutter_.ops()[2].keys, std::vector<std::string>{a});
   answer_retrieval(gutter_.ops()[1], {{b, "B"}});
+  answer_retrieval(gutter_.ops()[2], {{a, "GA"}});
   ASSERT_TRUE(part.complete());
-  EXPECT_EQ(copy_all(part.reply()), "VALUE " + b + " 0 1\r\nB\r\nEND\r\n");
+  EXPECT_EQ(copy_all(part.reply()),
+            "VALUE " + a + " 0 2\r\nGA\r\nVALUE " + b + " 0 1\r\nB\r\nEND\r\n");
+
+  request("get " + a + " " + b);
+  ReplySlot& both = client_slot();
+  send(get_, both);
+  fail_retrieval(ops(0)[2], "SERVER_ERROR backend timeout");
+  ASSERT_EQ(gutter_.ops().size(), 5u);
+  fail_retrieval(gutter_.ops()[4], "SERVER_ERROR backend timeout");
+  answer_retrieval(gutter_.ops()[3], {{b, "B"}});
+  ASSERT_TRUE(both.complete());
+  EXPECT_EQ(copy_all(both.reply()), "VALUE " + b + " 0 1\r\nB\r\nEND\r\n");
 }
 
-// README "Routing across pools", Gutter: "A request that fails on its way
+// README "Routing across pools", Gutter: a request that fails on its way
 // (timed out, connection lost, a SERVER_ERROR) is tried again on the
-// gutter, so the client gets the gutter's answer rather than the failure;
-// a multi-get's part that fails on its way is answered as misses."
-// Disabled: not so today. A retrieval whose keys are all on live servers
-// goes to the pool's split route alone (GutterGetRoute::send), so a `get`
-// whose server times out is answered with the failure, neither tried in
-// the gutter nor read as a miss. Run with --gtest_also_run_disabled_tests.
-TEST_F(GutterRouteTest, DISABLED_AGetWhoseLiveServerFailsOnItsWayIsNotAnsweredWithTheFailure) {
+// gutter, retrievals too: a live server's share of a get is asked of the
+// gutter when it fails (156f51f; before, the client got the failure).
+TEST_F(GutterRouteTest, AGetWhoseLiveServerFailsOnItsWayIsAnsweredByTheGutter) {
   const std::string& k = key_on(0);
   request("get " + k);
   ReplySlot& slot = client_slot();
   send(get_, slot);
   ASSERT_EQ(ops(0).size(), 1u);
   fail_retrieval(ops(0)[0], "SERVER_ERROR backend timeout");
-  if (!gutter_.ops().empty()) answer_retrieval(gutter_.ops()[0], {{k, "G"}});
+  ASSERT_EQ(gutter_.ops().size(), 1u) << "the failed share is asked of the gutter";
+  answer_retrieval(gutter_.ops()[0], {{k, "G"}});
   ASSERT_TRUE(slot.complete());
-  EXPECT_NE(copy_all(slot.reply()), "SERVER_ERROR backend timeout\r\n")
-      << "the gutter's answer (or a miss), not the failure";
+  EXPECT_EQ(copy_all(slot.reply()), "VALUE " + k + " 0 1\r\nG\r\nEND\r\n");
+  EXPECT_EQ(pool_stats_.gutter_requests.get(), 1u);
 }
 
 TEST_F(GutterRouteTest, InvalidateDeletesTheKeyWhereItsRequestsGo) {

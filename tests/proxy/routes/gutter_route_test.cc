@@ -44,7 +44,7 @@ ketama::Ring ring_of_three() {
   return ketama::Ring::build(servers, {});
 }
 
-class GutterRouteTest : public RouteTest {
+class GutterRouteTest : public WorkRouteTest {
  protected:
   GutterRouteTest() {
     for (int i = 0; i < 1000; ++i) {
@@ -52,16 +52,6 @@ class GutterRouteTest : public RouteTest {
       keys_on_[ring_.lookup(k)].push_back(k);
     }
     for (const auto& keys : keys_on_) EXPECT_GE(keys.size(), 2u) << "every server holds keys";
-  }
-  ~GutterRouteTest() override {
-    EXPECT_EQ(slots_.outstanding, 0) << "a slot was not given back";
-    EXPECT_EQ(life_.held_requests, 0u) << "a route's work did not end";
-  }
-
-  template <typename R>
-  void send(R& route, ReplySlot& slot) {
-    RouteRequest req = route_request();
-    route.send(req, slot);
   }
   std::deque<SentOp>& ops(size_t server) {
     return server == 2 ? third_.box.ops : servers_[server].box.ops;
@@ -79,7 +69,6 @@ class GutterRouteTest : public RouteTest {
   RefusingServer third_;
   GutterPlacement gp_{ring_, live_, {&servers_[0], &servers_[1], &third_}};
   FakePool gutter_;
-  RouteLife life_;
   Gutter gutter_routes_{GutterEntry(gutter_.routes(), PoolEntry::Part::key, kTtl, &life_),
                         GutterEntry(gutter_.routes(), PoolEntry::Part::multi_get, kTtl, &life_)};
   SplitRoute split_{gp_};

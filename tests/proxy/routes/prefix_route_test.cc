@@ -23,7 +23,7 @@ namespace {
 // would be the wrong one.
 enum RouteIndex : size_t { kShort = 0, kSess = 1, kFeed = 2, kMain = 3 };
 
-class PrefixRouteTest : public RouteTest {
+class PrefixRouteTest : public WorkRouteTest {
  protected:
   PrefixRouteTest() {
     FakePool* pools[] = {&short_, &sess_, &feed_, &main_};
@@ -35,16 +35,6 @@ class PrefixRouteTest : public RouteTest {
       targets_.push_back(
           RouteTarget{entries_[r].get(), get_entries_[r].get(), nullptr, &counters_[r]});
     }
-  }
-  ~PrefixRouteTest() override {
-    EXPECT_EQ(slots_.outstanding, 0) << "a slot was not given back";
-    EXPECT_EQ(life_.held_requests, 0u) << "a route's work did not end";
-  }
-
-  template <typename R>
-  void send(R& route, ReplySlot& slot) {
-    RouteRequest req = route_request();
-    route.send(req, slot);
   }
   // What the client connection does with a complete slot's counters.
   static void count(ReplySlot& slot) {
@@ -63,7 +53,6 @@ class PrefixRouteTest : public RouteTest {
   std::vector<std::unique_ptr<PoolEntry>> entries_, get_entries_;
   RouteStats counters_[4];
   std::vector<RouteTarget> targets_;
-  RouteLife life_;
   PrefixTable table_{{"s", "sess:", "feed:", ""}, kMain};
   PrefixTable no_default_{{"s", "sess:", "feed:"}, PrefixTable::npos};
   PrefixKeyRoute key_{table_, targets_};

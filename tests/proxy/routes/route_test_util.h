@@ -100,4 +100,22 @@ class RouteTest : public testing::Test {
   std::vector<ReplySlot*> client_slots_;
 };
 
+// A test of routes that keep work alive (work.h): at its end every slot
+// is given back and every held request has ended.
+class WorkRouteTest : public RouteTest {
+ protected:
+  ~WorkRouteTest() override {
+    EXPECT_EQ(slots_.outstanding, 0) << "a slot was not given back";
+    EXPECT_EQ(life_.held_requests, 0u) << "a route's work did not end";
+  }
+
+  template <typename R>
+  void send(R& route, ReplySlot& slot) {
+    RouteRequest req = route_request();
+    route.send(req, slot);
+  }
+
+  RouteLife life_;
+};
+
 }  // namespace memshard::proxy::testing_fakes

@@ -46,7 +46,7 @@ zone_b:
   servers: [127.0.0.1:21006:1]
 )";
 
-class RoutingPoolTest : public RouteTest {
+class RoutingPoolTest : public WorkRouteTest {
  protected:
   RoutingPoolTest() {
     conf::LoadResult r = conf::parse_config(kConfig, "routes.yml");
@@ -73,16 +73,6 @@ class RoutingPoolTest : public RouteTest {
     get_ = routing_->multi_get_route();
     flush_ = routing_->flush_route();
   }
-  ~RoutingPoolTest() override {
-    EXPECT_EQ(slots_.outstanding, 0) << "a slot was not given back";
-    EXPECT_EQ(life_.held_requests, 0u) << "a route's work did not end";
-  }
-
-  template <typename R>
-  void send(R& route, ReplySlot& slot) {
-    RouteRequest req = route_request();
-    route.send(req, slot);
-  }
   std::deque<SentOp>& ops(const std::string& pool) { return pools_.at(pool)->ops(); }
   // Requests each pool was sent, by name: only the pools that were sent any.
   std::map<std::string, size_t> sent() {
@@ -97,7 +87,6 @@ class RoutingPoolTest : public RouteTest {
   std::map<std::string, std::unique_ptr<FakePool>> pools_;
   std::map<std::string, std::shared_ptr<RouteStats>> counters_;
   std::vector<std::string> counter_names_;
-  RouteLife life_;
   std::unique_ptr<RoutingPool> routing_;
   std::unique_ptr<SingleKeyRoute> key_;
   std::unique_ptr<Route> get_, flush_;

@@ -137,6 +137,24 @@ TEST(ConfRoutes, ServerDirectivesInARoutingPool) {
                "(routes:); expected it on those pools");
 }
 
+// A scheduled switch moves a pool's own keys between its placements: a
+// pool that routes has none, so both directives are refused there, each
+// naming its line (set them on the pools the routes reach).
+TEST(ConfRoutes, AScheduledSwitchInARoutingPool) {
+  const LoadResult r = parse(
+      front("  reload_warmup: 60000\n  reload_switch_at: 1772330400\n  reload_switch_window: 5000\n"
+            "  routes:\n    - pool: a\n"));
+  ASSERT_FALSE(r.config);
+  std::vector<std::string> refused;
+  for (const ConfigError& e : r.errors) {
+    if (e.message.find("applies to a pool's own servers") != std::string::npos) {
+      refused.push_back(e.directive + ":" + std::to_string(e.line));
+    }
+  }
+  EXPECT_EQ(refused, (std::vector<std::string>{"reload_warmup:3", "reload_switch_at:4",
+                                               "reload_switch_window:5"}));
+}
+
 TEST(ConfRoutes, APoolNothingReachesNeedsAListener) {
   const std::string pools =
       "a:\n  servers:\n   - 127.0.0.1:11211:1\n"

@@ -1,5 +1,6 @@
 #include "proxy/protocol/binary_request.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cstdint>
 #include <limits>
@@ -193,8 +194,14 @@ void translate_arithmetic(const Header& h, std::string_view extras, std::string_
 // reset..., settings..., detail on/off/dump, then items, slabs, sizes,
 // sizes_enable, sizes_disable) and memshard's own (servers, routes, hotkeys).
 bool stats_group_known(std::string_view key) {
+  // The key goes into a text line: a prefix match must not carry a space,
+  // a control byte or a line end in with it (those would be other words,
+  // or another line).
+  const bool one_word = std::none_of(key.begin(), key.end(), [](char c) {
+    return static_cast<unsigned char>(c) <= ' ' || c == '\x7f';
+  });
   for (std::string_view prefix : {"reset", "settings"}) {
-    if (key.starts_with(prefix)) return true;
+    if (key.starts_with(prefix) && one_word) return true;
   }
   for (std::string_view exact :
        {"detail on", "detail off", "detail dump", "items", "slabs", "sizes", "sizes_enable",

@@ -452,6 +452,12 @@ TEST_F(BinaryRequest, StatWithAGroupAsksForItAsTextWhenAnyoneKnowsIt) {
   // memcached compares these by prefix.
   expect_line({.opcode = op::stat, .key = "settingsx"}, "stats settingsx\r\n");
   expect_line({.opcode = op::stat, .key = "resetall"}, "stats resetall\r\n");
+  // A prefix match carries no other words or lines into the text line.
+  for (std::string group : {std::string("reset\r\nflush_all"), std::string("settings x"),
+                            std::string("reset\0", 6), std::string("settings\t")}) {
+    SCOPED_TRACE(group);
+    expect_answer({.opcode = op::stat, .key = group, .opaque = 3}, Status::key_not_found, 0, false);
+  }
   for (const char* group : {"nosuchgroup", "conns", "detail", "detail x", "items_", "a b"}) {
     SCOPED_TRACE(group);
     expect_answer({.opcode = op::stat, .key = group, .opaque = 3}, Status::key_not_found, 0, false);

@@ -44,7 +44,12 @@ void check_request(std::string_view line, const Request& r) {
       check(r.keys.empty());
       break;
     case Action::close:
-      check(false);  // parse_request_line never closes
+      // Only a foreign protocol's line closes (an HTTP request: its last
+      // token starts with "HTTP/"), silently, carrying nothing to run.
+      check(r.foreign);
+      check(r.keys.empty() && r.data_bytes == 0);
+      check(line.find("HTTP/") != std::string_view::npos);
+      break;
   }
 }
 

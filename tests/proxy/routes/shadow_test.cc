@@ -58,19 +58,9 @@ TEST(ShadowShare, NotTheKeysOfAnyOneRingArc) {
   EXPECT_LT(runs_with_none, 450u);
 }
 
-class ShadowTest : public RouteTest {
+class ShadowTest : public WorkRouteTest {
  protected:
   ShadowTest() { targets_.push_back(RouteTarget{&main_key_, &main_get_, &shadow_, &counters_}); }
-  ~ShadowTest() override {
-    EXPECT_EQ(slots_.outstanding, 0) << "a slot was not given back";
-    EXPECT_EQ(life_.held_requests, 0u) << "a copy's work did not end";
-  }
-
-  template <typename R>
-  void send(R& route, ReplySlot& slot) {
-    RouteRequest req = route_request();
-    route.send(req, slot);
-  }
   void copy(Shadow& shadow) {
     RouteRequest req = route_request();
     shadow.copy(req);
@@ -81,7 +71,6 @@ class ShadowTest : public RouteTest {
   PoolEntry main_key_{main_.routes(), PoolEntry::Part::key};
   PoolEntry main_get_{main_.routes(), PoolEntry::Part::multi_get};
   RouteStats counters_;
-  RouteLife life_;
   Shadow shadow_{shadow_pool_.routes(), 1.0, counters_, &life_};
   std::vector<RouteTarget> targets_;
   PrefixTable table_{{""}, 0};

@@ -117,7 +117,7 @@ void GutterGetRoute::send(RouteRequest& req, ReplySlot& slot) {
     group_of[i] = static_cast<uint32_t>(server == Placement::npos ? servers : server);
     in_gutter += server == Placement::npos;
   }
-  req.pool_stats.gutter_requests.add(in_gutter);
+  if (in_gutter != 0) req.pool_stats.gutter_requests.add(in_gutter);
   std::vector<Route*> routes(servers + 1, &fallback_);
   routes[servers] = &gutter_.multi_get;
   send_grouped(req, slot, routes, group_of, {}, life_);

@@ -248,5 +248,6 @@ if __name__ == "__main__":
     if why:
         print("skipped: " + why)
         sys.exit(77)
-    u.MEMSHARD = sys.argv[1]
+    # MEMSHARD_BINARY wins: scripts/test-sanitized runs this against another build.
+    u.MEMSHARD = os.environ.get("MEMSHARD_BINARY") or sys.argv[1]
     unittest.main(argv=[sys.argv[0]] + sys.argv[2:])

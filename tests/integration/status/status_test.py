@@ -306,6 +306,7 @@ class Dashboard(Fleet):
 
 
 if __name__ == "__main__":
-    u.MEMSHARD = sys.argv[1]
+    # MEMSHARD_BINARY wins: scripts/test-sanitized runs this against another build.
+    u.MEMSHARD = os.environ.get("MEMSHARD_BINARY") or sys.argv[1]
     SOURCE_DIR = sys.argv[2]
     unittest.main(argv=[sys.argv[0]] + sys.argv[3:])

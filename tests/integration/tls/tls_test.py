@@ -551,6 +551,8 @@ class Metrics(TlsBase):
 
 
 if __name__ == "__main__":
-    MEMSHARD = sys.argv.pop(1)
+    # MEMSHARD_BINARY wins: scripts/test-sanitized runs this against another build.
+    MEMSHARD = os.environ.get("MEMSHARD_BINARY") or sys.argv[1]
+    sys.argv.pop(1)
     # Sockets and logs a test leaves to the collector are not its subject.
     unittest.main(warnings="ignore")

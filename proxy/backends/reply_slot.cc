@@ -37,6 +37,13 @@ void ReplySlot::answer(std::string_view text, proto::ReplyStatus status) {
   complete_ = true;
 }
 
+void ReplySlot::compose(std::span<const std::string_view> parts, proto::ReplyStatus status) {
+  for (std::string_view part : parts) {
+    if (!part.empty()) append(reply_, part);
+  }
+  status_ = status;
+}
+
 void ReplySlot::take_reply(ReplySlot& from) {
   evbuffer_add_buffer(reply_, from.reply_);
   status_ = from.status_;

@@ -9,6 +9,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -109,6 +111,13 @@ class ReplySlot {
   // A reply made elsewhere (another slot's, once complete): its bytes,
   // status and silence become this one's. Does not complete this slot.
   void take_reply(ReplySlot& from);
+  // A reply a route composed from other replies, for a slot its work
+  // completes later: the parts' bytes in turn (none for a client that asked
+  // for silence) and what they say, set together. Does not complete it.
+  void compose(std::span<const std::string_view> parts, proto::ReplyStatus status);
+  void compose(std::initializer_list<std::string_view> parts, proto::ReplyStatus status) {
+    compose(std::span<const std::string_view>(parts.begin(), parts.size()), status);
+  }
   void set_close_after() { close_after_ = true; }
   void set_drop_reply() { drop_reply_ = true; }
 
@@ -139,6 +148,8 @@ class ReplySlot {
   // failures only ("\r\n" added).
   void note_error(std::string_view line);
   const std::string& error() const { return error_; }
+  // With the bytes it reads: the backend's, or a fake server's in tests.
+  // A route composes instead.
   void set_status(proto::ReplyStatus status) { status_ = status; }
 
   // ---- completion by the operations

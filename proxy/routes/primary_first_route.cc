@@ -40,13 +40,11 @@ Work PrimaryFirstRoute::write(RouteRequest& req, ReplySlot& client, std::string 
   const bool error =
       status == proto::ReplyStatus::server_error || status == proto::ReplyStatus::client_error;
   if (noreply) {
-    client.set_status(status);  // classic noreply: nothing at all, errors included
+    client.compose({}, status);  // classic noreply: nothing at all, errors included
   } else if (classic && !error) {
-    const std::string_view reply = proto::classic_storage_reply(status);
-    evbuffer_add(client.reply(), reply.data(), reply.size());
-    client.set_status(status);
+    client.compose({proto::classic_storage_reply(status)}, status);
   } else if (quiet && status == proto::ReplyStatus::done) {
-    client.set_status(status);  // meta q hides HD only
+    client.compose({}, status);  // meta q hides HD only
   } else {
     decision.pass_to(client);
   }

@@ -2,6 +2,7 @@
 
 #include <array>
 #include <string>
+#include <vector>
 
 #include "ketama/hash.h"
 #include "proxy/protocol/replies.h"
@@ -87,18 +88,16 @@ Work SwitchGetRoute::split(RouteRequest& req, ReplySlot& client, std::vector<boo
   const std::vector<proto::ValueBlock>* halves[2] = {blocks0 ? &*blocks0 : &none,
                                                      blocks1 ? &*blocks1 : &none};
   size_t next[2] = {0, 0};
-  bool hit = false;
+  std::vector<std::string_view> parts;  // the hits in the client's key order, then END
   for (size_t pos = 0; pos < request.keys.size(); ++pos) {
     const int h = after[pos] ? 1 : 0;
     const auto& blocks = *halves[h];
-    if (next[h] < blocks.size() && blocks[next[h]].key == request.keys[pos]) {
-      const std::string_view block = blocks[next[h]++].block;
-      evbuffer_add(client.reply(), block.data(), block.size());
-      hit = true;
-    }
+    if (next[h] < blocks.size() && blocks[next[h]].key == request.keys[pos])
+      parts.push_back(blocks[next[h]++].block);
   }
-  evbuffer_add(client.reply(), proto::reply::kEnd.data(), proto::reply::kEnd.size());
-  client.set_status(hit ? proto::ReplyStatus::hit : proto::ReplyStatus::miss);
+  const bool hit = !parts.empty();
+  parts.push_back(proto::reply::kEnd);
+  client.compose(parts, hit ? proto::ReplyStatus::hit : proto::ReplyStatus::miss);
 }
 
 void SwitchGetRoute::send(RouteRequest& req, ReplySlot& slot) {

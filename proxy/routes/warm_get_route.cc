@@ -1,5 +1,6 @@
 #include "proxy/routes/warm_get_route.h"
 
+#include <algorithm>
 #include <array>
 #include <deque>
 #include <optional>
@@ -61,8 +62,7 @@ Work WarmGetRoute::read(RouteRequest& req, ReplySlot& client) const {
   const auto blocks = proto::parse_value_blocks(reply);
   if (!blocks) {
     // Not a retrieval reply (the pool's own error): as it is.
-    evbuffer_add(client.reply(), reply.data(), reply.size());
-    client.set_status(proto::classify_reply_line(reply.substr(0, reply.find('\r'))));
+    client.compose({reply}, proto::classify_reply_line(reply.substr(0, reply.find('\r'))));
     co_return;
   }
   // The blocks come in key order, hits only: match them to positions.
@@ -144,13 +144,10 @@ Work WarmGetRoute::read(RouteRequest& req, ReplySlot& client) const {
       }
     }
   }
-  bool hit = false;
-  for (std::string_view block : by_key) {
-    evbuffer_add(client.reply(), block.data(), block.size());
-    hit = hit || !block.empty();
-  }
-  evbuffer_add(client.reply(), proto::reply::kEnd.data(), proto::reply::kEnd.size());
-  client.set_status(hit ? proto::ReplyStatus::hit : proto::ReplyStatus::miss);
+  const bool hit =
+      std::ranges::any_of(by_key, [](std::string_view block) { return !block.empty(); });
+  by_key.push_back(proto::reply::kEnd);
+  client.compose(by_key, hit ? proto::ReplyStatus::hit : proto::ReplyStatus::miss);
 }
 
 void WarmGetRoute::send(RouteRequest& req, ReplySlot& slot) {

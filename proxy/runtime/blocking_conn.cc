@@ -6,6 +6,10 @@
 
 #include <cerrno>
 
+#include "proxy/protocol/own_requests.h"
+#include "proxy/protocol/reply_parser.h"
+#include "proxy/protocol/reply_status.h"
+
 namespace memshard::proxy {
 
 namespace {
@@ -72,6 +76,30 @@ bool BlockingConn::read_exact(size_t n, std::string& out) {
   pos_ += n;
   compact();
   return true;
+}
+
+BlockingConn::Lookup BlockingConn::meta_get(std::string_view key, bool with_cas, size_t max_bytes,
+                                            std::string& reply, proto::MetaValue& value) {
+  std::string request;
+  if (!proto::append_lookup(key, with_cas, nullptr, request)) return Lookup::unsendable;
+  if (!send(request) || !read_line(reply)) return Lookup::failed;
+  const proto::ReplyLine head = proto::parse_reply_line(reply);
+  if (head.kind == proto::ReplyKind::line)
+    return proto::classify_reply_line(reply) == proto::ReplyStatus::miss ? Lookup::miss
+                                                                         : Lookup::failed;
+  if (head.kind != proto::ReplyKind::meta_value) return Lookup::failed;
+  if (head.data_bytes > max_bytes + 2) {  // data_bytes counts the value's "\r\n"
+    fail();
+    return Lookup::failed;
+  }
+  // "VA <length> <flags>", then the value and its "\r\n": parsed as one reply.
+  std::string data;
+  if (!read_exact(head.data_bytes, data)) return Lookup::failed;
+  reply.append("\r\n").append(data);
+  const std::optional<proto::MetaValue> parsed = proto::parse_meta_value(reply);
+  if (!parsed) return Lookup::failed;
+  value = *parsed;
+  return Lookup::hit;
 }
 
 bool BlockingConn::wait(short events) {

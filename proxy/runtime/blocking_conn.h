@@ -5,6 +5,7 @@
 #include <string>
 #include <string_view>
 
+#include "proxy/protocol/retrieval_reply.h"
 #include "proxy/routes/topology.h"
 
 namespace memshard::proxy {
@@ -23,6 +24,15 @@ class BlockingConn {
   // a bare "\n", its END and every other reply in "\r\n").
   bool read_line(std::string& line);
   bool read_exact(size_t n, std::string& out);
+
+  enum class Lookup { hit, miss, unsendable, failed };
+  // Asks for `key` with a meta get (its CAS too when `with_cas`) and reads
+  // the whole reply into `reply`; on a hit, `value` views into it.
+  // `unsendable`: the key has no meta form. `failed`: no answer, an answer
+  // other than a value or a miss, or a value over `max_bytes` (which closes
+  // the connection: its unread bytes would be taken for the next reply).
+  Lookup meta_get(std::string_view key, bool with_cas, size_t max_bytes, std::string& reply,
+                  proto::MetaValue& value);
 
  private:
   bool wait(short events);

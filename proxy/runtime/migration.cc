@@ -326,37 +326,21 @@ Migration::Copied Migration::copy(Walk& w, const Listed& item) {
     return Copied::done;
   }
   if (sample.writing) return Copied::again;
-  BlockingConn& from = conn_to(w.server);
-  std::string request, line;
-  if (!proto::append_lookup(item.key, false, nullptr, request)) {
-    skipped_.fetch_add(1);  // no meta form: no copy through memshard either
-    return Copied::done;
+  std::string reply;
+  proto::MetaValue value;
+  switch (conn_to(w.server).meta_get(item.key, false, 64 * 1024 * 1024, reply, value)) {
+    case BlockingConn::Lookup::hit:
+      break;
+    case BlockingConn::Lookup::miss:        // gone since the listing
+    case BlockingConn::Lookup::unsendable:  // no meta form: no copy through memshard either
+      skipped_.fetch_add(1);
+      return Copied::done;
+    case BlockingConn::Lookup::failed:
+      failed_.fetch_add(1);
+      return Copied::done;
   }
-  if (!from.send(request) || !from.read_line(line)) {
-    failed_.fetch_add(1);
-    return Copied::done;
-  }
-  const proto::ReplyLine head = proto::parse_reply_line(line);
-  if (head.kind == proto::ReplyKind::line &&
-      proto::classify_reply_line(line) == proto::ReplyStatus::miss) {
-    skipped_.fetch_add(1);  // gone since the listing
-    return Copied::done;
-  }
-  // "VA <length> f.. t..", then the value and its "\r\n".
-  std::string data;
-  if (head.kind != proto::ReplyKind::meta_value || head.data_bytes > 64 * 1024 * 1024 ||
-      !from.read_exact(head.data_bytes, data)) {
-    failed_.fetch_add(1);
-    return Copied::done;
-  }
-  const std::string reply = line + "\r\n" + data;
-  const auto value = proto::parse_meta_value(reply);
-  if (!value) {
-    failed_.fetch_add(1);
-    return Copied::done;
-  }
-  std::string ms, md;
-  if (!proto::append_copy_request(item.key, *value, false, ms) ||
+  std::string ms, md, line;
+  if (!proto::append_copy_request(item.key, value, false, ms) ||
       !proto::append_delete(item.key, false, md)) {
     skipped_.fetch_add(1);
     return Copied::done;

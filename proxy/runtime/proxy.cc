@@ -1,12 +1,5 @@
 #include "proxy/runtime/proxy.h"
 
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <sched.h>
-#include <sys/socket.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <csignal>
 #include <cstring>
@@ -16,10 +9,8 @@
 #include "proxy/routes/pool_carry.h"
 #include "proxy/runtime/pool_layout.h"
 #include "proxy/runtime/ring_warnings.h"
-#include "proxy/runtime/thread_busy.h"
 #include "proxy/support/clock.h"
 #include "proxy/support/log.h"
-#include "proxy/transport/socket_address.h"
 
 namespace memshard::proxy {
 
@@ -37,36 +28,15 @@ void warn_switch_at_start(const conf::Config& config) {
         pc.name.c_str(), utc_text(pc.reload_switch_at_ms).c_str());
   }
 }
-
-// The CPUs this process may run on, ascending: a cpuset or taskset limits
-// them below the machine's.
-std::vector<int> allowed_cpus() {
-  std::vector<int> cpus;
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof(set), &set) == 0) {
-    for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
-      if (CPU_ISSET(cpu, &set)) cpus.push_back(cpu);
-    }
-  }
-  return cpus;
-}
 }  // namespace
 
 Proxy::Proxy(ProxyOptions options) : options_(std::move(options)) {
   base_ = event_base_new();
   main_loop_ = std::make_unique<MainLoop>(base_);
   started_at_ = static_cast<uint64_t>(time(nullptr));
-  over_budget_warning_ = std::make_unique<WarningThrottle>(base_, [this] {
-    const std::string_view said = proto::reply::kTooManyConnections;
-    log_warn(
-        "%llu client(s) refused with \"%.*s\": %u client connections open, all the descriptor "
-        "limit leaves room for (see \"descriptor limit\" above; raise it with ulimit -n or "
-        "LimitNOFILE=)",
-        static_cast<unsigned long long>(refused_over_budget_), static_cast<int>(said.size() - 2),
-        said.data(), open_when_refused_);
-    refused_over_budget_ = 0;
-  });
+  listeners_ = std::make_unique<Listeners>(
+      base_, [this](int fd, const std::string& pool, std::shared_ptr<ClientCount> clients,
+                    int cpu) { active_->pick(cpu).adopt_client(fd, pool, std::move(clients)); });
 }
 
 Proxy::~Proxy() {
@@ -77,17 +47,17 @@ Proxy::~Proxy() {
   }
   for (auto& m : walks) m->stop();
   walks.clear();
-  for (auto& l : listeners_) close_listener(*l);
+  listeners_->close_all();
   stats_server_.reset();
+  active_.reset();
   workers_.clear();
   names_.reset();
   health_.reset();
   watch_.reset();
   drain_timer_.reset();
   warmup_timer_.reset();
-  governor_timer_.reset();
   for (event* e : signal_events_) event_free(e);
-  over_budget_warning_.reset();
+  listeners_.reset();
   main_loop_.reset();
   event_base_free(base_);
 }
@@ -131,8 +101,6 @@ void Proxy::start() {
         "io_uring is not available (%s): each socket is read and written with its own "
         "system call",
         strerror(workers_.front()->streams().batching_error()));
-  cpus_ = cpus;
-  picker_ = std::make_unique<WorkerPicker>(workers_.size(), std::move(cpus));
   health_ = std::make_unique<ServerHealth>(*main_loop_, [this] { install_on_workers(); });
   health_->set_topology(topology_);
   names_ = std::make_unique<NameRefresh>(
@@ -141,30 +109,15 @@ void Proxy::start() {
   main_loop_->on_unreachable = [this](const std::string& pool, const std::string& identity) {
     names_->connect_failed(pool, identity);
   };
-  for (const Pool& pool : topology_->pools) {
-    if (!pool.config.has_listen()) continue;  // reached only by routes
-    std::unique_ptr<Listener> l = open_listener(pool);
-    if (!l) {
-      throw std::runtime_error("pool '" + pool.config.name + "': cannot listen on " +
-                               pool.config.listen.text + ": " + strerror(errno));
-    }
-    listeners_.push_back(std::move(l));
-  }
+  listeners_->open(*topology_);
   for (auto& w : workers_) w->start(topology_);
-  set_active_workers(options_.fixed_threads ? workers_.size() : 1);
-  if (!options_.fixed_threads && workers_.size() > 1) {
-    WorkerGovernor::Settings settings;
-    settings.max_workers = workers_.size();
-    governor_ = std::make_unique<WorkerGovernor>(settings);
-    governor_timer_ = std::make_unique<Timer>(
-        base_, [this] { on_governor_tick(); }, true);
-    governor_timer_->arm_usec(settings.tick_usec);
-  }
+  active_ =
+      std::make_unique<ActiveWorkers>(base_, workers_, std::move(cpus), options_.fixed_threads);
 
   if (options_.stats_port != 0) {
     try {
       stats_server_ = std::make_unique<StatsServer>(main_loop_->streams(), *this,
-                                                    descriptor_reserve_, options_.stats_address,
+                                                    listeners_->reserve(), options_.stats_address,
                                                     options_.stats_port, options_.stats_token);
       log_notice(
           "stats on %s:%u (JSON; HTTP GET /status for the status page, /metrics for "
@@ -186,50 +139,11 @@ void Proxy::start() {
   if (options_.watch) {
     watch_ = std::make_unique<ConfigWatch>(base_, options_.config_file, [this] { reload(); });
   }
-  set_descriptor_budget(true);
+  listeners_->set_budget(*topology_, workers_.size(), true);
   log_notice("memshard %s started: %zu pool(s), %d worker thread(s)%s, reads and writes %s",
              MEMSHARD_VERSION, topology_->pools.size(), threads,
-             governor_ ? " (as many active as the load needs)" : "",
+             active_->adaptive() ? " (as many active as the load needs)" : "",
              batching ? "batched (io_uring)" : "one system call per socket");
-}
-
-void Proxy::set_descriptor_budget(bool starting) {
-  if (starting) {
-    // Nothing but the proxy's own descriptors is open yet: servers are
-    // connected on first use.
-    own_descriptors_ = open_descriptors();
-    listeners_at_start_ = listeners_.size();
-  }
-  DescriptorBudget budget;
-  budget.limit = descriptor_limit();
-  // Since then, the proxy's own descriptors change only by the listeners
-  // that reloads bound or closed.
-  uint64_t own = own_descriptors_ + listeners_.size();
-  budget.own = own > listeners_at_start_ ? own - listeners_at_start_ : 0;
-  budget.servers = server_connections_at_most(*topology_, workers_.size());
-  uint64_t room = budget.clients();
-  if (starting && room == 0) {
-    throw std::runtime_error("descriptor " + budget.describe() +
-                             ": raise the limit (ulimit -n; LimitNOFILE= under systemd)");
-  }
-  uint64_t was = max_clients_.exchange(room, std::memory_order_relaxed);
-  if (room == was) return;
-  log_notice("descriptor %s", budget.describe().c_str());
-  uint32_t open = open_clients_->load(std::memory_order_relaxed);
-  if (open > room) {
-    log_warn(
-        "%u client connections are open, more than there is now room for: new clients are "
-        "refused until they are fewer",
-        open);
-  }
-}
-
-void Proxy::refuse_over_budget(int fd, uint32_t open) {
-  refuse_client(fd, proto::reply::kTooManyConnections);
-  rejected_connections_.fetch_add(1, std::memory_order_relaxed);
-  ++refused_over_budget_;
-  open_when_refused_ = open;
-  over_budget_warning_->note();
 }
 
 void Proxy::apply_resolved(const NameRefresh::Result& r) {
@@ -272,129 +186,10 @@ void Proxy::install_on_workers() {
   for (auto& w : workers_) w->install_topology(t);
 }
 
-std::unique_ptr<Proxy::Listener> Proxy::open_listener(const Pool& pool) {
-  auto l = std::make_unique<Listener>();
-  l->proxy = this;
-  l->pool = pool.config.name;
-  l->client_limit = pool.config.client_connections;
-  l->clients = std::make_shared<ClientCount>(open_clients_);
-  l->address = pool.config.listen;
-  if (l->address.is_unix) unlink(l->address.path.c_str());  // a stale socket from a past run
-  unsigned flags = LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_EXEC;
-  l->listener =
-      evconnlistener_new_bind(base_, &Proxy::on_accept, l.get(), flags, pool.config.backlog,
-                              pool.listen.get(), static_cast<int>(pool.listen.length));
-  if (l->listener == nullptr) return nullptr;
-  l->guard = std::make_unique<AcceptGuard>(
-      base_, l->listener, &Proxy::on_accept, l.get(), descriptor_reserve_, "pool '" + l->pool + "'",
-      [this] { rejected_connections_.fetch_add(1, std::memory_order_relaxed); });
-  if (l->address.is_unix && l->address.perm) {
-    chmod(l->address.path.c_str(), static_cast<mode_t>(*l->address.perm));
-  }
-  log_notice("pool '%s' listening on %s%s", pool.config.name.c_str(),
-             pool.config.listen.text.c_str(),
-             pool.client_tls ? " (TLS: OpenSSL records, written in the io_uring batches)" : "");
-  return l;
-}
-
-void Proxy::on_accept(evconnlistener*, evutil_socket_t fd, sockaddr* addr, int, void* arg) {
-  auto* l = static_cast<Listener*>(arg);
-  if (addr->sa_family != AF_UNIX) {
-    int one = 1;
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-  }
-  evutil_make_socket_nonblocking(fd);
-  Proxy& proxy = *l->proxy;
-  uint32_t open = proxy.open_clients_->load(std::memory_order_relaxed);
-  if (open >= proxy.max_clients_.load(std::memory_order_relaxed)) {
-    proxy.refuse_over_budget(fd, open);
-    return;
-  }
-  if (l->client_limit != 0 && l->clients->open() >= l->client_limit) {
-    refuse_client(fd,
-                  proto::reply::kTooManyConnections);  // as memcached does when out of connections
-    proxy.rejected_connections_.fetch_add(1, std::memory_order_relaxed);
-    return;
-  }
-  l->clients->add();
-  proxy.worker_for(addr->sa_family == AF_UNIX ? -1 : incoming_cpu(fd))
-      .adopt_client(fd, l->pool, l->clients);
-}
-
 std::vector<uint64_t> Proxy::worker_connections() const {
   std::vector<uint64_t> out;
   for (const auto& w : workers_) out.push_back(w->stats().curr_connections.get());
   return out;
-}
-
-Worker& Proxy::worker_for(int cpu) {
-  const size_t active = static_cast<size_t>(active_.load(std::memory_order_relaxed));
-  loads_.resize(active);
-  for (size_t i = 0; i < active; ++i) loads_[i] = workers_[i]->client_load();
-  return *workers_[picker_->pick(cpu, loads_)];
-}
-
-void Proxy::on_governor_tick() {
-  Proxy* p = this;
-  if (p->drain_timer_ != nullptr) return;  // draining: nothing moves any more
-  p->figures_.resize(p->workers_.size());
-  for (size_t i = 0; i < p->workers_.size(); ++i) {
-    const Worker& w = *p->workers_[i];
-    p->figures_[i] = {thread_busy_usec(w.thread_id()), w.requests(), w.wakeups(),
-                      w.stats().curr_connections.get()};
-  }
-  const size_t was = static_cast<size_t>(p->active_.load(std::memory_order_relaxed));
-  const uint64_t decided = p->governor_->decisions();
-  const size_t now = p->governor_->tick(monotonic_usec(), p->figures_);
-  // A trial's verdict is said even when it keeps the count.
-  if (now == was && p->governor_->decisions() == decided) return;
-  log_info("workers: %zu of %zu active (%s)", now, p->workers_.size(),
-           p->governor_->reason().c_str());
-  if (now != was) p->set_active_workers(now);
-}
-
-// Connections are counted by worker (parked ones aside: they cost no
-// worker time, and one that wakes on a worker no longer active moves then).
-// Each active worker above an even share sends its excess to those below.
-void Proxy::set_active_workers(size_t n) {
-  n = std::clamp<size_t>(n, 1, workers_.size());
-  active_.store(static_cast<int>(n), std::memory_order_relaxed);
-  picker_ = std::make_unique<WorkerPicker>(n, cpus_);
-  std::vector<uint64_t> load(workers_.size());
-  uint64_t total = 0;
-  for (size_t i = 0; i < workers_.size(); ++i) {
-    const WorkerStats& st = workers_[i]->stats();
-    const uint64_t open = st.curr_connections.get(), parked = st.parked_connections.get();
-    load[i] = open > parked ? open - parked : 0;
-    total += load[i];
-  }
-  const uint64_t share = (total + n - 1) / n;
-  std::vector<int> worker_of_cpu = picker_->first_worker_by_cpu();
-  for (size_t i = 0; i < workers_.size(); ++i) {
-    Worker::Placement p;
-    p.active = n;
-    p.worker_of_cpu = worker_of_cpu;
-    p.send.assign(workers_.size(), 0);
-    if (i < n && load[i] > share) {
-      uint64_t excess = load[i] - share;
-      for (size_t j = 0; j < n && excess > 0; ++j) {
-        if (j == i || load[j] >= share) continue;
-        const uint64_t give = std::min(excess, share - load[j]);
-        p.send[j] = give;
-        load[j] += give;
-        excess -= give;
-      }
-    }
-    workers_[i]->place(std::move(p));
-  }
-}
-
-void Proxy::close_listener(Listener& l) {
-  if (l.listener == nullptr) return;
-  l.guard.reset();
-  evconnlistener_free(l.listener);
-  l.listener = nullptr;
-  if (l.address.is_unix) unlink(l.address.path.c_str());
 }
 
 void Proxy::on_signal(evutil_socket_t sig, short, void* arg) {
@@ -424,7 +219,8 @@ void Proxy::on_signal(evutil_socket_t sig, short, void* arg) {
 }
 
 void Proxy::begin_drain() {
-  for (auto& l : listeners_) close_listener(*l);
+  listeners_->close_all();
+  active_->freeze();
   watch_.reset();
   for (auto& w : workers_) w->drain();
   drain_deadline_ms_ = monotonic_ms() + static_cast<uint64_t>(options_.drain_timeout_ms);

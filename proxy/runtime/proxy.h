@@ -7,7 +7,6 @@
 #pragma once
 
 #include <event2/event.h>
-#include <event2/listener.h>
 
 #include <atomic>
 #include <cstdint>
@@ -21,21 +20,17 @@
 #include "conf/config.h"
 #include "proxy/admin/stats_server.h"
 #include "proxy/clients/client_count.h"
-#include "proxy/protocol/replies.h"
 #include "proxy/routes/topology.h"
+#include "proxy/runtime/active_workers.h"
 #include "proxy/runtime/config_watch.h"
-#include "proxy/runtime/descriptor_budget.h"
 #include "proxy/runtime/health.h"
+#include "proxy/runtime/listeners.h"
 #include "proxy/runtime/main_loop.h"
 #include "proxy/runtime/migration.h"
 #include "proxy/runtime/name_refresh.h"
 #include "proxy/runtime/reload_log.h"
 #include "proxy/runtime/worker.h"
-#include "proxy/runtime/worker_governor.h"
-#include "proxy/runtime/worker_picker.h"
 #include "proxy/support/timer.h"
-#include "proxy/support/warning_throttle.h"
-#include "proxy/transport/accept_guard.h"
 
 namespace memshard::proxy {
 
@@ -72,7 +67,7 @@ class Proxy final : public StatsView, public WorkerHost {
   // Safe from any thread.
   uint64_t uptime_seconds() const override;
   int thread_count() const override { return static_cast<int>(workers_.size()); }
-  int active_threads() const override { return active_.load(std::memory_order_relaxed); }
+  int active_threads() const override { return active_ ? active_->active() : 0; }
   // Client connections each worker holds (by index), parked ones included.
   std::vector<uint64_t> worker_connections() const override;
   // Per-pool and per-server counters summed over the workers.
@@ -84,12 +79,10 @@ class Proxy final : public StatsView, public WorkerHost {
   uint64_t reload_failures() const override {
     return reload_failures_.load(std::memory_order_relaxed);
   }
-  uint64_t rejected_connections() const override {
-    return rejected_connections_.load(std::memory_order_relaxed);
-  }
+  uint64_t rejected_connections() const override { return listeners_->rejected(); }
   // The client connections the descriptor limit leaves room for
   // (descriptor_budget.h); memcached's max_connections.
-  uint64_t max_connections() const override { return max_clients_.load(std::memory_order_relaxed); }
+  uint64_t max_connections() const override { return listeners_->max_connections(); }
 
   std::vector<TlsCertificate> tls_certificates() const override;
   uint64_t ejections() const override { return health_->ejections(); }
@@ -130,16 +123,6 @@ class Proxy final : public StatsView, public WorkerHost {
   bool reload();
 
  private:
-  struct Listener {
-    Proxy* proxy = nullptr;
-    std::string pool;
-    uint32_t client_limit = 0;  // client_connections; 0 = none
-    conf::ListenAddress address;
-    evconnlistener* listener = nullptr;
-    std::unique_ptr<AcceptGuard> guard;  // out of descriptors: refuse, do not spin
-    std::shared_ptr<ClientCount> clients;
-  };
-  static void on_accept(evconnlistener*, evutil_socket_t fd, sockaddr*, int, void* self);
   static void on_signal(evutil_socket_t sig, short, void* self);
   void on_drain_tick();
   // The topology's clock (topology_timer.cc): reload_warmup windows that
@@ -150,13 +133,6 @@ class Proxy final : public StatsView, public WorkerHost {
   // Records for stats what a reload from `before` did to switches.
   void note_switches(const Topology& before, uint64_t now_usec);
   void begin_drain();
-  void close_listener(Listener& l);
-  // The worker for a connection arriving on `cpu` (-1: unknown).
-  Worker& worker_for(int cpu);
-  // Binds a listener for the pool; null (and errno set) on failure.
-  std::unique_ptr<Listener> open_listener(const Pool& pool);
-  // False, with why, when a new listener does not bind.
-  bool swap_listeners(const Topology& next, std::string& why);
   // Logs what the reload changes; returns per pool kept the share of the
   // keyspace that changes server.
   std::vector<std::pair<std::string, double>> log_changes(const Topology& next) const;
@@ -164,12 +140,6 @@ class Proxy final : public StatsView, public WorkerHost {
   bool refuse_reload(std::string why);
   // A lookup of a server's name came back (name_refresh.h).
   void apply_resolved(const NameRefresh::Result& result);
-  // Sets max_connections from the descriptor limit and the topology in
-  // force; throws at start when it leaves no room for a client.
-  void set_descriptor_budget(bool starting);
-  // Refuses a client for want of room; the operator hears of it at most
-  // once a second.
-  void refuse_over_budget(int fd, uint32_t open);
 
   ProxyOptions options_;
   event_base* base_ = nullptr;
@@ -182,8 +152,8 @@ class Proxy final : public StatsView, public WorkerHost {
   std::set<std::pair<std::string, std::string>> unresolved_;
   std::atomic<uint64_t> dns_changes_{0};
   std::atomic<uint64_t> dns_failures_{0};
-  // Before the listeners and the stats server, which use it until they go.
-  DescriptorReserve descriptor_reserve_{std::string(proto::reply::kTooManyConnections)};
+  // Before the stats server, which shares its descriptor reserve.
+  std::unique_ptr<Listeners> listeners_;
   std::unique_ptr<StatsServer> stats_server_;
   void install_on_workers();
   std::unique_ptr<Timer> drain_timer_;  // set once draining
@@ -201,35 +171,12 @@ class Proxy final : public StatsView, public WorkerHost {
   uint64_t drain_deadline_ms_ = 0;
   std::shared_ptr<const Topology> topology_;
   std::vector<std::unique_ptr<Worker>> workers_;
-  std::vector<std::unique_ptr<Listener>> listeners_;
-  // Client connections open on every listener, parked ones included.
-  std::shared_ptr<std::atomic<uint32_t>> open_clients_ = std::make_shared<std::atomic<uint32_t>>(0);
-  std::atomic<uint64_t> max_clients_{UINT64_MAX};
-  // What the proxy held itself once started, and how many listeners then:
-  // a reload changes only the listeners among its own descriptors.
-  uint64_t own_descriptors_ = 0;
-  size_t listeners_at_start_ = 0;
-  uint64_t refused_over_budget_ = 0;  // since the last warning
-  uint32_t open_when_refused_ = 0;
-  std::unique_ptr<WarningThrottle> over_budget_warning_;
-  std::unique_ptr<WorkerPicker> picker_;
-  // Workers 0 .. active_ - 1 take connections (worker_governor.h).
-  std::atomic<int> active_{1};
-  std::vector<int> cpus_;  // the CPUs this process may run on
-  std::unique_ptr<WorkerGovernor> governor_;
-  std::unique_ptr<Timer> governor_timer_;
-  std::vector<WorkerGovernor::Figures> figures_;  // scratch, main thread only
-  void on_governor_tick();
-  // Makes `n` workers the active ones and tells every worker where its
-  // connections belong now.
-  void set_active_workers(size_t n);
-  std::vector<uint64_t> loads_;  // scratch for picker_, main thread only
+  std::unique_ptr<ActiveWorkers> active_;  // which take new clients
   uint64_t started_at_ = 0;
   std::atomic<uint64_t> generation_{0};
   std::atomic<uint64_t> reloads_{0};
   std::atomic<uint64_t> reload_failures_{0};
   ReloadLog reload_log_;  // the last reloads, for the status page
-  std::atomic<uint64_t> rejected_connections_{0};
 };
 
 }  // namespace memshard::proxy

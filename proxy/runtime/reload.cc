@@ -1,12 +1,7 @@
 // Reloading the configuration while serving: the new config is loaded,
 // resolved and its listeners bound off the request path; only when all of
 // that succeeded do the workers switch, each between two requests.
-#include <event2/listener.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
-#include <cerrno>
-#include <cstring>
 #include <set>
 #include <stdexcept>
 
@@ -39,7 +34,7 @@ bool Proxy::reload() {
     log_error("reload refused: %s", e.what());
     return refuse_reload(e.what());
   }
-  if (std::string why; !swap_listeners(*next, why)) return refuse_reload(std::move(why));
+  if (std::string why; !listeners_->swap(*next, why)) return refuse_reload(std::move(why));
   for (const auto& w : ring_warnings(*loaded.config)) log_warn("%s", w.c_str());
   std::vector<std::pair<std::string, double>> moved = log_changes(*next);
   for (const std::string& n : notes) log_notice("%s", n.c_str());
@@ -49,7 +44,7 @@ bool Proxy::reload() {
   topology_ = next;
   note_switches(*before, now);
   install_on_workers();
-  set_descriptor_budget(false);
+  listeners_->set_budget(*topology_, workers_.size(), false);
   generation_.store(next->generation, std::memory_order_relaxed);
   reloads_.fetch_add(1, std::memory_order_relaxed);
   reload_log_.applied(next->generation, std::move(moved));
@@ -64,68 +59,6 @@ bool Proxy::refuse_reload(std::string why) {
   reload_failures_.fetch_add(1, std::memory_order_relaxed);
   reload_log_.refused(generation(), std::move(why));
   return false;
-}
-
-// A listen address that stays keeps its socket (even if it moves to another
-// pool); a new one is bound before any old one closes, so a pool whose
-// address changes never stops accepting. All or nothing.
-namespace {
-// Two listen directives that name the same socket: the same path, or the
-// same host and port (permissions and spelling aside). Such a socket is
-// kept, never bound again: rebinding a unix path would unlink the live one.
-bool same_socket(const conf::ListenAddress& a, const conf::ListenAddress& b) {
-  if (a.is_unix != b.is_unix) return false;
-  return a.is_unix ? a.path == b.path : a.host == b.host && a.port == b.port;
-}
-}  // namespace
-
-bool Proxy::swap_listeners(const Topology& next, std::string& why) {
-  std::vector<Listener*> reuse(next.pools.size(), nullptr);
-  std::vector<std::unique_ptr<Listener>> opened;
-  std::set<Listener*> taken;
-  for (size_t i = 0; i < next.pools.size(); ++i) {
-    const Pool& pool = next.pools[i];
-    if (!pool.config.has_listen()) continue;  // reached only by routes
-    for (auto& l : listeners_) {
-      if (same_socket(l->address, pool.config.listen) && !taken.contains(l.get())) {
-        reuse[i] = l.get();
-        taken.insert(l.get());
-        break;
-      }
-    }
-    if (reuse[i] != nullptr) continue;
-    std::unique_ptr<Listener> l = open_listener(pool);
-    if (!l) {
-      why = "pool '" + pool.config.name + "' cannot listen on " + pool.config.listen.text + ": " +
-            strerror(errno);
-      log_error("reload refused: %s", why.c_str());
-      for (auto& o : opened) close_listener(*o);
-      return false;
-    }
-    opened.push_back(std::move(l));
-  }
-  std::vector<std::unique_ptr<Listener>> kept;
-  for (auto& l : listeners_) {
-    if (taken.contains(l.get())) {
-      kept.push_back(std::move(l));
-      continue;
-    }
-    log_notice("no longer listening on %s", l->address.text.c_str());
-    close_listener(*l);
-  }
-  for (size_t i = 0; i < next.pools.size(); ++i) {
-    if (reuse[i] == nullptr) continue;
-    const conf::PoolConfig& pc = next.pools[i].config;
-    reuse[i]->pool = pc.name;
-    reuse[i]->client_limit = pc.client_connections;
-    if (pc.listen.is_unix && pc.listen.perm && pc.listen.perm != reuse[i]->address.perm) {
-      chmod(pc.listen.path.c_str(), static_cast<mode_t>(*pc.listen.perm));
-    }
-    reuse[i]->address = pc.listen;
-  }
-  for (auto& o : opened) kept.push_back(std::move(o));
-  listeners_ = std::move(kept);
-  return true;
 }
 
 std::vector<std::pair<std::string, double>> Proxy::log_changes(const Topology& next) const {

@@ -7,7 +7,6 @@
 #include "ketama/hash.h"
 #include "proxy/protocol/numbers.h"
 #include "proxy/protocol/own_requests.h"
-#include "proxy/protocol/reply_parser.h"
 #include "proxy/protocol/reply_status.h"
 #include "proxy/protocol/retrieval_reply.h"
 
@@ -69,31 +68,15 @@ std::string WalkLease::value(bool done, uint64_t seen, uint64_t moved) const {
 }
 
 bool WalkLease::read(Holder& out, uint64_t& cas, bool& missing) {
-  missing = false;
   cas = 0;
-  BlockingConn& c = conn();
-  std::string request, line;
-  if (!proto::append_lookup(key_, true, nullptr, request) || !c.send(request) ||
-      !c.read_line(line)) {
-    return false;
-  }
-  const proto::ReplyLine head = proto::parse_reply_line(line);
-  if (head.kind == proto::ReplyKind::line &&
-      proto::classify_reply_line(line) == proto::ReplyStatus::miss) {
-    missing = true;
-    return false;
-  }
+  std::string reply;
+  proto::MetaValue value;
   // A lease's value is a few words: anything long is not one.
-  std::string data;
-  if (head.kind != proto::ReplyKind::meta_value || head.data_bytes > 1024 ||
-      !c.read_exact(head.data_bytes, data)) {
-    return false;
-  }
-  const std::string reply = line + "\r\n" + data;
-  const auto value = proto::parse_meta_value(reply);
+  const BlockingConn::Lookup found = conn().meta_get(key_, true, 1024, reply, value);
+  missing = found == BlockingConn::Lookup::miss;
   uint64_t token = 0;
-  if (!value || !proto::parse_mc_uint64(value->cas, token)) return false;
-  std::istringstream words{std::string(value->data)};
+  if (found != BlockingConn::Lookup::hit || !proto::parse_mc_uint64(value.cas, token)) return false;
+  std::istringstream words{std::string(value.data)};
   std::string state;
   Holder h;
   if (!(words >> state >> h.instance >> h.seen >> h.moved)) return false;

@@ -199,5 +199,82 @@ TEST_F(BlockingConnTest, ALinePast64KiBFailsHoweverItArrives) {
   }
 }
 
+// meta_get: what the fleet walk's lease and the migration's copies read.
+TEST_F(BlockingConnTest, MetaGetReadsAValueItsFlagsAndItsCas) {
+  Memcached memcached;
+  BlockingConn conn(server_at({memcached.port()}), kPatientMs);
+  std::string line;
+  ASSERT_TRUE(conn.send("set k 7 0 5\r\nhello\r\ngets k\r\n"));
+  ASSERT_TRUE(conn.read_line(line));
+  ASSERT_EQ(line, "STORED");
+  ASSERT_TRUE(conn.read_line(line));
+  const std::string cas = line.substr(line.rfind(' ') + 1);  // "VALUE k 7 5 <cas>"
+  std::string data;
+  ASSERT_TRUE(conn.read_exact(7, data) && conn.read_line(line));
+  ASSERT_EQ(line, "END");
+
+  std::string reply;
+  proto::MetaValue value;
+  ASSERT_EQ(conn.meta_get("k", true, 1024, reply, value), BlockingConn::Lookup::hit) << reply;
+  EXPECT_EQ(value.data, "hello");
+  EXPECT_EQ(value.flags, "7");
+  EXPECT_EQ(value.cas, cas);
+  EXPECT_EQ(value.ttl, "-1");
+  ASSERT_EQ(conn.meta_get("k", false, 1024, reply, value), BlockingConn::Lookup::hit) << reply;
+  EXPECT_EQ(value.cas, "") << "the CAS was asked for";
+  // The stream is where it should be: the next reply is the next request's.
+  ASSERT_TRUE(conn.send("version\r\n") && conn.read_line(line));
+  EXPECT_TRUE(line.starts_with("VERSION ")) << line;
+}
+
+TEST_F(BlockingConnTest, MetaGetTellsAMissFromAFailure) {
+  Memcached memcached;
+  BlockingConn conn(server_at({memcached.port()}), kPatientMs);
+  std::string reply;
+  proto::MetaValue value;
+  EXPECT_EQ(conn.meta_get("absent", true, 1024, reply, value), BlockingConn::Lookup::miss);
+  EXPECT_TRUE(conn.ok());
+  EXPECT_EQ(conn.meta_get(std::string(300, 'k'), true, 1024, reply, value),
+            BlockingConn::Lookup::unsendable);
+
+  ScriptedServer busy([](const std::string&) { return Answer("SERVER_ERROR busy\r\n"); });
+  BlockingConn to_busy(server_at({busy.port()}), kPatientMs);
+  EXPECT_EQ(to_busy.meta_get("k", true, 1024, reply, value), BlockingConn::Lookup::failed);
+  EXPECT_TRUE(to_busy.ok()) << "a whole error line leaves the stream in step";
+}
+
+// A key a text line cannot carry travels base64 and comes back whole.
+TEST_F(BlockingConnTest, MetaGetFindsAKeyHoldingASpace) {
+  Memcached memcached;
+  BlockingConn conn(server_at({memcached.port()}), kPatientMs);
+  std::string line;
+  ASSERT_TRUE(conn.send("ms a2V5IHdpdGggc3BhY2U= 2 b\r\nok\r\n") && conn.read_line(line));
+  ASSERT_EQ(line, "HD");
+  std::string reply;
+  proto::MetaValue value;
+  ASSERT_EQ(conn.meta_get("key with space", false, 1024, reply, value), BlockingConn::Lookup::hit)
+      << reply;
+  EXPECT_EQ(value.data, "ok");
+}
+
+// A value over the bound is not read; the connection closes rather than
+// take its bytes for the next reply.
+TEST_F(BlockingConnTest, MetaGetOfAValueOverTheBoundFailsAndCloses) {
+  Memcached memcached;
+  BlockingConn conn(server_at({memcached.port()}), kPatientMs);
+  std::string line;
+  const std::string big(2000, 'v');
+  ASSERT_TRUE(conn.send("set big 0 0 2000\r\n" + big + "\r\n") && conn.read_line(line));
+  ASSERT_EQ(line, "STORED");
+  std::string reply;
+  proto::MetaValue value;
+  EXPECT_EQ(conn.meta_get("big", false, 1024, reply, value), BlockingConn::Lookup::failed);
+  EXPECT_FALSE(conn.ok()) << "the unread value would be read as the next reply";
+
+  BlockingConn again(server_at({memcached.port()}), kPatientMs);
+  ASSERT_EQ(again.meta_get("big", false, 2000, reply, value), BlockingConn::Lookup::hit);
+  EXPECT_EQ(value.data, big);
+}
+
 }  // namespace
 }  // namespace memshard::proxy

@@ -23,6 +23,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -34,6 +35,7 @@
 #include "conf/config.h"
 #include "proxy/clients/client_count.h"
 #include "proxy/routes/topology.h"
+#include "proxy/runtime/active_workers.h"
 
 namespace memshard::proxy {
 namespace {
@@ -651,6 +653,48 @@ TEST_F(WorkerTest, AClientWithAQuietWriteInFlightMovesOnlyOnceTheServerTookIt) {
       EXPECT_EQ(client->read_until("END\r\n"), "VALUE k 0 3\r\nnew\r\nEND\r\n");
     }
   }
+}
+
+// ActiveWorkers (proxy/runtime/active_workers.h) over two running workers,
+// its governor's loop never run (no tick changes the count): what it tells
+// the workers when it starts. All four clients start on the second worker,
+// on socketpairs.
+TEST_F(WorkerTest, ActiveWorkersAreEveryWorkerFixedOrOneThatTakesEveryClient) {
+  FakeServer server("tag");
+  std::vector<std::unique_ptr<Worker>> workers;
+  for (int i = 0; i < 2; ++i) workers.push_back(std::make_unique<Worker>(host_, i, 0));
+  host_.workers = {workers[0].get(), workers[1].get()};
+  for (auto& w : workers) w->start(topology_for(server.address(), 1));
+  std::vector<std::unique_ptr<TestClient>> clients;
+  for (int i = 0; i < 4; ++i) clients.push_back(hand_over(*workers[1]));
+  ASSERT_TRUE(eventually([&] { return workers[1]->stats().curr_connections.get() == 4; }));
+  const auto on = [&](size_t w) { return workers[w]->stats().curr_connections.get(); };
+  event_base* base = event_base_new();
+  {
+    // --fixed-threads: both take new clients (those of unknown CPU, as on
+    // a unix socket, in turn).
+    ActiveWorkers fixed(base, workers, {0, 1}, true);
+    EXPECT_EQ(fixed.active(), 2);
+    EXPECT_FALSE(fixed.adaptive());
+    std::set<Worker*> picked;
+    for (int i = 0; i < 2; ++i) picked.insert(&fixed.pick(-1));
+    EXPECT_EQ(picked.size(), 2u);
+  }
+  {
+    // Following the load: one worker at first, which takes every client.
+    ActiveWorkers adaptive(base, workers, {0, 1}, false);
+    EXPECT_EQ(adaptive.active(), 1);
+    EXPECT_TRUE(adaptive.adaptive());
+    EXPECT_TRUE(eventually([&] { return on(0) == 4 && on(1) == 0; }))
+        << on(0) << " and " << on(1) << " clients";
+    for (int cpu : {-1, 0, 1}) EXPECT_EQ(&adaptive.pick(cpu), workers[0].get()) << "cpu " << cpu;
+  }
+  // Every client is still answered, wherever it went.
+  for (auto& c : clients) {
+    c->send("get k\r\n");
+    EXPECT_EQ(c->read_until("END\r\n"), "VALUE k 0 3\r\ntag\r\nEND\r\n");
+  }
+  event_base_free(base);
 }
 
 }  // namespace

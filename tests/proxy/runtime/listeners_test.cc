@@ -7,9 +7,7 @@
 #include "proxy/runtime/listeners.h"
 
 #include <gtest/gtest.h>
-#include <netinet/in.h>
 #include <sys/resource.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <csignal>
@@ -22,6 +20,7 @@
 #include "conf/config.h"
 #include "harness.h"
 #include "proxy/runtime/descriptor_budget.h"
+#include "scripted_server.h"
 
 namespace memshard::proxy {
 namespace {
@@ -71,11 +70,15 @@ class ListenersTest : public ::testing::Test {
   bool let_in(size_t n) {
     return run_base_until(base_, [&] { return adopted_.size() >= n; });
   }
-  // Runs the loop until a client was refused (the `n`th in all), and
-  // returns what `client` was told.
-  std::string refusal(RawClient& client, uint64_t n) {
-    run_base_until(base_, [&] { return listeners_->rejected() >= n; });
-    return client.read_until(kRefused);
+  // One client is let in on `port`, the next refused as memcached refuses.
+  void one_in_then_refused(uint16_t port) {
+    RawClient first(port);
+    ASSERT_TRUE(let_in(1));
+    RawClient second(port);
+    run_base_until(base_, [&] { return listeners_->rejected() >= 1; });
+    EXPECT_EQ(second.read_until(kRefused), kRefused);
+    EXPECT_EQ(adopted_.size(), 1u);
+    EXPECT_EQ(listeners_->rejected(), 1u);
   }
 
   event_base* base_;
@@ -100,12 +103,7 @@ TEST_F(ListenersTest, AClientLetInGoesToAdoptWithItsPoolAndIsCounted) {
 
 TEST_F(ListenersTest, APoolsClientLimitRefusesTheNextAsMemcachedDoes) {
   listeners_->open(*topology_of(pool_yaml("alpha", p1_, "  client_connections: 1\n")));
-  RawClient first(p1_);
-  ASSERT_TRUE(let_in(1));
-  RawClient second(p1_);
-  EXPECT_EQ(refusal(second, 1), kRefused);
-  EXPECT_EQ(adopted_.size(), 1u);
-  EXPECT_EQ(listeners_->rejected(), 1u);
+  one_in_then_refused(p1_);
 }
 
 // A socket whose address stays is the same socket: a client waiting in its
@@ -131,25 +129,16 @@ TEST_F(ListenersTest, ASwapKeepsTheSocketsThatStayAndClosesTheOthers) {
 
 TEST_F(ListenersTest, ASwapThatCannotBindChangesNothing) {
   listeners_->open(*topology_of(pool_yaml("alpha", p1_)));
-  // Something else holds p2.
-  const int holder = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(p2_);
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(bind(holder, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
-  ASSERT_EQ(listen(holder, 1), 0);
-
+  const test::RefusingPort taken;  // bound by another socket: no bind succeeds
   std::string why;
-  EXPECT_FALSE(listeners_->swap(*topology_of(pool_yaml("gamma", free_port()) +
-                                             pool_yaml("alpha", p1_) + pool_yaml("beta", p2_)),
-                                why));
-  EXPECT_NE(why.find("cannot listen on 127.0.0.1:" + std::to_string(p2_)), std::string::npos)
-      << why;
+  EXPECT_FALSE(
+      listeners_->swap(*topology_of(pool_yaml("gamma", free_port()) + pool_yaml("alpha", p1_) +
+                                    pool_yaml("beta", taken.port())),
+                       why));
+  EXPECT_NE(why.find("cannot listen on " + taken.address()), std::string::npos) << why;
   RawClient to_alpha(p1_);
   ASSERT_TRUE(let_in(1));
   EXPECT_EQ(adopted_[0].pool, "alpha") << "the refused swap changed the socket's pool";
-  close(holder);
 }
 
 // Lowers the soft descriptor limit for the test's length.
@@ -180,12 +169,7 @@ TEST_F(ListenersTest, TheDescriptorLimitLeavesRoomForSoManyClients) {
   listeners_->set_budget(*topology, 1, true);
   EXPECT_EQ(listeners_->max_connections(), 1u);
 
-  RawClient first(p1_);
-  ASSERT_TRUE(let_in(1));
-  RawClient second(p1_);
-  EXPECT_EQ(refusal(second, 1), kRefused);
-  EXPECT_EQ(adopted_.size(), 1u);
-  EXPECT_EQ(listeners_->rejected(), 1u);
+  one_in_then_refused(p1_);
 }
 
 TEST_F(ListenersTest, NoRoomForAnyClientAtStartIsAnError) {

@@ -14,17 +14,12 @@
 
 #include "conf/config.h"
 #include "proxy/support/clock.h"
+#include "test_topology.h"
 
 namespace memshard::proxy {
 namespace {
 
-std::shared_ptr<const Topology> topology_of(const std::string& yaml,
-                                            const Topology* previous = nullptr) {
-  conf::LoadResult loaded = conf::parse_config(yaml, "budget.yml");
-  if (!loaded.errors.empty()) throw std::runtime_error(loaded.errors.front().to_string());
-  return build_topology(*loaded.config, previous == nullptr ? 1 : previous->generation + 1,
-                        previous, monotonic_usec());
-}
+using test::topology_of;
 
 std::string pool_yaml(const std::string& name, int port, const std::vector<int>& server_ports,
                       int connections, const std::string& extra = "") {

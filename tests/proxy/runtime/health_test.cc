@@ -20,6 +20,7 @@
 #include "proxy/runtime/main_loop.h"
 #include "proxy/support/clock.h"
 #include "scripted_server.h"
+#include "test_topology.h"
 
 namespace memshard::proxy {
 namespace {
@@ -27,6 +28,7 @@ namespace {
 using test::Answer;
 using test::RefusingPort;
 using test::ScriptedServer;
+using test::topology_of;
 
 constexpr int kKeys = 500;
 
@@ -53,14 +55,6 @@ std::string alpha_yaml(const std::vector<std::string>& servers, const std::strin
       std::to_string(timeout_ms) + "\n" + extra + "  servers:\n";
   for (const std::string& s : servers) text += "   - " + s + ":1\n";
   return text;
-}
-
-std::shared_ptr<const Topology> topology_of(const std::string& yaml,
-                                            const Topology* previous = nullptr,
-                                            uint64_t generation = 1) {
-  conf::LoadResult loaded = conf::parse_config(yaml, "health_test.yml");
-  if (!loaded.errors.empty()) throw std::runtime_error(loaded.errors.front().to_string());
-  return build_topology(*loaded.config, generation, previous, monotonic_usec());
 }
 
 // How many of kKeys keys the pool's ring gives to server `index`.

@@ -21,6 +21,7 @@
 #include "harness.h"
 #include "proxy/runtime/descriptor_budget.h"
 #include "scripted_server.h"
+#include "test_topology.h"
 
 namespace memshard::proxy {
 namespace {
@@ -28,6 +29,7 @@ namespace {
 using memshard::testing::free_port;
 using memshard::testing::RawClient;
 using test::run_base_until;
+using test::topology_of;
 
 constexpr std::string_view kRefused = "ERROR Too many open connections\r\n";
 
@@ -42,12 +44,6 @@ struct Adopted {
 std::string pool_yaml(const std::string& name, uint16_t port, const std::string& extra = "") {
   return name + ":\n  listen: 127.0.0.1:" + std::to_string(port) +
          "\n  servers:\n   - 127.0.0.1:1:1\n" + extra;
-}
-
-std::shared_ptr<const Topology> topology_of(const std::string& yaml) {
-  conf::LoadResult loaded = conf::parse_config(yaml, "listeners_test.yml");
-  if (!loaded.errors.empty()) throw std::runtime_error(loaded.errors.front().to_string());
-  return build_topology(*loaded.config, 1);
 }
 
 class ListenersTest : public ::testing::Test {

@@ -31,9 +31,12 @@
 #include "conf/config.h"
 #include "proxy/routes/topology.h"
 #include "proxy/support/clock.h"
+#include "test_topology.h"
 
 namespace memshard::proxy {
 namespace {
+
+using test::topology_of;
 
 namespace fs = std::filesystem;
 
@@ -93,12 +96,6 @@ constexpr char kHostsA1[] =
     "127.0.0.1 localhost\n"
     "127.0.0.1 cache-a.test\n"
     "127.0.0.1 cache-b.test\n";
-
-std::shared_ptr<const Topology> topology_of(const std::string& yaml) {
-  conf::LoadResult loaded = conf::parse_config(yaml, "name_refresh_test.yml");
-  if (!loaded.errors.empty()) throw std::runtime_error(loaded.errors.front().to_string());
-  return build_topology(*loaded.config, 1);
-}
 
 // Pool alpha, its servers by name (and one by address); no periodic
 // lookups unless `dns_refresh` says so.

@@ -218,13 +218,10 @@ TEST(FleetSwitch, InsideTheWindowEachKeySwitchesAtItsOwnMomentTheSameOnEveryInst
   Conn first(fleet.port(0)), second(fleet.port(1));
   Conn* through[2] = {&first, &second};
   std::string sets[2];
-  for (size_t i = 0; i < moving.size(); ++i) {
-    const std::string value = value_for(moving[i], 1);
-    sets[i % 2] +=
-        "set " + moving[i] + " 0 0 " + std::to_string(value.size()) + "\r\n" + value + "\r\n";
-  }
+  for (size_t i = 0; i < moving.size(); ++i)
+    sets[i % 2] += memshard::testing::set_command(moving[i], value_for(moving[i], 1));
   const int64_t began = unix_ms_now();
-  for (Conn* c : through) ASSERT_TRUE(c->send(sets[c == &first ? 0 : 1])) << c->error();
+  for (int j = 0; j < 2; ++j) ASSERT_TRUE(through[j]->send(sets[j])) << through[j]->error();
   for (size_t i = 0; i < moving.size(); ++i) {
     std::string line;
     ASSERT_TRUE(through[i % 2]->read_line(line)) << through[i % 2]->error();

@@ -32,8 +32,7 @@ void ReplySlot::answer(std::string_view text) {
 }
 
 void ReplySlot::answer(std::string_view text, proto::ReplyStatus status) {
-  if (!text.empty()) append(reply_, text);
-  status_ = status;
+  compose({text}, status);
   complete_ = true;
 }
 

@@ -183,9 +183,10 @@ void Listeners::on_accept(evconnlistener*, evutil_socket_t fd, sockaddr* addr, i
     return;
   }
   if (s->client_limit != 0 && s->clients->open() >= s->client_limit) {
-    // As memcached does when out of connections.
-    refuse_client(fd, proto::reply::kTooManyConnections);
+    // As memcached does when out of connections. Counted first: the client
+    // may ask another connection for the stats as soon as it reads this.
     self.rejected_.fetch_add(1, std::memory_order_relaxed);
+    refuse_client(fd, proto::reply::kTooManyConnections);
     return;
   }
   s->clients->add();
@@ -201,8 +202,8 @@ void Listeners::close(Socket& s) {
 }
 
 void Listeners::refuse_over_budget(int fd, uint32_t open) {
+  rejected_.fetch_add(1, std::memory_order_relaxed);  // before the client can see it
   refuse_client(fd, proto::reply::kTooManyConnections);
-  rejected_.fetch_add(1, std::memory_order_relaxed);
   ++refused_over_budget_;
   open_when_refused_ = open;
   over_budget_warning_.note();

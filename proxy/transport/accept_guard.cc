@@ -32,13 +32,16 @@ bool DescriptorReserve::take() {
   return fd_ >= 0;
 }
 
-int DescriptorReserve::refuse_one(int listen_fd) {
+int DescriptorReserve::refuse_one(int listen_fd, const std::function<void()>& counted) {
   if (fd_ < 0 && !take()) return -1;
   close(fd_);
   fd_ = -1;
   int client = accept4(listen_fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
   int accept_errno = errno;
-  if (client >= 0) refuse_client(client, refusal_);
+  if (client >= 0) {
+    if (counted) counted();
+    refuse_client(client, refusal_);
+  }
   // Taken back at once: the descriptor just closed is the lowest free one,
   // unless a worker thread opened something in between (then the next call
   // finds no reserve, and the listener pauses).
@@ -94,10 +97,9 @@ void AcceptGuard::on_error(evconnlistener* listener, void* arg) {
   auto* self = static_cast<AcceptGuard*>(arg);
   int err = EVUTIL_SOCKET_ERROR();
   if (err == EMFILE || err == ENFILE) {
-    int refused = self->reserve_.refuse_one(evconnlistener_get_fd(listener));
+    int refused = self->reserve_.refuse_one(evconnlistener_get_fd(listener), self->on_refused_);
     if (refused == 0) return;
     if (refused > 0) {
-      self->on_refused_();
       self->count(self->refused_, err);
       return;  // the loop comes back for the next waiting client, if any
     }

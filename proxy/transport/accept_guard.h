@@ -43,8 +43,10 @@ class DescriptorReserve {
   // Frees the reserve, accepts one connection from `listen_fd`, refuses it
   // (refuse_client) and takes the reserve back. Returns 1 when a client was
   // refused, 0 when none was waiting, -1 when the reserve could not help
-  // (none was held, or accept() failed even so).
-  int refuse_one(int listen_fd);
+  // (none was held, or accept() failed even so). `counted` runs before the
+  // refusal is sent: a client that reads it and asks for the stats at once
+  // finds itself counted.
+  int refuse_one(int listen_fd, const std::function<void()>& counted = {});
   // Takes a descriptor back if the reserve has lost its own and one is
   // free now. refuse_one() tries only when none is free, so a reserve
   // lost once would otherwise stay lost for every later shortage.

@@ -84,6 +84,26 @@ TEST_F(DescriptorReserveTest, RefusesOneWaitingClientPerCallWithTheTextItWasGive
   EXPECT_EQ(read_until_closed(second.get()), "SERVER_ERROR no room here\r\n");
 }
 
+// A refused client may ask the stats at once on another connection: the
+// refusal is counted before the client can read it.
+TEST_F(DescriptorReserveTest, CountsARefusalBeforeTheClientCanReadIt) {
+  DescriptorReserve reserve{std::string(kTooMany)};
+  Fd client = connect_client(address_);
+  int counted = 0;
+  bool readable_when_counted = true;
+  EXPECT_EQ(reserve.refuse_one(listener_.get(),
+                               [&] {
+                                 ++counted;
+                                 readable_when_counted = !still_waiting(client.get());
+                               }),
+            1);
+  EXPECT_EQ(counted, 1);
+  EXPECT_FALSE(readable_when_counted) << "the client could read its refusal before it was counted";
+  EXPECT_EQ(read_until_closed(client.get()), kTooMany);
+  EXPECT_EQ(reserve.refuse_one(listener_.get(), [&] { ++counted; }), 0);
+  EXPECT_EQ(counted, 1) << "counted with nobody refused";
+}
+
 TEST_F(DescriptorReserveTest, RefusesClientsAgainAndAgainWhenNoDescriptorIsLeft) {
   DescriptorReserve reserve{std::string(kTooMany)};
   std::vector<Fd> clients;

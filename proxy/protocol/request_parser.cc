@@ -94,6 +94,11 @@ void read_noreply(const LineTokens& t, Request& out) {
   out.noreply = out.quiet;
 }
 
+bool is_retrieval(Command command) {
+  return command == Command::get || command == Command::gets || command == Command::gat ||
+         command == Command::gats;
+}
+
 void set_exptime(Request& out, int32_t exptime) {
   out.exptime_value = exptime;
   out.has_exptime = true;
@@ -123,23 +128,26 @@ void answer_classic(Request& out, std::string_view text, uint64_t swallow = 0) {
 // get/gets/bget <key>+, gat/gats <exptime> <key>+. memcached checks the keys
 // in order and, on one longer than 250 bytes, drops the values it already
 // found and answers only the error; so does the proxy, before forwarding.
-void parse_retrieval(std::string_view line, const LineTokens& t, Request& out) {
-  if (t.ntokens() < 3) return reply::answer(out, reply::kError);
-  TokenCursor cursor(line);
-  std::string_view token;
-  cursor.next(token);  // the command
-  if (out.command == Command::gat || out.command == Command::gats) {
-    cursor.next(out.exptime);
+// `cursor` is past the command word. The keys are read straight off the
+// line, which LineTokens would cap at 23 tokens (memcached reads a get's
+// keys past its token limit too), and a multi-get is the line with the
+// most tokens by far: it is tokenised once.
+void parse_retrieval(TokenCursor& cursor, Request& out) {
+  const bool touches = out.command == Command::gat || out.command == Command::gats;
+  if (touches) {
+    if (!cursor.next(out.exptime)) return reply::answer(out, reply::kError);
     int32_t exptime = 0;
     if (!parse_mc_int32(out.exptime, exptime)) return reply::answer(out, reply::kBadExptime);
     set_exptime(out, exptime);
   }
+  std::string_view token;
   while (cursor.next(token)) {
     if (token.size() > kMaxKeyLength) return reply::answer(out, reply::kBadFormat);
     out.keys.push_back(token);
   }
-  // "gat 10" names no key: memcached answers an empty result.
-  if (out.keys.empty()) return reply::answer(out, reply::kEnd);
+  // "get" alone is not a command memcached knows; "gat 10" names no key,
+  // and memcached answers an empty result.
+  if (out.keys.empty()) return reply::answer(out, touches ? reply::kEnd : reply::kError);
   out.action = Action::multi_get;
 }
 
@@ -260,10 +268,14 @@ void parse_request_line(std::string_view line, const Limits& limits, Request& ou
   out.clear();
   // memcached handles the line as a C string: a NUL byte ends it.
   line = line.substr(0, line.find('\0'));
-  const LineTokens t(line);
+  TokenCursor cursor(line);
+  std::string_view word;
   // No command word is shorter than two bytes (memcached checks this first).
-  if (t.count == 0 || t.token[0].size() < 2) return reply::answer(out, reply::kError);
-  if (!find_command(t.token[0], out.command)) {
+  if (!cursor.next(word) || word.size() < 2) return reply::answer(out, reply::kError);
+  const bool known = find_command(word, out.command);
+  if (known && is_retrieval(out.command)) return parse_retrieval(cursor, out);
+  const LineTokens t(line);
+  if (!known) {
     // An unknown command whose last token starts with "HTTP/" is an HTTP
     // request ("GET / HTTP/1.1", "POST /x HTTP/1.1"): memcached closes
     // without a word (proto_text.c), so that a browser page or a
@@ -280,7 +292,7 @@ void parse_request_line(std::string_view line, const Limits& limits, Request& ou
     case Command::gets:
     case Command::gat:
     case Command::gats:
-      return parse_retrieval(line, t, out);
+      return;  // parsed above
     case Command::set:
     case Command::add:
     case Command::replace:

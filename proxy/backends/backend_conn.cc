@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstring>
 #include <utility>
 
 #include "proxy/backends/backend.h"
@@ -113,16 +114,17 @@ void BackendConn::enqueue(BackendOp op) {
 void BackendConn::enqueue_retrieval(std::string_view verb, std::span<const std::string_view> keys,
                                     BackendOp op) {
   if (stream_ == nullptr) connect();
-  size_t added = 0;
+  size_t key_bytes = 0;  // each key and the space before it
   bool join = verb == open_verb_;
   key_bits_.clear();
   for (std::string_view key : keys) {
-    added += 1 + key.size();
+    key_bytes += 1 + key.size();
     auto [a, b] = key_bits_.emplace_back(key_bits(key));
     bool may_be_on_line =
         (open_keys_[a / 64] >> (a % 64)) & 1 && (open_keys_[b / 64] >> (b % 64)) & 1;
     join = join && !may_be_on_line;
   }
+  size_t added = key_bytes;
   if (join && open_line_.size() + added > kMaxSharedLine) join = false;
   if (join) {
     ops_.back().shares_line_with_next = true;
@@ -133,8 +135,15 @@ void BackendConn::enqueue_retrieval(std::string_view verb, std::span<const std::
     open_keys_.fill(0);
     added += verb.size() + 2;  // the verb and the "\r\n" to come
   }
+  // The keys are written in place, after one resize: an append per key and
+  // per space cost more than the rest of the line's making.
+  const size_t start = open_line_.size();
+  open_line_.resize(start + key_bytes);
+  char* at = open_line_.data() + start;
   for (size_t i = 0; i < keys.size(); ++i) {
-    open_line_.append(" ").append(keys[i]);
+    *at++ = ' ';
+    std::memcpy(at, keys[i].data(), keys[i].size());
+    at += keys[i].size();
     auto [a, b] = key_bits_[i];
     open_keys_[a / 64] |= uint64_t{1} << (a % 64);
     open_keys_[b / 64] |= uint64_t{1} << (b % 64);

@@ -31,7 +31,11 @@ TEST(ReplyParser, BadValue) {
        {"VALUE", "VALUE ", "VALUE a", "VALUE a 0", "VALUE a 0 ", "VALUE a x 1", "VALUE a 0 x",
         "VALUE a -1 1", "VALUE a 0 -1", "VALUE a 0 1 x", "VALUE a 0 1 2 3", "VALUE a 0 1 ",
         "VALUE  a 0 1", "VALUE a  0 1", "VALUE a 4294967296 1", "VALUE a 0 4294967296",
-        "VALUE a 0 1 18446744073709551616", "VALUE a 0 +1"}) {
+        "VALUE a 0 1 18446744073709551616", "VALUE a 0 +1",
+        // Past what 64 bits hold, where a parser that checks only against
+        // 32 bits at the end would wrap around.
+        "VALUE a 99999999999999999999 1", "VALUE a 0 36893488147419103233",
+        "VALUE a 0 1 99999999999999999999"}) {
     EXPECT_EQ(kind_of(line), ReplyKind::invalid) << line;
   }
 }

@@ -23,6 +23,7 @@
 #include "proxy/cli/top.h"
 #include "proxy/runtime/proxy.h"
 #include "proxy/runtime/ring_warnings.h"
+#include "proxy/support/event_memory.h"
 #include "proxy/support/log.h"
 
 namespace {
@@ -146,6 +147,7 @@ void raise_descriptor_limit() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  memshard::proxy::event_memory::install();  // before anything allocates through libevent
   keep_freed_memory();
   // A reload signal sent while starting must not kill us (its default
   // action); the running proxy installs its handler.

@@ -1,0 +1,44 @@
+// libevent's memory, served from a small cache per thread of the blocks
+// it freed last.
+//
+// Why: an evbuffer gets a chain (1 KiB and up) when it gains its first
+// byte and frees it when it is drained, so every request allocates and
+// frees two or three: a client's input, a server's reply copied into the
+// client's slot, the client's output. A worker's loop iteration allocates
+// dozens before it frees any, past the 7 blocks glibc's per-thread cache
+// keeps of a size, and glibc's slower path then cost 11% of the proxy's
+// instructions on gets (callgrind, scripts/bench's workload (a)).
+//
+// Every block carries a 16-byte header naming its size class, since
+// libevent frees without saying a size. A thread keeps at most 128 blocks
+// or 128 KiB of each class, whichever is less (under 800 KiB in all); a
+// block freed on another thread than its own goes to that thread's cache,
+// which is as good. Blocks over the largest class go straight to malloc.
+#pragma once
+
+#include <cstddef>
+
+namespace memshard::proxy::event_memory {
+
+// Makes these libevent's allocator. Call it before anything else uses
+// libevent (first thing in main): a block libevent allocated before would
+// be freed here without its header. Under AddressSanitizer it does
+// nothing, so that a use after free of a buffer's memory is still caught,
+// and returns false.
+bool install();
+
+// What install() hands libevent; public for the unit tests.
+void* allocate(size_t bytes);
+void* reallocate(void* block, size_t bytes);
+void release(void* block);
+
+// Payload bytes of the largest class: libevent's chains come in powers of
+// two from 1 KiB, and a value's chain can be larger than this one.
+inline constexpr size_t kLargestClass = 16384;
+
+// The blocks this thread holds ready of the class that `bytes` falls in,
+// and the most it keeps (0 for a size no class takes).
+size_t cached_blocks(size_t bytes);
+size_t cache_limit(size_t bytes);
+
+}  // namespace memshard::proxy::event_memory

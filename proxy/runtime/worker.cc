@@ -11,6 +11,7 @@
 #include "proxy/admin/local_commands.h"
 #include "proxy/clients/client_conn.h"
 #include "proxy/support/clock.h"
+#include "proxy/support/event_memory.h"
 #include "proxy/support/log.h"
 #include "proxy/transport/socket_address.h"
 
@@ -348,6 +349,7 @@ void Worker::park_idle_clients() {
   // (main.cc tells it to), now rather than never.
   if (clients_.size() < clients_.capacity() / 4) clients_.shrink_to_fit();
   client_memory_.release_spare();
+  event_memory::release_cached();  // the buffer chains this thread kept for the burst
   malloc_trim(0);
 }
 

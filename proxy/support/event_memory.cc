@@ -12,9 +12,12 @@ namespace memshard::proxy::event_memory {
 
 namespace {
 
-// Classes of payload bytes: 64, 128, ... kLargestClass.
-constexpr size_t kSmallestClass = 64;
-constexpr size_t kClasses = 9;
+// The classes: the sizes libevent asks for its chains, powers of two from
+// 1 KiB. Only those sizes exactly are cached. Anything else (an event, an
+// evbuffer, the per-descriptor tables) is allocated as asked: rounded up
+// to a class, the records that parked connections keep would grow.
+constexpr size_t kSmallestClass = 1024;
+constexpr size_t kClasses = 5;
 static_assert(kSmallestClass << (kClasses - 1) == kLargestClass);
 
 // Before every block, keeping the payload 16-byte aligned as malloc's is.
@@ -33,11 +36,10 @@ constexpr size_t limit_of(size_t klass) {
 }
 
 size_t class_of(size_t bytes) {
-  size_t k = 0;
-  for (size_t size = kSmallestClass; size < bytes; size <<= 1) {
-    if (++k == kClasses) return kClasses;
+  for (size_t k = 0; k < kClasses; ++k) {
+    if (bytes == kSmallestClass << k) return k;
   }
-  return k;
+  return kClasses;
 }
 
 struct FreeBlock {
@@ -53,6 +55,9 @@ struct Cache {
   bool closed = false;
   ~Cache() {
     closed = true;
+    empty();
+  }
+  void empty() {
     for (size_t k = 0; k < kClasses; ++k) {
       while (head[k] != nullptr) {
         FreeBlock* b = head[k];
@@ -84,7 +89,7 @@ void* allocate(size_t bytes) {
     --cache.count[k];
     return b;
   }
-  const size_t room = k < kClasses ? kSmallestClass << k : bytes;
+  const size_t room = bytes;
   auto* h = static_cast<Header*>(std::malloc(sizeof(Header) + room));
   if (h == nullptr) return nullptr;
   h->klass = k;
@@ -115,6 +120,10 @@ void* reallocate(void* block, size_t bytes) {
   std::memcpy(grown, block, had);
   release(block);
   return grown;
+}
+
+void release_cached() {
+  cache.empty();
 }
 
 size_t cached_blocks(size_t bytes) {

@@ -1,7 +1,7 @@
-// event_memory (proxy/support/event_memory.h): the blocks libevent frees are
-// kept per thread, by size class, up to a bound, and handed out again; a
-// grown block keeps its bytes; sizes past the largest class and blocks
-// past the bound go back to malloc. Real evbuffers over the installed
+// event_memory (proxy/support/event_memory.h): the chains libevent frees
+// are kept per thread, by size, up to a bound, and handed out again; a
+// grown block keeps its bytes; other sizes and blocks past the bound go
+// back to malloc. Real evbuffers over the installed
 // allocator: a binary of its own, since installing it is for the whole
 // process and must come before libevent allocates anything.
 #include "proxy/support/event_memory.h"
@@ -18,19 +18,29 @@
 namespace memshard::proxy::event_memory {
 namespace {
 
-TEST(EventMemory, AFreedBlockIsHandedOutAgainForTheSameClass) {
-  void* a = allocate(1000);
+TEST(EventMemory, AFreedChainIsHandedOutAgainForTheSameSize) {
+  void* a = allocate(1024);
   ASSERT_NE(a, nullptr);
-  const size_t before = cached_blocks(1000);
+  const size_t before = cached_blocks(1024);
   release(a);
-  EXPECT_EQ(cached_blocks(1000), before + 1);
-  void* b = allocate(1024);  // 1000 and 1024 share the 1 KiB class
+  EXPECT_EQ(cached_blocks(1024), before + 1);
+  void* b = allocate(1024);
   EXPECT_EQ(b, a);
-  EXPECT_EQ(cached_blocks(1000), before);
-  void* c = allocate(1025);  // the next class: not the block just taken
+  EXPECT_EQ(cached_blocks(1024), before);
+  void* c = allocate(2048);  // another size: not the block just taken
   EXPECT_NE(c, b);
   release(b);
   release(c);
+}
+
+// Anything but a chain's size keeps malloc's size: rounded up, the records
+// libevent keeps for every parked connection would grow.
+TEST(EventMemory, OtherSizesAreNotCached) {
+  for (size_t bytes : {64ul, 136ul, 1000ul, 1025ul, 3000ul}) {
+    EXPECT_EQ(cache_limit(bytes), 0u) << bytes;
+    release(allocate(bytes));
+    EXPECT_EQ(cached_blocks(bytes), 0u) << bytes;
+  }
 }
 
 TEST(EventMemory, BlocksAreAlignedAsMallocsAndWritableToTheirSize) {
@@ -47,7 +57,7 @@ TEST(EventMemory, TheCacheKeepsAtMostItsBoundPerClass) {
   EXPECT_EQ(cache_limit(1024), 128u);  // 128 blocks
   EXPECT_EQ(cache_limit(4096), 32u);   // 128 KiB
   EXPECT_EQ(cache_limit(kLargestClass), 8u);
-  for (size_t bytes : {64ul, 2048ul, kLargestClass}) {
+  for (size_t bytes : {1024ul, 2048ul, kLargestClass}) {
     const size_t limit = cache_limit(bytes);
     std::vector<void*> blocks;
     for (size_t i = 0; i < limit + 10; ++i) blocks.push_back(allocate(bytes));
@@ -61,6 +71,18 @@ TEST(EventMemory, TheCacheKeepsAtMostItsBoundPerClass) {
   }
 }
 
+TEST(EventMemory, ReleasingTheCacheEmptiesItAndItFillsAgain) {
+  std::vector<void*> blocks;
+  for (int i = 0; i < 5; ++i) blocks.push_back(allocate(1024));
+  for (void* b : blocks) release(b);
+  ASSERT_GE(cached_blocks(1024), 5u);
+  release_cached();
+  EXPECT_EQ(cached_blocks(1024), 0u);
+  EXPECT_EQ(cached_blocks(2048), 0u);
+  release(allocate(1024));
+  EXPECT_EQ(cached_blocks(1024), 1u);
+}
+
 TEST(EventMemory, SizesPastTheLargestClassAreNotCached) {
   EXPECT_EQ(cached_blocks(kLargestClass + 1), 0u);
   void* p = allocate(kLargestClass + 1);
@@ -72,8 +94,7 @@ TEST(EventMemory, GrowingKeepsTheBytesAndShrinkingKeepsTheBlock) {
   auto* p = static_cast<char*>(reallocate(nullptr, 100));
   ASSERT_NE(p, nullptr);
   std::memcpy(p, "abcdefghij", 10);
-  EXPECT_EQ(reallocate(p, 128), p) << "room enough in its class";
-  EXPECT_EQ(reallocate(p, 10), p);
+  EXPECT_EQ(reallocate(p, 10), p) << "room enough";
   auto* q = static_cast<char*>(reallocate(p, 50000));
   ASSERT_NE(q, nullptr);
   EXPECT_EQ(std::string(q, 10), "abcdefghij");
@@ -86,22 +107,22 @@ TEST(EventMemory, GrowingKeepsTheBytesAndShrinkingKeepsTheBlock) {
 }
 
 TEST(EventMemory, EachThreadHasItsOwnCache) {
-  void* mine = allocate(512);
+  void* mine = allocate(4096);
   release(mine);
-  const size_t here = cached_blocks(512);
+  const size_t here = cached_blocks(4096);
   size_t there_before = 99, there_after = 99;
   void* theirs = nullptr;
   std::thread t([&] {
-    there_before = cached_blocks(512);
-    theirs = allocate(512);
+    there_before = cached_blocks(4096);
+    theirs = allocate(4096);
     release(theirs);
-    there_after = cached_blocks(512);
+    there_after = cached_blocks(4096);
   });
   t.join();
   EXPECT_EQ(there_before, 0u);
   EXPECT_EQ(there_after, 1u);
   EXPECT_NE(theirs, mine) << "a thread took a block from another's cache";
-  EXPECT_EQ(cached_blocks(512), here);
+  EXPECT_EQ(cached_blocks(4096), here);
 }
 
 // Installed as libevent's allocator, evbuffers work over it and their

@@ -4,7 +4,7 @@
 // caller agrees on what a read is.
 #pragma once
 
-#include "proxy/protocol/request_parser.h"
+#include "proxy/protocol/request.h"
 
 namespace memshard::proto {
 

@@ -5,6 +5,7 @@
 #include "proxy/protocol/meta.h"
 #include "proxy/protocol/numbers.h"
 #include "proxy/protocol/replies.h"
+#include "proxy/protocol/request_kind.h"
 #include "proxy/protocol/tokens.h"
 
 namespace memshard::proto {
@@ -92,11 +93,6 @@ bool find_command(std::string_view word, Command& command) {
 void read_noreply(const LineTokens& t, Request& out) {
   out.quiet = t.last_is_noreply();
   out.noreply = out.quiet;
-}
-
-bool is_retrieval(Command command) {
-  return command == Command::get || command == Command::gets || command == Command::gat ||
-         command == Command::gats;
 }
 
 void set_exptime(Request& out, int32_t exptime) {
@@ -273,7 +269,7 @@ void parse_request_line(std::string_view line, const Limits& limits, Request& ou
   // No command word is shorter than two bytes (memcached checks this first).
   if (!cursor.next(word) || word.size() < 2) return reply::answer(out, reply::kError);
   const bool known = find_command(word, out.command);
-  if (known && is_retrieval(out.command)) return parse_retrieval(cursor, out);
+  if (known && is_multi_key(out.command)) return parse_retrieval(cursor, out);
   const LineTokens t(line);
   if (!known) {
     // An unknown command whose last token starts with "HTTP/" is an HTTP

@@ -5,6 +5,8 @@
 
 #include <string>
 
+#include "proxy/protocol/request_parser.h"
+
 namespace memshard::proto {
 namespace {
 

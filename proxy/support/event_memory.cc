@@ -6,7 +6,8 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
-#include <new>
+
+#include "proxy/support/address_sanitizer.h"
 
 namespace memshard::proxy::event_memory {
 
@@ -89,11 +90,10 @@ void* allocate(size_t bytes) {
     --cache.count[k];
     return b;
   }
-  const size_t room = bytes;
-  auto* h = static_cast<Header*>(std::malloc(sizeof(Header) + room));
+  auto* h = static_cast<Header*>(std::malloc(sizeof(Header) + bytes));
   if (h == nullptr) return nullptr;
   h->klass = k;
-  h->bytes = room;
+  h->bytes = bytes;
   return payload(h);
 }
 
@@ -137,13 +137,7 @@ size_t cache_limit(size_t bytes) {
 }
 
 bool install() {
-#if defined(__SANITIZE_ADDRESS__)
-  return false;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-  return false;
-#endif
-#endif
+  if constexpr (kAddressSanitizer) return false;
   event_set_mem_functions(allocate, reallocate, release);
   return true;
 }

@@ -30,8 +30,8 @@ namespace memshard::proxy::event_memory {
 bool install();
 
 // Gives this thread's cached blocks back to malloc: when its clients have
-// gone idle, so that the cache does not hold memory the idle ones never
-// use again (about 0.1 KB per connection of 10,000 parked ones).
+// gone idle, so that the cache (up to 640 KiB a thread) does not hold
+// memory the idle ones never use again.
 void release_cached();
 
 // What install() hands libevent; public for the unit tests.

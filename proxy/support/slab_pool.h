@@ -14,23 +14,15 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "proxy/support/address_sanitizer.h"
+
 namespace memshard::proxy {
 
 class SlabPool {
  public:
   // Under AddressSanitizer the blocks come from operator new, so that a use
   // after free of a connection is still caught.
-#if defined(__SANITIZE_ADDRESS__)
-  static constexpr bool kMapsSlabs = false;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-  static constexpr bool kMapsSlabs = false;
-#else
-  static constexpr bool kMapsSlabs = true;
-#endif
-#else
-  static constexpr bool kMapsSlabs = true;
-#endif
+  static constexpr bool kMapsSlabs = !kAddressSanitizer;
   static constexpr size_t kSlabBytes = 64 * 1024;
   // Blocks are at least this big, which bounds the slab header.
   static constexpr size_t kMinBlock = 64;
@@ -50,18 +42,10 @@ class SlabPool {
   // there faults in a zeroed page). Returns the pages given back now.
   size_t release_free_pages();
 
-  size_t block_size() const {
-    return block_size_;
-  }
-  size_t blocks_per_slab() const {
-    return per_slab_;
-  }
-  size_t live_blocks() const {
-    return live_;
-  }
-  size_t mapped_slabs() const {
-    return mapped_;
-  }
+  size_t block_size() const { return block_size_; }
+  size_t blocks_per_slab() const { return per_slab_; }
+  size_t live_blocks() const { return live_; }
+  size_t mapped_slabs() const { return mapped_; }
 
  private:
   struct Slab;

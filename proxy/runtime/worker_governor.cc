@@ -9,6 +9,7 @@ namespace memshard::proxy {
 
 namespace {
 constexpr size_t kRecentTicks = 8;
+constexpr const char* kLongerTrial = " (over a trial twice as long: the first was undecided)";
 
 // `what` takes two or three %f conversions.
 std::string describe(const char* what, double a, double b, double c = 0) {
@@ -50,6 +51,7 @@ void WorkerGovernor::change(size_t to, uint64_t now_usec, double baseline_rps, s
   baseline_rps_ = baseline_rps;
   trial_rps_sum_ = 0;
   trial_busy_sum_ = 0;
+  trial_length_ = s_.trial_ticks;
   state_ = State::settling;
   state_ticks_ = 0;
   saturated_ticks_ = 0;
@@ -74,21 +76,29 @@ void WorkerGovernor::forget_failed_growth() {
 }
 
 void WorkerGovernor::judge_trial(uint64_t now_usec) {
-  const double rps = trial_rps_sum_ / s_.trial_ticks;
+  const double ticks = static_cast<double>(trial_length_);
+  const double rps = trial_rps_sum_ / ticks;
+  const bool busy = trial_busy_sum_ / ticks >= s_.shrink_busy;
+  if (active_ > from_ && busy && trial_length_ == s_.trial_ticks &&
+      rps < baseline_rps_ * (1 + s_.grow_gain) &&
+      rps >= baseline_rps_ * (1 + s_.grow_gain - s_.undecided_within)) {
+    trial_length_ += s_.trial_ticks;  // undecided: the trial goes on
+    return;
+  }
   ++decisions_;
   const bool recheck = rechecking_;
   rechecking_ = false;
   state_ = State::steady;
   state_ticks_ = 0;
   if (active_ > from_) {
-    if (trial_busy_sum_ / s_.trial_ticks < s_.shrink_busy) {
+    if (!busy) {
       // The workers were not kept busy: the load fell during the trial (a
       // client between runs, a lull), which says nothing about whether one
       // worker more pays. Back, free to try again.
       reason_ = describe(
           "the load fell during the trial (%.0f requests/s against %.0f, workers %.0f%% busy): "
           "back, undecided",
-          rps, baseline_rps_, trial_busy_sum_ / s_.trial_ticks * 100);
+          rps, baseline_rps_, trial_busy_sum_ / ticks * 100);
       active_ = from_;
       recent_rps_.clear();
       return;
@@ -100,6 +110,7 @@ void WorkerGovernor::judge_trial(uint64_t now_usec) {
       recheck_at_usec_ = now_usec + recheck_interval_usec_;
       reason_ =
           describe("%.0f requests/s with one worker more, up from %.0f: kept", rps, baseline_rps_);
+      if (trial_length_ > s_.trial_ticks) reason_ += kLongerTrial;
       return;
     }
     // Did not pay: back, and not again for a while at this load.
@@ -108,6 +119,7 @@ void WorkerGovernor::judge_trial(uint64_t now_usec) {
         "%.0f requests/s with one worker more, against %.0f: back, and no new try "
         "for a while at this load",
         rps, baseline_rps_);
+    if (trial_length_ > s_.trial_ticks) reason_ += kLongerTrial;
     active_ = from_;
     // The ticks measured with more workers are not this count's.
     recent_rps_.clear();
@@ -199,7 +211,7 @@ size_t WorkerGovernor::tick(uint64_t now_usec, std::span<const Figures> workers)
     case State::trial:
       trial_rps_sum_ += rps;
       trial_busy_sum_ += last_busy_;
-      if (++state_ticks_ >= s_.trial_ticks) judge_trial(now_usec);
+      if (++state_ticks_ >= trial_length_) judge_trial(now_usec);
       return active_;
     case State::steady:
       break;

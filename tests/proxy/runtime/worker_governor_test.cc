@@ -160,6 +160,48 @@ TEST(WorkerGovernor, GoesBackWhenAnotherWorkerDoesNotPay) {
   EXPECT_GE(h.ticks_at(1), h.ticks_at(2) * 50) << "time at 2 workers must be a sliver";
 }
 
+// A trial whose gain falls just short of grow_gain is undecided: a
+// second's throughput swings by as much. It is measured as long again and
+// judged on the whole: here the second worker's first second reads +3%
+// and the next +12%, +7.5% over both, and it stays.
+TEST(WorkerGovernor, AnUndecidedTrialIsMeasuredLongerAndJudgedOnTheWhole) {
+  WorkerGovernor::Settings s;
+  Harness h(2, s);
+  int ticks_at_two = 0;
+  const Load load = [&](size_t n, uint64_t) {
+    if (n == 1) return Shape{40'000, 0.95};
+    // Settling, then the first trial length at +3%, then +12%.
+    const bool first = ticks_at_two++ < s.settle_ticks + s.trial_ticks;
+    return Shape{first ? 41'200.0 : 44'800.0, 0.75};
+  };
+  h.run(8, load);
+  EXPECT_EQ(h.active(), 2u) << h.governor().reason();
+  EXPECT_NE(h.governor().reason().find("twice as long"), std::string::npos)
+      << h.governor().reason();
+}
+
+// A gain that stays short of grow_gain over the longer trial goes back,
+// after that one longer trial only; a clear loss is judged at once.
+TEST(WorkerGovernor, AGainThatStaysShortGoesBackAfterOneLongerTrial) {
+  WorkerGovernor::Settings s;
+  {
+    Harness h(2, s);
+    h.run(8, saturating(40'000, 0.03));
+    EXPECT_EQ(h.active(), 1u) << h.governor().reason();
+    EXPECT_EQ(h.ticks_at(2), s.settle_ticks + 2 * s.trial_ticks) << h.governor().reason();
+    EXPECT_NE(h.governor().reason().find("twice as long"), std::string::npos)
+        << h.governor().reason();
+  }
+  {
+    Harness h(2, s);
+    h.run(8, saturating(40'000, -0.22));
+    EXPECT_EQ(h.active(), 1u) << h.governor().reason();
+    EXPECT_EQ(h.ticks_at(2), s.settle_ticks + s.trial_ticks) << h.governor().reason();
+    EXPECT_EQ(h.governor().reason().find("twice as long"), std::string::npos)
+        << h.governor().reason();
+  }
+}
+
 // A new load ramps up over its first seconds (connections opening, caches
 // filling): a trial judged against that slower start would keep a worker
 // that costs a fifth of the throughput. It waits for a steady baseline, and

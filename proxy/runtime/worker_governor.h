@@ -147,7 +147,7 @@ class WorkerGovernor {
   double baseline_rps_ = 0;
   double trial_rps_sum_ = 0;
   double trial_busy_sum_ = 0;  // the active workers' mean busy share, summed over the trial
-  int trial_length_ = 0;        // ticks: trial_ticks, or twice that once undecided
+  int trial_length_ = 0;       // ticks: trial_ticks, or twice that once undecided
   int saturated_ticks_ = 0;
   int light_ticks_ = 0;
   // No growth before this (0: none pending), the load it was judged at,

@@ -79,8 +79,10 @@ void WorkerGovernor::judge_trial(uint64_t now_usec) {
   const double ticks = static_cast<double>(trial_length_);
   const double rps = trial_rps_sum_ / ticks;
   const bool busy = trial_busy_sum_ / ticks >= s_.shrink_busy;
+  // Undecided either side of the threshold: a reading just over it is as
+  // much the second's swing as one just under it.
   if (active_ > from_ && busy && trial_length_ == s_.trial_ticks &&
-      rps < baseline_rps_ * (1 + s_.grow_gain) &&
+      rps < baseline_rps_ * (1 + s_.grow_gain + s_.undecided_within) &&
       rps >= baseline_rps_ * (1 + s_.grow_gain - s_.undecided_within)) {
     trial_length_ += s_.trial_ticks;  // undecided: the trial goes on
     return;

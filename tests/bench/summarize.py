@@ -155,6 +155,23 @@ def default_case(wid, per_target, fixed):
     return c
 
 
+def per_round_ratios(shape, shapes_runs, fixed):
+    """memshard's default over the faster fixed target and over direct, in
+    each round on its own: a round's targets run minutes apart at most,
+    while this machine's speed moves by a third between runs, so the spread
+    of these says how far one run's ratio of medians can be trusted."""
+    rounds = sorted({x["round"] for x in shapes_runs if x["shape"] == shape})
+    out = {"best_fixed": [], "direct": []}
+    for rnd in rounds:
+        tps = {x["target"]: x["tps"] for x in shapes_runs
+               if x["shape"] == shape and x["round"] == rnd and x.get("tps") is not None}
+        d = tps.get("memshard")
+        best = max((tps[t] for t in fixed if t in tps), default=None)
+        out["best_fixed"].append(ratio(d, best))
+        out["direct"].append(ratio(d, tps.get("direct")))
+    return out
+
+
 def print_default_case(title, unit, c, shown, name):
     """One workload's (or memcaslap shape's) table: throughput and CPU per
     request of each target, then memshard's default over the others, each
@@ -203,6 +220,10 @@ def print_default_case(title, unit, c, shown, name):
         print(row.format(f"{name} / nutcracker", "- (no nutcracker run: it speaks text only)", "").rstrip())
     print(row.format(f"{name} / direct", cell(c["default_to_direct"]["throughput"], "direct_throughput_min"),
                      "").rstrip())
+    for key, label in (("best_fixed", "best fixed"), ("direct", "direct")):
+        vs = (c.get("per_round") or {}).get(key) or []
+        if any(v is not None for v in vs):
+            print(row.format(f"  rounds, / {label}", " ".join(fmt(v, "{:.3f}x") for v in vs), "").rstrip())
     # On a machine whose cores are all busy, throughput goes as the
     # machine's CPU per operation. Through a proxy that cost nothing, that
     # would be the machine's CPU per operation less the proxy's own: the
@@ -514,6 +535,7 @@ def main():
         if "memshard" not in per_target:
             continue
         c = default_case(f"memcaslap {shape}", per_target, fixed)
+        c["per_round"] = per_round_ratios(shape, shapes_runs, fixed)
         default_cases["memcaslap_shapes"][shape] = c
         cases.append((f"memcaslap {shape}: {cmd} -X 100, its 90/10 gets/sets "
                       f"(+{meta.get('memcaslap_warmup', 0)} s unmeasured warm-up each)", "op", c))

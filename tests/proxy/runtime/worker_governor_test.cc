@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <memory>
 #include <vector>
 
 namespace memshard::proxy {
@@ -161,6 +162,17 @@ TEST(WorkerGovernor, GoesBackWhenAnotherWorkerDoesNotPay) {
   EXPECT_GE(h.ticks_at(1), h.ticks_at(2) * 50) << "time at 2 workers must be a sliver";
 }
 
+// 40,000 requests/s at one worker, saturated; at two, `first` over the
+// settling and the first trial length, then `then`.
+Load trial_in_two_parts(const WorkerGovernor::Settings& s, double first, double then) {
+  auto ticks_at_two = std::make_shared<int>(0);
+  const int first_ticks = s.settle_ticks + s.trial_ticks;
+  return [=](size_t n, uint64_t) {
+    if (n == 1) return Shape{40'000, 0.95};
+    return Shape{(*ticks_at_two)++ < first_ticks ? first : then, 0.75};
+  };
+}
+
 // A trial whose gain falls just short of grow_gain is undecided: a
 // second's throughput swings by as much. It is measured as long again and
 // judged on the whole: here the second worker's first second reads +3%
@@ -168,14 +180,7 @@ TEST(WorkerGovernor, GoesBackWhenAnotherWorkerDoesNotPay) {
 TEST(WorkerGovernor, AnUndecidedTrialIsMeasuredLongerAndJudgedOnTheWhole) {
   WorkerGovernor::Settings s;
   Harness h(2, s);
-  int ticks_at_two = 0;
-  const Load load = [&](size_t n, uint64_t) {
-    if (n == 1) return Shape{40'000, 0.95};
-    // Settling, then the first trial length at +3%, then +12%.
-    const bool first = ticks_at_two++ < s.settle_ticks + s.trial_ticks;
-    return Shape{first ? 41'200.0 : 44'800.0, 0.75};
-  };
-  h.run(8, load);
+  h.run(8, trial_in_two_parts(s, 41'200, 44'800));
   EXPECT_EQ(h.active(), 2u) << h.governor().reason();
   EXPECT_NE(h.governor().reason().find("twice as long"), std::string::npos)
       << h.governor().reason();
@@ -189,13 +194,7 @@ TEST(WorkerGovernor, AnUndecidedTrialIsMeasuredLongerAndJudgedOnTheWhole) {
 TEST(WorkerGovernor, AGainJustOverTheThresholdIsMeasuredLongerToo) {
   WorkerGovernor::Settings s;
   Harness h(2, s);
-  int ticks_at_two = 0;
-  const Load load = [&](size_t n, uint64_t) {
-    if (n == 1) return Shape{40'000, 0.95};
-    const bool first = ticks_at_two++ < s.settle_ticks + s.trial_ticks;
-    return Shape{first ? 42'400.0 : 36'000.0, 0.75};
-  };
-  h.run(8, load);
+  h.run(8, trial_in_two_parts(s, 42'400, 36'000));
   EXPECT_EQ(h.active(), 1u) << h.governor().reason();
   EXPECT_EQ(h.ticks_at(2), s.settle_ticks + 2 * s.trial_ticks) << h.governor().reason();
   EXPECT_NE(h.governor().reason().find("twice as long"), std::string::npos)

@@ -17,6 +17,8 @@ import os
 import statistics
 import sys
 
+import memcaslap_latency
+
 TARGETS = ["direct", "nutcracker", "memshard"]
 MEMORY_MODES = ["staggered", "burst"]
 # How close a reported latency percentile is to the true value: memshard-load's
@@ -186,6 +188,12 @@ def print_default_case(title, unit, c, shown, name):
         w=w))
     print(("  {:<{w}} " + cols).format(w=w, *[
         f"cpu us/{unit}"] + [fmt(med[t]["cpu_us_per_req"] if t in med else None, "{:.2f}") for t in shown]))
+    # memcaslap's latency: estimates from its power-of-two histogram
+    # (memcaslap_latency.py); memshard-load's are in the tables above.
+    for key, label in (("p50_us", "p50 us (log2 est.)"), ("p99_us", "p99 us (log2 est.)")):
+        if any(med[t].get(key) is not None for t in shown if t in med):
+            print(("  {:<{w}} " + cols).format(w=w, *[label] + [
+                fmt(med[t].get(key) if t in med else None, "{:.0f}") for t in shown]))
     if any(med[t].get("machine_cpu_us") is not None for t in shown if t in med):
         for key, label in (("user_cpu_us", "  of it user space"), ("backends_cpu_us", "backends cpu us/op"),
                            ("machine_cpu_us", "machine cpu us/op"), ("server_reads", "server reads/op")):
@@ -532,6 +540,10 @@ def main():
                                  "machine_cpu_us": median([x.get("machine_cpu_us_per_op") for x in rs]),
                                  "user_cpu_us": median([x.get("user_cpu_us_per_op") for x in rs]),
                                  "server_reads": median([x.get("server_reads_per_op") for x in rs])}
+                lat = [memcaslap_latency.latency(x["log"]) for x in rs if x.get("log")]
+                lat = [x for x in lat if x]
+                per_target[t]["p50_us"] = median([x["p50_us"] for x in lat])
+                per_target[t]["p99_us"] = median([x["p99_us"] for x in lat])
         if "memshard" not in per_target:
             continue
         c = default_case(f"memcaslap {shape}", per_target, fixed)

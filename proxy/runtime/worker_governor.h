@@ -9,9 +9,9 @@
 // cases), so the governor does what an operator would: when the active
 // workers are saturated it tries one more, keeps it only if throughput
 // rose (a trial near that threshold, either side, is measured as long
-// again, and judged on the whole), and otherwise goes back and waits before trying again. When the
-// load falls so far that one worker fewer would carry it, it takes one away
-// (and puts it back if throughput fell).
+// again, and judged on the whole), and otherwise goes back and waits
+// before trying again. When the load falls so far that one worker fewer
+// would carry it, it takes one away (and puts it back if throughput fell).
 //
 // A growth that did not pay is not tried again for a while at the same
 // load (a backoff that doubles): a pause of the same clients is no new

@@ -41,6 +41,11 @@ MEMCASLAP_SHAPES = {"1x32": "memcaslap -T 1 -c 32", "2x16": "memcaslap -T 2 -c 1
                     "1x32d10": "memcaslap -T 1 -c 32 -d 10"}
 # Throughput against memcached itself on those loads (issue 39).
 DIRECT_THROUGHPUT_MIN = 0.9
+# On memcaslap's loads only: haproxy in mode tcp in front of the direct
+# memcached, a mature proxy's hop that forwards bytes and parses nothing.
+# Its throughput over direct's is what such a hop costs on this machine,
+# where the client, the proxy and the servers share the same cores.
+HOP = "haproxy"
 
 
 def load_lines(path):
@@ -137,6 +142,11 @@ def default_case(wid, per_target, fixed):
                                   "cpu_per_request": ratio(dc, n["cpu_us_per_req"]) if n else None},
         "default_to_direct": {"throughput": ratio(dr, direct["rps"]) if direct else None},
     }
+    hop = per_target.get(HOP)
+    if hop:
+        c["hop_to_direct"] = ratio(hop["rps"], direct["rps"]) if direct else None
+        c["default_to_hop"] = {"throughput": ratio(dr, hop["rps"]),
+                               "cpu_per_request": ratio(dc, hop["cpu_us_per_req"])}
     goals = {
         "best_fixed_throughput_min": FIXED_THROUGHPUT_MIN,
         "best_fixed_cpu_per_request_max": FIXED_CPU_MAX,
@@ -163,7 +173,7 @@ def per_round_ratios(shape, shapes_runs, fixed):
     while this machine's speed moves by a third between runs, so the spread
     of these says how far one run's ratio of medians can be trusted."""
     rounds = sorted({x["round"] for x in shapes_runs if x["shape"] == shape})
-    out = {"best_fixed": [], "direct": []}
+    out = {"best_fixed": [], "direct": [], "hop_to_direct": []}
     for rnd in rounds:
         tps = {x["target"]: x["tps"] for x in shapes_runs
                if x["shape"] == shape and x["round"] == rnd and x.get("tps") is not None}
@@ -171,6 +181,7 @@ def per_round_ratios(shape, shapes_runs, fixed):
         best = max((tps[t] for t in fixed if t in tps), default=None)
         out["best_fixed"].append(ratio(d, best))
         out["direct"].append(ratio(d, tps.get("direct")))
+        out["hop_to_direct"].append(ratio(tps.get(HOP), tps.get("direct")))
     return out
 
 
@@ -179,7 +190,7 @@ def print_default_case(title, unit, c, shown, name):
     request of each target, then memshard's default over the others, each
     ratio with its target beside it."""
     print(title)
-    w = max(22, len(name) + len(" / nutcracker"))
+    w = max(22, len(name) + len(" / nutcracker"), len(f"  rounds, {name} / best fixed"))
     cols = " ".join(["{:>12}"] * len(shown))
     med = c["medians"]
     print(("  {:<{w}} " + cols).format("", *shown, w=w))
@@ -228,10 +239,17 @@ def print_default_case(title, unit, c, shown, name):
         print(row.format(f"{name} / nutcracker", "- (no nutcracker run: it speaks text only)", "").rstrip())
     print(row.format(f"{name} / direct", cell(c["default_to_direct"]["throughput"], "direct_throughput_min"),
                      "").rstrip())
-    for key, label in (("best_fixed", "best fixed"), ("direct", "direct")):
+    if "hop_to_direct" in c:
+        print(row.format(f"{HOP} / direct", fmt(c["hop_to_direct"], "{:.3f}x"),
+                         "(a mature proxy's hop that only forwards bytes: no parsing, routing or batching)"))
+        hop = c["default_to_hop"]
+        print(row.format(f"{name} / {HOP}", fmt(hop["throughput"], "{:.3f}x"),
+                         fmt(hop["cpu_per_request"], "{:.3f}x")))
+    for key, label in (("best_fixed", f"{name} / best fixed"), ("direct", f"{name} / direct"),
+                       ("hop_to_direct", f"{HOP} / direct")):
         vs = (c.get("per_round") or {}).get(key) or []
         if any(v is not None for v in vs):
-            print(row.format(f"  rounds, / {label}", " ".join(fmt(v, "{:.3f}x") for v in vs), "").rstrip())
+            print(row.format(f"  rounds, {label}", " ".join(fmt(v, "{:.3f}x") for v in vs), "").rstrip())
     # On a machine whose cores are all busy, throughput goes as the
     # machine's CPU per operation. Through a proxy that cost nothing, that
     # would be the machine's CPU per operation less the proxy's own: the
@@ -531,7 +549,7 @@ def main():
         cases.append((f"({wid}) {desc} (memshard-load)", "req", c))
     for shape, cmd in MEMCASLAP_SHAPES.items():
         per_target = {}
-        for t in TARGETS:
+        for t in TARGETS + [HOP]:
             rs = [x for x in shapes_runs if x["shape"] == shape and x["target"] == t and x.get("tps") is not None]
             if rs:
                 per_target[t] = {"rps": median([x["tps"] for x in rs]),
@@ -560,7 +578,7 @@ def main():
         print(" never asserted)")
         for title, unit, c in cases:
             print()
-            print_default_case(title, unit, c, [t for t in TARGETS if t in c["medians"]], name)
+            print_default_case(title, unit, c, [t for t in TARGETS + [HOP] if t in c["medians"]], name)
         failed_shapes = [x for x in shapes_runs if x.get("rc", 0) != 0]
         if failed_shapes:
             print()

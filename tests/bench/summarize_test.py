@@ -1,0 +1,75 @@
+#!/usr/bin/env python3
+"""summarize.py on a made-up run of memcaslap's three loads: the ratios it
+prints and writes to summary.json, the haproxy hop's among them, come from
+the right targets and rounds, and a run without haproxy (older runs, or
+--no-haproxy) has none of them."""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+META = {"rounds": 2, "duration": 5, "warmup": 5, "threads": None, "fixed_threads": [1, 2],
+        "memcaslap_warmup": 5, "lg_threads": 2, "backends": 3, "cores": 2, "loadavg_start": 1.0,
+        "loadavg_end": 1.0, "wake_probe": None, "workloads": [], "text_twins": {}}
+# ops/s by target, one list entry per round.
+TPS = {"direct": [100000, 80000], "nutcracker": [40000, 30000], "memshard": [70000, 60000],
+       "memshard-1t": [72000, 50000], "memshard-2t": [50000, 64000], "haproxy": [50000, 44000]}
+
+
+def write_run(out, targets):
+    with open(os.path.join(out, "meta.json"), "w") as f:
+        json.dump(META, f)
+    with open(os.path.join(out, "memcaslap_shapes.jsonl"), "w") as f:
+        for rnd in (1, 2):
+            for t in targets:
+                tps = TPS[t][rnd - 1]
+                f.write(json.dumps({"target": t, "shape": "1x32", "round": rnd, "rc": 0, "tps": tps,
+                                    "ops": tps * 5, "run_s": 5.0, "cpu_s": 1.0,
+                                    "cpu_us_per_op": 1e6 / (tps * 5), "user_cpu_us_per_op": None,
+                                    "backends_cpu_us_per_op": None, "machine_cpu_us_per_op": None,
+                                    "server_reads_per_op": None, "log": ""}) + "\n")
+
+
+def summarize(targets):
+    with tempfile.TemporaryDirectory() as out:
+        write_run(out, targets)
+        printed = subprocess.run([sys.executable, os.path.join(HERE, "summarize.py"), out],
+                                 check=True, capture_output=True, text=True).stdout
+        with open(os.path.join(out, "summary.json")) as f:
+            case = json.load(f)["default_parallelism"]["memcaslap_shapes"]["1x32"]
+    return printed, case
+
+
+class HaproxyHop(unittest.TestCase):
+    def test_ratios_of_the_medians(self):
+        printed, c = summarize(list(TPS))
+        # Medians of two rounds: direct 90,000, memshard 65,000, haproxy 47,000.
+        self.assertAlmostEqual(c["hop_to_direct"], 47000 / 90000)
+        self.assertAlmostEqual(c["default_to_hop"]["throughput"], 65000 / 47000)
+        # CPU per op goes as 1 / tps here: memshard's over haproxy's.
+        cpu = lambda t: sorted(1e6 / (x * 5) for x in TPS[t])  # noqa: E731
+        self.assertAlmostEqual(c["default_to_hop"]["cpu_per_request"],
+                               (sum(cpu("memshard")) / 2) / (sum(cpu("haproxy")) / 2))
+        self.assertIn("haproxy / direct", printed)
+        self.assertIn("default / haproxy", printed)
+
+    def test_round_by_round(self):
+        printed, c = summarize(list(TPS))
+        self.assertEqual([round(x, 4) for x in c["per_round"]["hop_to_direct"]], [0.5, 0.55])
+        self.assertEqual([round(x, 4) for x in c["per_round"]["best_fixed"]],
+                         [round(70000 / 72000, 4), round(60000 / 64000, 4)])
+        self.assertIn("rounds, haproxy / direct     0.500x 0.550x", printed)
+
+    def test_a_run_without_haproxy_has_no_hop(self):
+        printed, c = summarize([t for t in TPS if t != "haproxy"])
+        self.assertNotIn("hop_to_direct", c)
+        self.assertNotIn("default_to_hop", c)
+        self.assertNotIn("haproxy", printed)
+        self.assertAlmostEqual(c["default_to_direct"]["throughput"], 65000 / 90000)
+
+
+if __name__ == "__main__":
+    unittest.main()

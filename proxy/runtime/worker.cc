@@ -152,8 +152,9 @@ void Worker::move_clients() {
   // its worker on different CPUs, each request paying a cross-CPU wake-up
   // (measured: a 2x16 memcaslap load did 51k-68k requests/s with two
   // workers given arbitrary halves, 66k with the halves by CPU). When none
-  // qualifies (one client thread) the extra worker gets nothing, and its
-  // trial finds no gain, which is the right answer for that load.
+  // qualifies (one client thread) the extra worker gets nothing, and the
+  // governor sends it back for that (WorkerGovernor::Settings::
+  // newcomer_share), which is the right answer for that load.
   const bool any = inactive;
   uint64_t owed = 0;
   for (uint64_t n : placement_.send) owed += n;

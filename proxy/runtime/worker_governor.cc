@@ -51,6 +51,8 @@ void WorkerGovernor::change(size_t to, uint64_t now_usec, double baseline_rps, s
   baseline_rps_ = baseline_rps;
   trial_rps_sum_ = 0;
   trial_busy_sum_ = 0;
+  trial_requests_ = 0;
+  trial_newcomer_requests_ = 0;
   trial_length_ = s_.trial_ticks;
   state_ = State::settling;
   state_ticks_ = 0;
@@ -62,14 +64,30 @@ void WorkerGovernor::change(size_t to, uint64_t now_usec, double baseline_rps, s
   ++decisions_;
 }
 
-void WorkerGovernor::no_growth_for_a_while(uint64_t now_usec, double judged_at_rps) {
+void WorkerGovernor::no_growth_for_a_while(uint64_t now_usec, double judged_at_rps,
+                                           bool placement) {
   failed_at_rps_ = judged_at_rps;
+  failed_for_placement_ = placement;
   judged_with_connections_ = connections_;
   grow_after_usec_ = now_usec + backoff_usec_;
   backoff_usec_ = std::min(backoff_usec_ * 2, s_.max_backoff_usec);
 }
 
+bool WorkerGovernor::load_changed_since_failure() const {
+  const auto beyond = [&](double now, double then) {
+    return then > 0 && (now > then * (1 + s_.load_change) || now < then * (1 - s_.load_change));
+  };
+  // Clients whose connections could not move keep them where they are
+  // however fast the machine serves them: more or fewer of them is the
+  // change that counts. (Read as a change of load, a machine slowing down
+  // by a quarter bought a trial at two workers that was bound to fail.)
+  if (failed_for_placement_)
+    return beyond(static_cast<double>(connections_), static_cast<double>(judged_with_connections_));
+  return beyond(window_rps(kRecentTicks), failed_at_rps_);
+}
+
 void WorkerGovernor::forget_failed_growth() {
+  failed_for_placement_ = false;
   grow_after_usec_ = 0;
   backoff_usec_ = s_.backoff_usec;
   judged_with_connections_ = 0;
@@ -79,6 +97,28 @@ void WorkerGovernor::judge_trial(uint64_t now_usec) {
   const double ticks = static_cast<double>(trial_length_);
   const double rps = trial_rps_sum_ / ticks;
   const bool busy = trial_busy_sum_ / ticks >= s_.shrink_busy;
+  const double newcomer_share =
+      trial_requests_ == 0
+          ? 0
+          : static_cast<double>(trial_newcomer_requests_) / static_cast<double>(trial_requests_);
+  // Checked first: an idle newcomer halves the mean busy share, so its
+  // trial can look like a lull, and its throughput is the old count's.
+  // Not when the requests themselves stopped (that is a lull).
+  if (active_ > from_ && newcomer_share < s_.newcomer_share && rps >= baseline_rps_ / 2) {
+    ++decisions_;
+    state_ = State::steady;
+    state_ticks_ = 0;
+    rechecking_ = false;
+    no_growth_for_a_while(now_usec, baseline_rps_, true);
+    reason_ = describe(
+        "one worker more served %.1f%% of the requests (%.0f requests/s against %.0f): no "
+        "connection could move to it, as when one client thread holds them all: back, and no new "
+        "try for a while with these clients",
+        newcomer_share * 100, rps, baseline_rps_);
+    active_ = from_;
+    recent_rps_.clear();
+    return;
+  }
   // Undecided either side of the threshold: a reading just over it is as
   // much the second's swing as one just under it.
   if (active_ > from_ && busy && trial_length_ == s_.trial_ticks &&
@@ -111,16 +151,17 @@ void WorkerGovernor::judge_trial(uint64_t now_usec) {
       recheck_interval_usec_ = s_.recheck_usec;
       recheck_at_usec_ = now_usec + recheck_interval_usec_;
       reason_ =
-          describe("%.0f requests/s with one worker more, up from %.0f: kept", rps, baseline_rps_);
+          describe("%.0f requests/s with one worker more (%.0f%% of them its), up from %.0f: kept",
+                   rps, newcomer_share * 100, baseline_rps_);
       if (trial_length_ > s_.trial_ticks) reason_ += kLongerTrial;
       return;
     }
     // Did not pay: back, and not again for a while at this load.
     no_growth_for_a_while(now_usec, baseline_rps_);
     reason_ = describe(
-        "%.0f requests/s with one worker more, against %.0f: back, and no new try "
-        "for a while at this load",
-        rps, baseline_rps_);
+        "%.0f requests/s with one worker more (%.0f%% of them its), against %.0f: back, and no "
+        "new try for a while at this load",
+        rps, newcomer_share * 100, baseline_rps_);
     if (trial_length_ > s_.trial_ticks) reason_ += kLongerTrial;
     active_ = from_;
     // The ticks measured with more workers are not this count's.
@@ -173,12 +214,14 @@ size_t WorkerGovernor::tick(uint64_t now_usec, std::span<const Figures> workers)
   const double seconds = static_cast<double>(now_usec - last_usec_) / 1e6;
   double busy_sum = 0;
   uint64_t requests = 0, active_requests = 0, active_wakeups = 0;
+  uint64_t newcomer_requests = 0;  // of the workers a trial added
   connections_ = 0;
   for (size_t i = 0; i < workers.size(); ++i) {
     connections_ += workers[i].connections;
     const uint64_t busy = workers[i].busy_usec - last_[i].busy_usec;
     const uint64_t req = workers[i].requests - last_[i].requests;
     requests += req;
+    if (i >= from_ && i < active_) newcomer_requests += req;
     if (i < active_) {
       busy_sum += std::min(1.0, static_cast<double>(busy) / 1e6 / seconds);
       active_requests += req;
@@ -213,6 +256,8 @@ size_t WorkerGovernor::tick(uint64_t now_usec, std::span<const Figures> workers)
     case State::trial:
       trial_rps_sum_ += rps;
       trial_busy_sum_ += last_busy_;
+      trial_requests_ += requests;
+      trial_newcomer_requests_ += newcomer_requests;
       if (++state_ticks_ >= trial_length_) judge_trial(now_usec);
       return active_;
     case State::steady:
@@ -234,10 +279,7 @@ size_t WorkerGovernor::tick(uint64_t now_usec, std::span<const Figures> workers)
     // steady load that saturates the workers again: a pause between two
     // runs of the same clients (seconds of no load, then the same load
     // anew) is no new load, and must not buy the same failed trial again.
-    const double base = window_rps(kRecentTicks), judged = failed_at_rps_;
-    const bool changed = judged > 0 && (base > judged * (1 + s_.load_change) ||
-                                        base < judged * (1 - s_.load_change));
-    if (changed) {
+    if (load_changed_since_failure()) {
       forget_failed_growth();
     } else if (now_usec >= grow_after_usec_) {
       grow_after_usec_ = 0;

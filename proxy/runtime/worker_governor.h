@@ -94,6 +94,14 @@ class WorkerGovernor {
     // whole (once: a load whose gain stays near the threshold is judged
     // then).
     double undecided_within = 0.05;
+    // A growth whose new workers served less than this share of the
+    // trial's requests tried nothing: the connections could not move to
+    // them (a connection moves only to the worker of the CPU its packets
+    // arrive on, and one client thread's all arrive on its own CPU), so
+    // the trial compared one count with itself and a noisy second could
+    // pass it. On memcaslap 1 x 32 such a trial read +12%; kept, the next
+    // run's connections spread over both workers at 0.65x of one.
+    double newcomer_share = 0.10;
     // After a growth that did not pay: no new try for this long, doubled
     // after each failure up to `max_backoff_usec`, unless the load changes
     // by more than `load_change` (then the failed answer no longer holds):
@@ -134,7 +142,11 @@ class WorkerGovernor {
   void judge_trial(uint64_t now_usec);
   // One more worker did not pay at `judged_at_rps`: no growth until the
   // backoff has passed or the load changed, and a longer backoff next.
-  void no_growth_for_a_while(uint64_t now_usec, double judged_at_rps);
+  // `placement`: it got no connections, which a change of throughput does
+  // not change (a change in how many clients are connected does).
+  void no_growth_for_a_while(uint64_t now_usec, double judged_at_rps, bool placement = false);
+  // A growth on hold may be tried again: the load it failed with changed.
+  bool load_changed_since_failure() const;
   // Forgets a growth that did not pay: the next saturation tries again.
   void forget_failed_growth();
   double window_rps(size_t ticks) const;
@@ -149,7 +161,10 @@ class WorkerGovernor {
   double baseline_rps_ = 0;
   double trial_rps_sum_ = 0;
   double trial_busy_sum_ = 0;  // the active workers' mean busy share, summed over the trial
-  int trial_length_ = 0;       // ticks: trial_ticks, or twice that once undecided
+  // Requests in the trial's ticks: all, and those of the workers it added.
+  uint64_t trial_requests_ = 0;
+  uint64_t trial_newcomer_requests_ = 0;
+  int trial_length_ = 0;  // ticks: trial_ticks, or twice that once undecided
   int saturated_ticks_ = 0;
   int light_ticks_ = 0;
   // No growth before this (0: none pending), the load it was judged at,
@@ -158,7 +173,8 @@ class WorkerGovernor {
   uint64_t judged_with_connections_ = 0;
   uint64_t backoff_usec_ = 0;
   double failed_at_rps_ = 0;
-  uint64_t shrink_after_usec_ = 0;  // after a shrink that cost throughput
+  bool failed_for_placement_ = false;  // the last failed growth got no connections
+  uint64_t shrink_after_usec_ = 0;     // after a shrink that cost throughput
   // The next check of a kept growth (0: none due), how long after the one
   // before, and whether the trial under way is one.
   uint64_t recheck_at_usec_ = 0;

@@ -52,6 +52,11 @@ void ActiveWorkers::tick() {
   const auto was = static_cast<size_t>(active_.load(std::memory_order_relaxed));
   const uint64_t decided = governor_->decisions();
   const size_t now = governor_->tick(monotonic_usec(), figures_);
+  // What each decision was made of, tick by tick (the noise a trial is
+  // judged through shows here).
+  if (log_level() >= LogLevel::debug)
+    log_debug("workers: tick at %zu active: %.0f requests/s, %.0f%% busy", was,
+              governor_->requests_per_second(), governor_->busy() * 100);
   // A trial's verdict is said even when it keeps the count.
   if (now == was && governor_->decisions() == decided) return;
   log_info("workers: %zu of %zu active (%s)", now, workers_.size(), governor_->reason().c_str());

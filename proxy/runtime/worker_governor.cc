@@ -9,7 +9,6 @@ namespace memshard::proxy {
 
 namespace {
 constexpr size_t kRecentTicks = 8;
-constexpr const char* kLongerTrial = " (over a trial twice as long: the first was undecided)";
 
 // `what` takes two or three %f conversions.
 std::string describe(const char* what, double a, double b, double c = 0) {
@@ -41,7 +40,12 @@ bool WorkerGovernor::baseline_steady() const {
       std::accumulate(recent_rps_.end() - static_cast<std::ptrdiff_t>(kRecentTicks),
                       recent_rps_.end() - static_cast<std::ptrdiff_t>(half), 0.0) /
       static_cast<double>(half);
-  return std::abs(newer - older) <= s_.steady_within * older;
+  if (std::abs(newer - older) > s_.steady_within * older) return false;
+  // Nor a tick that is a lull's (a load's first, partial one): it passed
+  // the halves' test among faster ticks and pulled the baseline down.
+  const double mean = window_rps(kRecentTicks);
+  return std::none_of(recent_rps_.end() - static_cast<std::ptrdiff_t>(kRecentTicks),
+                      recent_rps_.end(), [&](double rps) { return rps < mean * s_.lull_share; });
 }
 
 void WorkerGovernor::change(size_t to, uint64_t now_usec, double baseline_rps, std::string why) {
@@ -49,7 +53,19 @@ void WorkerGovernor::change(size_t to, uint64_t now_usec, double baseline_rps, s
   from_ = active_;
   active_ = to;
   baseline_rps_ = baseline_rps;
+  baseline_ticks_ = std::min(kRecentTicks, recent_rps_.size());
+  baseline_variance_ = 0;
+  if (baseline_ticks_ > 1) {
+    const auto first = recent_rps_.end() - static_cast<std::ptrdiff_t>(baseline_ticks_);
+    const double mean =
+        std::accumulate(first, recent_rps_.end(), 0.0) / static_cast<double>(baseline_ticks_);
+    for (auto it = first; it != recent_rps_.end(); ++it)
+      baseline_variance_ += (*it - mean) * (*it - mean);
+    baseline_variance_ /= static_cast<double>(baseline_ticks_ - 1);
+  }
   trial_rps_sum_ = 0;
+  trial_rps_squares_ = 0;
+  lull_ticks_ = 0;
   trial_busy_sum_ = 0;
   trial_requests_ = 0;
   trial_newcomer_requests_ = 0;
@@ -93,6 +109,25 @@ void WorkerGovernor::forget_failed_growth() {
   judged_with_connections_ = 0;
 }
 
+double WorkerGovernor::trial_error() const {
+  const auto n = static_cast<double>(trial_length_);
+  if (trial_length_ < 2 || baseline_ticks_ < 2 || baseline_rps_ <= 0) return 0;
+  const double variance =
+      std::max(0.0, (trial_rps_squares_ - trial_rps_sum_ * trial_rps_sum_ / n) / (n - 1));
+  return std::sqrt(variance / n + baseline_variance_ / static_cast<double>(baseline_ticks_)) /
+         baseline_rps_;
+}
+
+void WorkerGovernor::end_trial_back(std::string why) {
+  ++decisions_;
+  rechecking_ = false;
+  state_ = State::steady;
+  state_ticks_ = 0;
+  active_ = from_;
+  recent_rps_.clear();
+  reason_ = std::move(why);
+}
+
 void WorkerGovernor::judge_trial(uint64_t now_usec) {
   const double ticks = static_cast<double>(trial_length_);
   const double rps = trial_rps_sum_ / ticks;
@@ -105,46 +140,50 @@ void WorkerGovernor::judge_trial(uint64_t now_usec) {
   // trial can look like a lull, and its throughput is the old count's.
   // Not when the requests themselves stopped (that is a lull).
   if (active_ > from_ && newcomer_share < s_.newcomer_share && rps >= baseline_rps_ / 2) {
-    ++decisions_;
-    state_ = State::steady;
-    state_ticks_ = 0;
-    rechecking_ = false;
-    no_growth_for_a_while(now_usec, baseline_rps_, true);
-    reason_ = describe(
+    end_trial_back(describe(
         "one worker more served %.1f%% of the requests (%.0f requests/s against %.0f): no "
         "connection could move to it, as when one client thread holds them all: back, and no new "
         "try for a while with these clients",
-        newcomer_share * 100, rps, baseline_rps_);
-    active_ = from_;
-    recent_rps_.clear();
+        newcomer_share * 100, rps, baseline_rps_));
+    no_growth_for_a_while(now_usec, baseline_rps_, true);
     return;
   }
   // Undecided either side of the threshold: a reading just over it is as
-  // much the second's swing as one just under it.
-  if (active_ > from_ && busy && trial_length_ == s_.trial_ticks &&
-      rps < baseline_rps_ * (1 + s_.grow_gain + s_.undecided_within) &&
-      rps >= baseline_rps_ * (1 + s_.grow_gain - s_.undecided_within)) {
+  // much the seconds' swing as one just under it. The first reading is
+  // measured again within `undecided_within`; any, while within the
+  // error the ticks' spread gives it, up to `max_trial_ticks`.
+  const bool first_near = trial_length_ == s_.trial_ticks &&
+                          rps < baseline_rps_ * (1 + s_.grow_gain + s_.undecided_within) &&
+                          rps >= baseline_rps_ * (1 + s_.grow_gain - s_.undecided_within);
+  const bool within_error =
+      trial_length_ < s_.max_trial_ticks && baseline_rps_ > 0 &&
+      std::abs(rps / baseline_rps_ - 1 - s_.grow_gain) < s_.undecided_errors * trial_error();
+  if (active_ > from_ && busy && (first_near || within_error)) {
     trial_length_ += s_.trial_ticks;  // undecided: the trial goes on
     return;
   }
+  if (active_ > from_ && !busy) {
+    // The workers were not kept busy: the load fell during the trial (a
+    // client between runs, a lull), which says nothing about whether one
+    // worker more pays. Back, free to try again.
+    end_trial_back(describe(
+        "the load fell during the trial (%.0f requests/s against %.0f, workers %.0f%% busy): "
+        "back, undecided",
+        rps, baseline_rps_, trial_busy_sum_ / ticks * 100));
+    return;
+  }
+  const std::string longer =
+      trial_length_ > s_.trial_ticks
+          ? describe(" (over a longer trial, %.2f s: the first reading was undecided)",
+                     static_cast<double>(trial_length_) * static_cast<double>(s_.tick_usec) / 1e6,
+                     0)
+          : std::string();
   ++decisions_;
   const bool recheck = rechecking_;
   rechecking_ = false;
   state_ = State::steady;
   state_ticks_ = 0;
   if (active_ > from_) {
-    if (!busy) {
-      // The workers were not kept busy: the load fell during the trial (a
-      // client between runs, a lull), which says nothing about whether one
-      // worker more pays. Back, free to try again.
-      reason_ = describe(
-          "the load fell during the trial (%.0f requests/s against %.0f, workers %.0f%% busy): "
-          "back, undecided",
-          rps, baseline_rps_, trial_busy_sum_ / ticks * 100);
-      active_ = from_;
-      recent_rps_.clear();
-      return;
-    }
     if (rps >= baseline_rps_ * (1 + s_.grow_gain)) {
       backoff_usec_ = s_.backoff_usec;
       grow_after_usec_ = 0;
@@ -153,7 +192,7 @@ void WorkerGovernor::judge_trial(uint64_t now_usec) {
       reason_ =
           describe("%.0f requests/s with one worker more (%.0f%% of them its), up from %.0f: kept",
                    rps, newcomer_share * 100, baseline_rps_);
-      if (trial_length_ > s_.trial_ticks) reason_ += kLongerTrial;
+      reason_ += longer;
       return;
     }
     // Did not pay: back, and not again for a while at this load.
@@ -162,7 +201,7 @@ void WorkerGovernor::judge_trial(uint64_t now_usec) {
         "%.0f requests/s with one worker more (%.0f%% of them its), against %.0f: back, and no "
         "new try for a while at this load",
         rps, newcomer_share * 100, baseline_rps_);
-    if (trial_length_ > s_.trial_ticks) reason_ += kLongerTrial;
+    reason_ += longer;
     active_ = from_;
     // The ticks measured with more workers are not this count's.
     recent_rps_.clear();
@@ -241,6 +280,7 @@ size_t WorkerGovernor::tick(uint64_t now_usec, std::span<const Figures> workers)
     forget_failed_growth();
   }
   const double rps = static_cast<double>(requests) / seconds;
+  last_rps_ = rps;
   last_busy_ = busy_sum / static_cast<double>(active_);
   last_per_wakeup_ = active_wakeups == 0 ? 0
                                          : static_cast<double>(active_requests) /
@@ -254,7 +294,18 @@ size_t WorkerGovernor::tick(uint64_t now_usec, std::span<const Figures> workers)
       }
       return active_;
     case State::trial:
+      if (rps < baseline_rps_ * s_.lull_share) {
+        if (++lull_ticks_ >= s_.max_lull_ticks)
+          end_trial_back(describe(
+              "the load fell during the trial (%.0f requests/s against %.0f for %.2f s): back, "
+              "undecided",
+              rps, baseline_rps_,
+              static_cast<double>(lull_ticks_) * static_cast<double>(s_.tick_usec) / 1e6));
+        return active_;
+      }
+      lull_ticks_ = 0;
       trial_rps_sum_ += rps;
+      trial_rps_squares_ += rps * rps;
       trial_busy_sum_ += last_busy_;
       trial_requests_ += requests;
       trial_newcomer_requests_ += newcomer_requests;

@@ -94,6 +94,21 @@ class WorkerGovernor {
     // whole (once: a load whose gain stays near the threshold is judged
     // then).
     double undecided_within = 0.05;
+    // A bench's seconds swing by more than that: on memcaslap 2 x 16, where
+    // two fixed workers beat one by 14%, trials read -0.4% and -4% and went
+    // back. So a growth's trial also stays undecided while its gain is
+    // within `undecided_errors` standard errors of `grow_gain`, the error
+    // taken from the ticks' own spread (the baseline's and the trial's). It
+    // goes on, `trial_ticks` at a time, up to `max_trial_ticks`, and is
+    // then judged on the whole.
+    double undecided_errors = 1.0;
+    int max_trial_ticks = 12;
+    // A trial tick below this share of the baseline's throughput is a lull
+    // (clients between two runs, a pause), no reading of the count: it is
+    // left out. `max_lull_ticks` in a row end the trial, undecided. No
+    // baseline holds one either.
+    double lull_share = 0.5;
+    int max_lull_ticks = 8;
     // A growth whose new workers served less than this share of the
     // trial's requests tried nothing: the connections could not move to
     // them (a connection moves only to the worker of the CPU its packets
@@ -133,6 +148,7 @@ class WorkerGovernor {
   // The last tick's view, for stats: the active workers' mean busy share
   // and requests per wake-up.
   double busy() const { return last_busy_; }
+  double requests_per_second() const { return last_rps_; }
   double requests_per_wakeup() const { return last_per_wakeup_; }
 
  private:
@@ -140,6 +156,11 @@ class WorkerGovernor {
   // Begins a trial of `to` workers, measured against `baseline_rps`.
   void change(size_t to, uint64_t now_usec, double baseline_rps, std::string why);
   void judge_trial(uint64_t now_usec);
+  // Ends the trial at the count before it, `why` being the reason.
+  void end_trial_back(std::string why);
+  // The standard error of the trial's gain over its baseline, as a share
+  // of the baseline (0 when there are too few ticks to tell).
+  double trial_error() const;
   // One more worker did not pay at `judged_at_rps`: no growth until the
   // backoff has passed or the load changed, and a longer backoff next.
   // `placement`: it got no connections, which a change of throughput does
@@ -150,7 +171,8 @@ class WorkerGovernor {
   // Forgets a growth that did not pay: the next saturation tries again.
   void forget_failed_growth();
   double window_rps(size_t ticks) const;
-  // The last kRecentTicks ticks are all at this count, and not ramping.
+  // The last kRecentTicks ticks are all at this count, not ramping, and
+  // none a lull's.
   bool baseline_steady() const;
 
   Settings s_;
@@ -160,6 +182,11 @@ class WorkerGovernor {
   size_t from_ = 1;  // the count before the trial
   double baseline_rps_ = 0;
   double trial_rps_sum_ = 0;
+  double trial_rps_squares_ = 0;  // the trial ticks' throughput squared, summed
+  int lull_ticks_ = 0;            // trial ticks left out in a row
+  // The spread of the ticks the trial is judged against.
+  double baseline_variance_ = 0;
+  size_t baseline_ticks_ = 0;
   double trial_busy_sum_ = 0;  // the active workers' mean busy share, summed over the trial
   // Requests in the trial's ticks: all, and those of the workers it added.
   uint64_t trial_requests_ = 0;
@@ -186,6 +213,7 @@ class WorkerGovernor {
   std::string reason_;
   uint64_t decisions_ = 0;
   double last_busy_ = 0;
+  double last_rps_ = 0;  // every worker's, over the last tick
   double last_per_wakeup_ = 0;
   uint64_t connections_ = 0;            // open on all workers at the last tick
   uint64_t no_clients_since_usec_ = 0;  // 0: some are connected

@@ -22,6 +22,7 @@ constexpr size_t kMaxFreeSlots = 1024;
 // Parked at once by one sweep, connections whose memory is worth returning
 // to the kernel at once.
 constexpr size_t kParkingWave = 64;
+constexpr int kCpuUnread = -2;
 }  // namespace
 
 Worker::Worker(WorkerHost& host, int index, int park_after_ms, StreamLoop::Writes writes)
@@ -115,16 +116,25 @@ uint64_t Worker::requests() const {
 void Worker::place(Placement placement) {
   mailbox_->post([this, p = std::move(placement)]() mutable {
     placement_ = std::move(p);
+    std::fill(cpu_of_fd_.begin(), cpu_of_fd_.end(), kCpuUnread);
     const uint64_t now = now_usec();
     moves_until_usec_ = now + 2'000'000;
     moving_ = true;
   });
 }
 
+int Worker::client_cpu(int fd) {
+  if (fd < 0) return -1;
+  const auto i = static_cast<size_t>(fd);
+  if (i >= cpu_of_fd_.size()) cpu_of_fd_.resize(i + 1, kCpuUnread);
+  if (cpu_of_fd_[i] == kCpuUnread) cpu_of_fd_[i] = incoming_cpu(fd);
+  return cpu_of_fd_[i];
+}
+
 int Worker::destination(int fd, bool any) {
   const Placement& p = placement_;
   const bool inactive = static_cast<size_t>(index_) >= p.active;
-  const int cpu = incoming_cpu(fd);
+  const int cpu = client_cpu(fd);
   if (cpu >= 0 && static_cast<size_t>(cpu) < p.worker_of_cpu.size()) {
     const int to = p.worker_of_cpu[static_cast<size_t>(cpu)];
     if (to >= 0 && to != index_ && static_cast<size_t>(to) < p.active &&

@@ -90,16 +90,17 @@ void WorkerGovernor::no_growth_for_a_while(uint64_t now_usec, double judged_at_r
 }
 
 bool WorkerGovernor::load_changed_since_failure() const {
-  const auto beyond = [&](double now, double then) {
-    return then > 0 && (now > then * (1 + s_.load_change) || now < then * (1 - s_.load_change));
-  };
   // Clients whose connections could not move keep them where they are
-  // however fast the machine serves them: more or fewer of them is the
-  // change that counts. (Read as a change of load, a machine slowing down
-  // by a quarter bought a trial at two workers that was bound to fail.)
+  // however fast the machine serves them: more of them (another client
+  // thread, perhaps) is the change that counts. (Read as a change of load,
+  // a machine slowing down by a quarter bought a trial at two workers that
+  // was bound to fail.) Fewer is not: those are the same clients leaving,
+  // and a saturated tick as they close bought a trial of nothing.
   if (failed_for_placement_)
-    return beyond(static_cast<double>(connections_), static_cast<double>(judged_with_connections_));
-  return beyond(window_rps(kRecentTicks), failed_at_rps_);
+    return static_cast<double>(connections_) >
+           static_cast<double>(judged_with_connections_) * (1 + s_.load_change);
+  const double now = window_rps(kRecentTicks), then = failed_at_rps_;
+  return then > 0 && (now > then * (1 + s_.load_change) || now < then * (1 - s_.load_change));
 }
 
 void WorkerGovernor::forget_failed_growth() {

@@ -69,6 +69,7 @@ void WorkerGovernor::change(size_t to, uint64_t now_usec, double baseline_rps, s
   trial_busy_sum_ = 0;
   trial_requests_ = 0;
   trial_newcomer_requests_ = 0;
+  trial_connections_ = connections_;
   trial_length_ = s_.trial_ticks;
   state_ = State::settling;
   state_ticks_ = 0;
@@ -84,7 +85,10 @@ void WorkerGovernor::no_growth_for_a_while(uint64_t now_usec, double judged_at_r
                                            bool placement) {
   failed_at_rps_ = judged_at_rps;
   failed_for_placement_ = placement;
-  judged_with_connections_ = connections_;
+  // The most seen since the change: at the verdict the clients may be
+  // closing already (a run's end), and counted then, the next run's same
+  // number looked like more clients.
+  judged_with_connections_ = std::max(connections_, trial_connections_);
   grow_after_usec_ = now_usec + backoff_usec_;
   backoff_usec_ = std::min(backoff_usec_ * 2, s_.max_backoff_usec);
 }
@@ -270,6 +274,7 @@ size_t WorkerGovernor::tick(uint64_t now_usec, std::span<const Figures> workers)
   }
   last_.assign(workers.begin(), workers.end());
   last_usec_ = now_usec;
+  if (state_ != State::steady) trial_connections_ = std::max(trial_connections_, connections_);
   // Every client the failed growth was judged with is gone: the verdict
   // was theirs.
   if (connections_ > 0) {

@@ -191,7 +191,8 @@ class WorkerGovernor {
   // Requests in the trial's ticks: all, and those of the workers it added.
   uint64_t trial_requests_ = 0;
   uint64_t trial_newcomer_requests_ = 0;
-  int trial_length_ = 0;  // ticks: trial_ticks, or twice that once undecided
+  uint64_t trial_connections_ = 0;  // the most client connections since the change
+  int trial_length_ = 0;            // ticks: trial_ticks, or twice that once undecided
   int saturated_ticks_ = 0;
   int light_ticks_ = 0;
   // No growth before this (0: none pending), the load it was judged at,

@@ -469,6 +469,24 @@ TEST(WorkerGovernor, ClientsThatReconnectAtOnceKeepTheBackoff) {
   EXPECT_EQ(h.ticks_at(2), 0) << h.governor().reason();
 }
 
+// The clients close just as the verdict comes (the run's end), then the
+// same number connect at once for the next run: they are the same clients,
+// not more of them, and the verdict holds.
+TEST(WorkerGovernor, ClientsClosingAsTheVerdictComesAreTheSameWhenTheyReconnect) {
+  WorkerGovernor::Settings s;
+  Harness h(2, s);
+  h.set_connections(32);
+  int ticks_at_two = 0;
+  h.run(5, [&](size_t n, uint64_t now) {
+    if (n == 2 && ++ticks_at_two == s.settle_ticks + s.trial_ticks) h.set_connections(6);
+    return one_thread_clients(47'000, 1.12)(n, now);
+  });
+  ASSERT_EQ(h.max_seen(), 2u) << "it must have tried";
+  ASSERT_EQ(h.active(), 1u) << h.governor().reason();
+  pause_then_load(h, 0, 1, 0.12);
+  EXPECT_EQ(h.ticks_at(2), 0) << h.governor().reason();
+}
+
 TEST(WorkerGovernor, DoesNotFlapUnderASteadyLoadAtTheThreshold) {
   WorkerGovernor::Settings s;
   Harness h(2, s);

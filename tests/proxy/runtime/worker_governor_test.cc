@@ -369,12 +369,18 @@ TEST(WorkerGovernor, AGrowthNoConnectionCouldReachIsNotKeptByLuck) {
 // The same trial, where the second worker took a fair share of the
 // requests: a gain of 12% is kept (the rule above is about placement, not
 // about distrusting gains).
+// Clients whose connections a second worker can take: it serves
+// `newcomer_share` of the requests, and throughput reads `gain` more.
+Load movable_clients(double one_rps, double gain, double newcomer_share) {
+  return [=](size_t n, uint64_t) {
+    return n == 1 ? Shape{one_rps, 0.95} : Shape{one_rps * (1 + gain), 0.8, newcomer_share};
+  };
+}
+
 TEST(WorkerGovernor, AGrowthWhoseNewcomerServesIsJudgedOnThroughput) {
   Harness h(2);
   h.set_connections(32);
-  h.run(5, [](size_t n, uint64_t) {
-    return n == 1 ? Shape{47'000, 0.95} : Shape{47'000 * 1.12, 0.8, 0.45};
-  });
+  h.run(5, movable_clients(47'000, 0.12, 0.45));
   EXPECT_EQ(h.active(), 2u) << h.governor().reason();
 }
 
@@ -386,9 +392,7 @@ TEST(WorkerGovernor, MoreClientsAfterAGrowthNoConnectionReachedAreTriedAgain) {
   h.run(5, one_thread_clients(47'000, 1.12));
   ASSERT_EQ(h.active(), 1u) << h.governor().reason();
   h.set_connections(64);
-  h.run(5, [](size_t n, uint64_t) {
-    return n == 1 ? Shape{47'000, 0.95} : Shape{47'000 * 1.19, 0.8, 0.5};
-  });
+  h.run(5, movable_clients(47'000, 0.19, 0.5));
   EXPECT_EQ(h.active(), 2u) << h.governor().reason();
 }
 

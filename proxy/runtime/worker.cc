@@ -23,6 +23,11 @@ constexpr size_t kMaxFreeSlots = 1024;
 // to the kernel at once.
 constexpr size_t kParkingWave = 64;
 constexpr int kCpuUnread = -2;
+// How long a client's CPU, once read, stands during moves: its client
+// thread may run on the other CPU a moment later (two client threads share
+// one CPU for a while), and a CPU read once per placement then kept
+// everything on one worker for the whole move window.
+constexpr uint64_t kCpuReadEveryUsec = 100'000;
 }  // namespace
 
 Worker::Worker(WorkerHost& host, int index, int park_after_ms, StreamLoop::Writes writes)
@@ -116,8 +121,9 @@ uint64_t Worker::requests() const {
 void Worker::place(Placement placement) {
   mailbox_->post([this, p = std::move(placement)]() mutable {
     placement_ = std::move(p);
-    std::fill(cpu_of_fd_.begin(), cpu_of_fd_.end(), kCpuUnread);
     const uint64_t now = now_usec();
+    std::fill(cpu_of_fd_.begin(), cpu_of_fd_.end(), kCpuUnread);
+    cpus_read_at_usec_ = now;
     moves_until_usec_ = now + 2'000'000;
     moving_ = true;
   });
@@ -126,6 +132,10 @@ void Worker::place(Placement placement) {
 int Worker::client_cpu(int fd) {
   if (fd < 0) return -1;
   const auto i = static_cast<size_t>(fd);
+  if (const uint64_t now = now_usec(); now >= cpus_read_at_usec_ + kCpuReadEveryUsec) {
+    std::fill(cpu_of_fd_.begin(), cpu_of_fd_.end(), kCpuUnread);
+    cpus_read_at_usec_ = now;
+  }
   if (i >= cpu_of_fd_.size()) cpu_of_fd_.resize(i + 1, kCpuUnread);
   if (cpu_of_fd_[i] == kCpuUnread) cpu_of_fd_[i] = incoming_cpu(fd);
   return cpu_of_fd_[i];

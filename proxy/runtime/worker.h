@@ -144,10 +144,10 @@ class Worker final : public BackendContext, public ClientContext {
   // The worker a moving socket goes to: by the CPU its packets arrive on,
   // else the active worker owed the most. -1: none (this one keeps it).
   int destination(int fd, bool any);
-  // The socket's SO_INCOMING_CPU, read once per placement: asked on every
-  // loop iteration while moves were pending, it cost a system call per
-  // idle client per iteration, and a growth's trial on memcaslap 1 x 32,
-  // with nothing to move, lost 10-20% of its throughput to it.
+  // The socket's SO_INCOMING_CPU, read at most every 100 ms: asked on
+  // every loop iteration while moves were pending, it cost a system call
+  // per idle client per iteration, and a growth's trial on memcaslap
+  // 1 x 32, with nothing to move, lost 10-20% of its throughput to it.
   int client_cpu(int fd);
   // Takes the clients in `gone` (sorted here) off the client list.
   void forget_clients(std::vector<ClientConn*>& gone);
@@ -205,10 +205,11 @@ class Worker final : public BackendContext, public ClientContext {
   // Connection moves (place()): worker thread only.
   Placement placement_;
   bool moving_ = false;
-  size_t held_ = 0;                // clients held still to be moved (ClientConn::hold_for_move)
-  uint64_t moves_until_usec_ = 0;  // an active worker stops trying then
-  std::vector<int> cpu_of_fd_;     // client_cpu()'s answers by socket; kCpuUnread: not yet
-  bool clients_draining_ = false;  // moved-in clients close once idle
+  size_t held_ = 0;                 // clients held still to be moved (ClientConn::hold_for_move)
+  uint64_t moves_until_usec_ = 0;   // an active worker stops trying then
+  std::vector<int> cpu_of_fd_;      // client_cpu()'s answers by socket; kCpuUnread: not yet
+  uint64_t cpus_read_at_usec_ = 0;  // cpu_of_fd_ was emptied then
+  bool clients_draining_ = false;   // moved-in clients close once idle
   std::atomic<int> tid_{0};
   std::atomic<uint64_t> wakeups_{0};
 };

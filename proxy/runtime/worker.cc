@@ -122,8 +122,7 @@ void Worker::place(Placement placement) {
   mailbox_->post([this, p = std::move(placement)]() mutable {
     placement_ = std::move(p);
     const uint64_t now = now_usec();
-    std::fill(cpu_of_fd_.begin(), cpu_of_fd_.end(), kCpuUnread);
-    cpus_read_at_usec_ = now;
+    cpus_read_at_usec_ = 0;  // client_cpu() reads every socket afresh
     moves_until_usec_ = now + 2'000'000;
     moving_ = true;
   });

@@ -57,8 +57,7 @@ void WorkerGovernor::change(size_t to, uint64_t now_usec, double baseline_rps, s
   baseline_variance_ = 0;
   if (baseline_ticks_ > 1) {
     const auto first = recent_rps_.end() - static_cast<std::ptrdiff_t>(baseline_ticks_);
-    const double mean =
-        std::accumulate(first, recent_rps_.end(), 0.0) / static_cast<double>(baseline_ticks_);
+    const double mean = window_rps(baseline_ticks_);
     for (auto it = first; it != recent_rps_.end(); ++it)
       baseline_variance_ += (*it - mean) * (*it - mean);
     baseline_variance_ /= static_cast<double>(baseline_ticks_ - 1);
@@ -143,8 +142,8 @@ void WorkerGovernor::judge_trial(uint64_t now_usec) {
           : static_cast<double>(trial_newcomer_requests_) / static_cast<double>(trial_requests_);
   // Checked first: an idle newcomer halves the mean busy share, so its
   // trial can look like a lull, and its throughput is the old count's.
-  // Not when the requests themselves stopped (that is a lull).
-  if (active_ > from_ && newcomer_share < s_.newcomer_share && rps >= baseline_rps_ / 2) {
+  // (Ticks where the requests themselves stopped were left out as lulls.)
+  if (active_ > from_ && newcomer_share < s_.newcomer_share) {
     end_trial_back(describe(
         "one worker more served %.1f%% of the requests (%.0f requests/s against %.0f): no "
         "connection could move to it, as when one client thread holds them all: back, and no new "

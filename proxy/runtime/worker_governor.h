@@ -96,11 +96,11 @@ class WorkerGovernor {
     double undecided_within = 0.05;
     // A bench's seconds swing by more than that: on memcaslap 2 x 16, where
     // two fixed workers have beaten one by 9% to 14% in most runs, trials
-    // read -0.4% and -4% and went back. So a growth's trial also stays undecided while its gain is
-    // within `undecided_errors` standard errors of `grow_gain`, the error
-    // taken from the ticks' own spread (the baseline's and the trial's). It
-    // goes on, `trial_ticks` at a time, up to `max_trial_ticks`, and is
-    // then judged on the whole.
+    // read -0.4% and -4% and went back. So a growth's trial also stays
+    // undecided while its gain is within `undecided_errors` standard errors
+    // of `grow_gain`, the error taken from the ticks' own spread (the
+    // baseline's and the trial's). It goes on, `trial_ticks` at a time, up
+    // to `max_trial_ticks`, and is then judged on the whole.
     double undecided_errors = 1.0;
     int max_trial_ticks = 12;
     // A trial tick below this share of the baseline's throughput is a lull

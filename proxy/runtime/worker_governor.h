@@ -156,6 +156,18 @@ class WorkerGovernor {
   // Begins a trial of `to` workers, measured against `baseline_rps`.
   void change(size_t to, uint64_t now_usec, double baseline_rps, std::string why);
   void judge_trial(uint64_t now_usec);
+  // A trial tick's figures, counted in (+1) or out again (-1).
+  struct TrialTick {
+    double rps = 0;
+    double busy = 0;
+    uint64_t requests = 0;
+    uint64_t newcomer_requests = 0;
+    bool counted = false;  // and not yet taken out
+  };
+  void count_trial_tick(const TrialTick& t, int sign);
+  // Takes the last counted trial tick out again (once), when the next was
+  // a lull's: the load stopped within it.
+  void uncount_last_trial_tick();
   // Ends the trial at the count before it, `why` being the reason.
   void end_trial_back(std::string why);
   // The standard error of the trial's gain over its baseline, as a share
@@ -170,9 +182,11 @@ class WorkerGovernor {
   bool load_changed_since_failure() const;
   // Forgets a growth that did not pay: the next saturation tries again.
   void forget_failed_growth();
-  double window_rps(size_t ticks) const;
-  // The last kRecentTicks ticks are all at this count, not ramping, and
-  // none a lull's.
+  // The mean throughput of the newest `ticks` ticks, but for the newest
+  // `skip_newest`.
+  double window_rps(size_t ticks, size_t skip_newest = 0) const;
+  // The last kRecentTicks ticks are all at this count, not ramping, none
+  // a lull's, and each saturated.
   bool baseline_steady() const;
 
   Settings s_;
@@ -184,6 +198,7 @@ class WorkerGovernor {
   double trial_rps_sum_ = 0;
   double trial_rps_squares_ = 0;  // the trial ticks' throughput squared, summed
   int lull_ticks_ = 0;            // trial ticks left out in a row
+  TrialTick last_trial_tick_;     // the last one counted
   // The spread of the ticks the trial is judged against.
   double baseline_variance_ = 0;
   size_t baseline_ticks_ = 0;
@@ -210,7 +225,11 @@ class WorkerGovernor {
   bool rechecking_ = false;
   uint64_t last_usec_ = 0;
   std::vector<Figures> last_;
-  std::vector<double> recent_rps_;  // the last few ticks' throughput, newest last
+  struct Tick {
+    double rps = 0;
+    bool saturated = false;  // the active workers' mean busy share at least grow_busy
+  };
+  std::vector<Tick> recent_;  // the last few ticks at this count, newest last
   std::string reason_;
   uint64_t decisions_ = 0;
   double last_busy_ = 0;

@@ -173,16 +173,22 @@ void WorkerGovernor::judge_trial(uint64_t now_usec) {
     no_growth_for_a_while(now_usec, baseline_rps_, true);
     return;
   }
+  // What a growth must read to stay: a gain of grow_gain, or, where its
+  // new workers took a fair share of the clients, no loss over shrink_loss.
+  const double even_share =
+      static_cast<double>(active_ - from_) / static_cast<double>(std::max<size_t>(active_, 1));
+  const bool fair = active_ > from_ && newcomer_share >= s_.fair_share * even_share;
+  const double threshold = fair ? -s_.shrink_loss : s_.grow_gain;
   // Undecided either side of the threshold: a reading just over it is as
   // much the seconds' swing as one just under it. The first reading is
   // measured again within `undecided_within`; any, while within the
   // error the ticks' spread gives it, up to `max_trial_ticks`.
   const bool first_near = trial_length_ == s_.trial_ticks &&
-                          rps < baseline_rps_ * (1 + s_.grow_gain + s_.undecided_within) &&
-                          rps >= baseline_rps_ * (1 + s_.grow_gain - s_.undecided_within);
+                          rps < baseline_rps_ * (1 + threshold + s_.undecided_within) &&
+                          rps >= baseline_rps_ * (1 + threshold - s_.undecided_within);
   const bool within_error =
       trial_length_ < s_.max_trial_ticks && baseline_rps_ > 0 &&
-      std::abs(rps / baseline_rps_ - 1 - s_.grow_gain) < s_.undecided_errors * trial_error();
+      std::abs(rps / baseline_rps_ - 1 - threshold) < s_.undecided_errors * trial_error();
   if (active_ > from_ && busy && (first_near || within_error)) {
     trial_length_ += s_.trial_ticks;  // undecided: the trial goes on
     return;
@@ -209,14 +215,16 @@ void WorkerGovernor::judge_trial(uint64_t now_usec) {
   state_ = State::steady;
   state_ticks_ = 0;
   if (active_ > from_) {
-    if (rps >= baseline_rps_ * (1 + s_.grow_gain)) {
+    if (rps >= baseline_rps_ * (1 + threshold)) {
       backoff_usec_ = s_.backoff_usec;
       grow_after_usec_ = 0;
       recheck_interval_usec_ = s_.recheck_usec;
       recheck_at_usec_ = now_usec + recheck_interval_usec_;
-      reason_ =
-          describe("%.0f requests/s with one worker more (%.0f%% of them its), up from %.0f: kept",
-                   rps, newcomer_share * 100, baseline_rps_);
+      reason_ = describe(
+          fair ? "%.0f requests/s with one worker more (%.0f%% of them its: clients on its own "
+                 "CPU), against %.0f: kept"
+               : "%.0f requests/s with one worker more (%.0f%% of them its), up from %.0f: kept",
+          rps, newcomer_share * 100, baseline_rps_);
       reason_ += longer;
       return;
     }

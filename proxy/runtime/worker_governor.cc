@@ -161,10 +161,13 @@ void WorkerGovernor::judge_trial(uint64_t now_usec) {
       trial_requests_ == 0
           ? 0
           : static_cast<double>(trial_newcomer_requests_) / static_cast<double>(trial_requests_);
+  // The new workers' share if the requests were split evenly.
+  const double even_share =
+      static_cast<double>(active_ - from_) / static_cast<double>(std::max<size_t>(active_, 1));
   // Checked first: an idle newcomer halves the mean busy share, so its
   // trial can look like a lull, and its throughput is the old count's.
   // (Ticks where the requests themselves stopped were left out as lulls.)
-  if (active_ > from_ && newcomer_share < s_.newcomer_share) {
+  if (active_ > from_ && newcomer_share < s_.newcomer_share * even_share) {
     end_trial_back(describe(
         "one worker more served %.1f%% of the requests (%.0f requests/s against %.0f): no "
         "connection could move to it, as when one client thread holds them all: back, and no new "
@@ -175,8 +178,6 @@ void WorkerGovernor::judge_trial(uint64_t now_usec) {
   }
   // What a growth must read to stay: a gain of grow_gain, or, where its
   // new workers took a fair share of the clients, no loss over shrink_loss.
-  const double even_share =
-      static_cast<double>(active_ - from_) / static_cast<double>(std::max<size_t>(active_, 1));
   const bool fair = active_ > from_ && newcomer_share >= s_.fair_share * even_share;
   const double threshold = fair ? -s_.shrink_loss : s_.grow_gain;
   // Undecided either side of the threshold: a reading just over it is as

@@ -109,14 +109,15 @@ class WorkerGovernor {
     // baseline holds one either.
     double lull_share = 0.5;
     int max_lull_ticks = 8;
-    // A growth whose new workers served less than this share of the
-    // trial's requests tried nothing: the connections could not move to
-    // them (a connection moves only to the worker of the CPU its packets
-    // arrive on, and one client thread's all arrive on its own CPU), so
-    // the trial compared one count with itself and a noisy second could
-    // pass it. On memcaslap 1 x 32 such a trial read +12%; kept, the next
-    // run's connections spread over both workers at 0.65x of one.
-    double newcomer_share = 0.10;
+    // A growth whose new workers served less than this share of an even
+    // split of the trial's requests (a fifth: 10% for a second worker, 2%
+    // for a tenth) tried nothing: the connections could not move to them
+    // (a connection moves only to the worker of the CPU its packets arrive
+    // on, and one client thread's all arrive on its own CPU), so the trial
+    // compared one count with itself and a noisy second could pass it. On
+    // memcaslap 1 x 32 such a trial read +12%; kept, the next run's
+    // connections spread over both workers at 0.65x of one.
+    double newcomer_share = 0.2;
     // A growth whose new workers served at least this share of an even
     // split (a half: 25% of the requests for a second worker) took clients
     // that run on their own CPUs, the layout the workers' placement aims

@@ -665,5 +665,16 @@ TEST(WorkerGovernor, GrowsStepByStepWhileEachStepPays) {
   EXPECT_EQ(h.active(), 3u) << h.governor().reason();
 }
 
+// An eleventh worker's even share is 9% of the requests: that is a fair
+// share of a large fleet's, not a placement that failed (which a fixed 10%
+// made it, holding a 12-core host at ten workers).
+TEST(WorkerGovernor, ManyWorkersGrowPastTenWhenEachPays) {
+  WorkerGovernor::Settings s;
+  s.max_workers = 12;
+  Harness h(12, s);
+  h.run(90, [](size_t n, uint64_t) { return Shape{10'000.0 * static_cast<double>(n), 0.95}; });
+  EXPECT_EQ(h.active(), 12u) << h.governor().reason();
+}
+
 }  // namespace
 }  // namespace memshard::proxy

@@ -324,6 +324,21 @@ TEST(WorkerGovernor, ANoisyTrialIsMeasuredUntilItsReadingStandsOut) {
       << h.governor().reason();
 }
 
+// One worker's ticks open with `partial` ones, then `saturated` ones at
+// those rates (the harness's first tick only starts the count: its
+// figures are not read), then run at `one_rps`, saturated; two workers
+// give `two`.
+Load opening_then(std::vector<Shape> partial, const std::vector<double>& saturated, double one_rps,
+                  Shape two) {
+  for (double rps : saturated) partial.push_back({rps, 0.95});
+  auto ticks = std::make_shared<size_t>(0);
+  return [=](size_t n, uint64_t) {
+    if (n == 2) return two;
+    const size_t t = (*ticks)++;
+    return t < partial.size() ? partial[t] : Shape{one_rps, 0.95};
+  };
+}
+
 // A load's first tick is partial (it began within the tick), and the next
 // few run fast: together they can pass the baseline's steadiness test, the
 // partial tick's spread making a clear gain look uncertain. No baseline
@@ -331,16 +346,8 @@ TEST(WorkerGovernor, ANoisyTrialIsMeasuredUntilItsReadingStandsOut) {
 // the trial's first second, not measured for three.
 TEST(WorkerGovernor, ALoadsPartialFirstTickIsNoPartOfTheBaseline) {
   Harness h(2);
-  int one = 0;
-  h.run(8, [&](size_t n, uint64_t) {
-    // The harness's first tick only starts the count: its figures are
-    // not read.
-    static constexpr double kStart[] = {0,      7'600,  62'800, 63'700, 66'900,
-                                        51'700, 48'900, 50'500, 51'500};
-    if (n == 2) return Shape{58'500, 0.8};
-    const int t = one++;
-    return Shape{t < 9 ? kStart[t] : 50'000.0, 0.95};
-  });
+  h.run(8, opening_then({}, {0, 7'600, 62'800, 63'700, 66'900, 51'700, 48'900, 50'500, 51'500},
+                        50'000, {58'500, 0.8}));
   EXPECT_EQ(h.active(), 2u) << h.governor().reason();
   EXPECT_EQ(h.governor().reason().find("longer trial"), std::string::npos) << h.governor().reason();
 }
@@ -351,15 +358,9 @@ TEST(WorkerGovernor, ALoadsPartialFirstTickIsNoPartOfTheBaseline) {
 // worker worth 3% read as 10%. A baseline's ticks are each saturated.
 TEST(WorkerGovernor, AnUnsaturatedTickIsNoPartOfTheBaseline) {
   Harness h(2);
-  int one = 0;
-  h.run(10, [&](size_t n, uint64_t) {
-    static constexpr double kStart[] = {0,      23'037, 49'819, 49'970, 50'493,
-                                        42'970, 43'324, 41'991, 48'580};
-    if (n == 2) return Shape{46'735 * 1.03, 0.8, kFewOfItsOwn};
-    const int t = one++;
-    if (t < 2) return Shape{kStart[t], t == 0 ? 0.0 : 0.51};
-    return Shape{t < 9 ? kStart[t] : 46'735.0, 0.95};
-  });
+  h.run(10, opening_then({{0, 0}, {23'037, 0.51}},
+                         {49'819, 49'970, 50'493, 42'970, 43'324, 41'991, 48'580}, 46'735,
+                         {46'735 * 1.03, 0.8, kFewOfItsOwn}));
   EXPECT_EQ(h.active(), 1u) << h.governor().reason();
   ASSERT_EQ(h.max_seen(), 2u) << "it must have tried";
   EXPECT_NE(h.governor().reason().find("against 467"), std::string::npos) << h.governor().reason();

@@ -177,8 +177,12 @@ void WorkerGovernor::judge_trial(uint64_t now_usec) {
     return;
   }
   // What a growth must read to stay: a gain of grow_gain, or, where its
-  // new workers took a fair share of the clients, no loss over shrink_loss.
-  const bool fair = active_ > from_ && newcomer_share >= s_.fair_share * even_share;
+  // new workers took a fair share of the clients and the old ones kept
+  // theirs, no loss over shrink_loss. (One client thread that moved to the
+  // new worker's CPU during the trial takes all its connections along: a
+  // new worker with everything is one worker again, not the spread.)
+  const bool fair = active_ > from_ && newcomer_share >= s_.fair_share * even_share &&
+                    1 - newcomer_share >= s_.fair_share * (1 - even_share);
   const double threshold = fair ? -s_.shrink_loss : s_.grow_gain;
   // Undecided either side of the threshold: a reading just over it is as
   // much the seconds' swing as one just under it. The first reading is

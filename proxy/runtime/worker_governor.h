@@ -119,9 +119,10 @@ class WorkerGovernor {
     // connections spread over both workers at 0.65x of one.
     double newcomer_share = 0.2;
     // A growth whose new workers served at least this share of an even
-    // split (a half: 25% of the requests for a second worker) took clients
-    // that run on their own CPUs, the layout the workers' placement aims
-    // for (no wake-up between a client and its worker crosses CPUs). Such a
+    // split (a half: 25% of the requests for a second worker), the old
+    // ones keeping as much of theirs, took clients that run on their own
+    // CPUs, the layout the workers' placement aims for (no wake-up between
+    // a client and its worker crosses CPUs). Such a
     // growth is kept unless it cost more than `shrink_loss`, as a shrink is:
     // whichever way the count went, a reading within the seconds' swing
     // keeps it. On memcaslap 2 x 16, where two fixed workers made 12% more

@@ -393,7 +393,7 @@ TEST(WorkerGovernor, TheTicksAroundAPauseAreLeftOutWithIt) {
 // kept unless it cost more than shrink_loss: a reading of -2% is the
 // seconds' swing, and the layout is the one the placement aims for. Half
 // the clients and -12% goes back all the same, as does -2% with the
-// clients mostly on the first worker's CPU.
+// clients mostly on one worker's CPU, either one.
 TEST(WorkerGovernor, AGrowthThatTookHalfTheClientsIsKeptUnlessItCosts) {
   {
     Harness h(2);
@@ -410,6 +410,15 @@ TEST(WorkerGovernor, AGrowthThatTookHalfTheClientsIsKeptUnlessItCosts) {
   {
     Harness h(2);
     h.run(8, saturating(40'000, -0.02, kFewOfItsOwn));
+    EXPECT_EQ(h.active(), 1u) << h.governor().reason();
+    ASSERT_EQ(h.max_seen(), 2u) << "it must have tried";
+  }
+  {
+    // One client thread that moved to the new worker's CPU took all its
+    // connections there: 95% of the requests on the new worker is one
+    // worker again, and -2% goes back.
+    Harness h(2);
+    h.run(8, saturating(40'000, -0.02, 0.95));
     EXPECT_EQ(h.active(), 1u) << h.governor().reason();
     ASSERT_EQ(h.max_seen(), 2u) << "it must have tried";
   }

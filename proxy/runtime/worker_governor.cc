@@ -43,9 +43,9 @@ bool WorkerGovernor::baseline_steady() const {
   // Nor a tick that is a lull's, or one where the workers were not
   // saturated: a load's first tick is partial (it began within the tick),
   // and such a tick passed the halves' test among faster ones and pulled
-  // the baseline down (23,037 requests/s at 51% busy among 42-50k at 95%,
-  // and the trial against it read a tenth low). The baseline is what the
-  // workers give saturated.
+  // the baseline down (23,037 requests/s at 51% busy among 42-50k at 95%:
+  // by 6%, and a trial against it reads that much high). The baseline is
+  // what the workers give saturated.
   const double mean = window_rps(kRecentTicks);
   return std::none_of(recent_.end() - static_cast<std::ptrdiff_t>(kRecentTicks), recent_.end(),
                       [&](const Tick& t) { return !t.saturated || t.rps < mean * s_.lull_share; });

@@ -147,7 +147,7 @@ void WorkerGovernor::count_trial_tick(const TrialTick& t, int sign) {
 }
 
 void WorkerGovernor::uncount_last_trial_tick() {
-  if (state_ticks_ == 0 || !last_trial_tick_.counted) return;
+  if (!last_trial_tick_.counted) return;  // change() clears it
   count_trial_tick(last_trial_tick_, -1);
   last_trial_tick_.counted = false;
   --state_ticks_;

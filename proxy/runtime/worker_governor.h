@@ -10,8 +10,9 @@
 // workers are saturated it tries one more, keeps it only if throughput
 // rose, or did not fall where the new worker took clients of its own CPU
 // (a trial near its threshold, either side, is measured longer, and judged
-// on the whole), and otherwise goes back and waits before trying again. When the load falls so far
-// that one worker fewer would carry it, it takes one away (and puts it back if throughput fell).
+// on the whole), and otherwise goes back and waits before trying again.
+// When the load falls so far that one worker fewer would carry it, it
+// takes one away (and puts it back if throughput fell).
 //
 // A growth that did not pay is not tried again for a while at the same
 // load (a backoff that doubles): a pause of the same clients is no new
@@ -122,12 +123,12 @@ class WorkerGovernor {
     // split (a half: 25% of the requests for a second worker), the old
     // ones keeping as much of theirs, took clients that run on their own
     // CPUs, the layout the workers' placement aims for (no wake-up between
-    // a client and its worker crosses CPUs). Such a
-    // growth is kept unless it cost more than `shrink_loss`, as a shrink is:
-    // whichever way the count went, a reading within the seconds' swing
-    // keeps it. On memcaslap 2 x 16, where two fixed workers made 12% more
-    // than one over six rounds, the trials with half the requests on the
-    // second worker read -3%, -1% and +3% as often as +7%, and went back.
+    // a client and its worker crosses CPUs). Such a growth is kept unless
+    // it cost more than `shrink_loss`, as a shrink is: whichever way the
+    // count went, a reading within the seconds' swing keeps it. On
+    // memcaslap 2 x 16, where two fixed workers made 12% more than one over
+    // six rounds, the trials with half the requests on the second worker
+    // read -3%, -1% and +3% as often as +7%, and went back.
     double fair_share = 0.5;
     // After a growth that did not pay: no new try for this long, doubled
     // after each failure up to `max_backoff_usec`, unless the load changes

@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # bench_smoke (ctest): memshard-load through memshard against a real memcached.
-#   smoke.sh MEMSHARD_BINARY MEMSHARD_LOAD_BINARY
+#   smoke.sh MEMSHARD MEMSHARD_LOAD
 # Positive runs (pipelined multi-gets and sets, large values, idle + busy
 # connections, idle connections whose gets all go at once, binary protocol)
 # must exit 0; runs
 # whose values are wrong, or whose server is gone, must exit non-zero. No
 # timing assertions.
 set -euo pipefail
-memshard=$1
+# MEMSHARD_BINARY wins: scripts/test-sanitized runs this against another build.
+memshard=${MEMSHARD_BINARY:-$1}
 load=$2
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=tests/bench/lib.sh

@@ -14,7 +14,6 @@ tables and writes OUT_DIR/summary.json.
 """
 import json
 import os
-import re
 import statistics
 import sys
 
@@ -36,19 +35,6 @@ NUT_THROUGHPUT_MIN = 1.3
 NUT_THROUGHPUT_MIN_BY_WORKLOAD = {"f": 1.5}
 NUT_CPU_MAX = 0.65
 NUT_CPU_WORKLOADS = {"a", "d", "e", "g", "i"}
-# memcaslap's loads (scripts/bench --memcaslap-shapes): client threads x
-# connections, and keys per get ("1x32d10": memcaslap -T 1 -c 32 --division
-# 10, multi-gets of 10 keys).
-MEMCASLAP_SHAPE = re.compile(r"^(\d+)x(\d+)(?:d(\d+))?$")
-
-
-def memcaslap_command(shape):
-    m = MEMCASLAP_SHAPE.match(shape)
-    if not m:
-        return f"memcaslap ({shape})"
-    return f"memcaslap -T {m[1]} -c {m[2]}" + (f" -d {m[3]}" if m[3] else "")
-
-
 # Throughput against memcached itself on those loads (issue 39).
 DIRECT_THROUGHPUT_MIN = 0.9
 # On memcaslap's loads only: haproxy in mode tcp in front of the direct
@@ -558,7 +544,9 @@ def main():
         default_cases["workloads"][wid] = c
         cases.append((f"({wid}) {desc} (memshard-load)", "req", c))
     for shape in dict.fromkeys(x["shape"] for x in shapes_runs):  # in the order they ran
-        cmd = memcaslap_command(shape)
+        # The arguments scripts/bench gave memcaslap for this shape, as it wrote them.
+        args = next((x["args"] for x in shapes_runs if x["shape"] == shape and x.get("args")), None)
+        cmd = f"memcaslap {args}" if args else f"memcaslap ({shape})"
         per_target = {}
         for t in TARGETS + [HOP]:
             rs = [x for x in shapes_runs if x["shape"] == shape and x["target"] == t and x.get("tps") is not None]

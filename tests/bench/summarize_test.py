@@ -19,23 +19,23 @@ TPS = {"direct": [100000, 80000], "nutcracker": [40000, 30000], "memshard": [700
        "memshard-1t": [72000, 50000], "memshard-2t": [50000, 64000], "haproxy": [50000, 44000]}
 
 
-def write_run(out, targets, shape="1x32"):
+def write_run(out, targets, shape="1x32", args="-T 1 -c 32"):
     with open(os.path.join(out, "meta.json"), "w") as f:
         json.dump(META, f)
     with open(os.path.join(out, "memcaslap_shapes.jsonl"), "w") as f:
         for rnd in (1, 2):
             for t in targets:
                 tps = TPS[t][rnd - 1]
-                f.write(json.dumps({"target": t, "shape": shape, "round": rnd, "rc": 0, "tps": tps,
+                f.write(json.dumps({"target": t, "shape": shape, "args": args, "round": rnd, "rc": 0, "tps": tps,
                                     "ops": tps * 5, "run_s": 5.0, "cpu_s": 1.0,
                                     "cpu_us_per_op": 1e6 / (tps * 5), "user_cpu_us_per_op": None,
                                     "backends_cpu_us_per_op": None, "machine_cpu_us_per_op": None,
                                     "server_reads_per_op": None, "log": ""}) + "\n")
 
 
-def summarize(targets, shape="1x32"):
+def summarize(targets, shape="1x32", args="-T 1 -c 32"):
     with tempfile.TemporaryDirectory() as out:
-        write_run(out, targets, shape)
+        write_run(out, targets, shape, args)
         printed = subprocess.run([sys.executable, os.path.join(HERE, "summarize.py"), out],
                                  check=True, capture_output=True, text=True).stdout
         with open(os.path.join(out, "summary.json")) as f:
@@ -75,9 +75,14 @@ class HaproxyHop(unittest.TestCase):
 class ShapesRun(unittest.TestCase):
     def test_a_shape_of_the_users_choice_is_summarized_with_its_command(self):
         # scripts/bench --memcaslap-shapes 4x8d5: not one of the three loads.
-        printed, c = summarize(list(TPS), "4x8d5")
+        # Its arguments are the ones scripts/bench wrote beside each run.
+        printed, c = summarize(list(TPS), "4x8d5", "-T 4 -c 8 -d 5")
         self.assertIn("memcaslap 4x8d5: memcaslap -T 4 -c 8 -d 5 -X 100", printed)
         self.assertAlmostEqual(c["default_to_direct"]["throughput"], 65000 / 90000)
+
+    def test_a_run_that_wrote_no_arguments_is_named_by_its_shape(self):
+        printed, _ = summarize(list(TPS), "4x8d5", "")
+        self.assertIn("memcaslap 4x8d5: memcaslap (4x8d5) -X 100", printed)
 
 
 if __name__ == "__main__":

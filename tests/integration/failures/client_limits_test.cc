@@ -240,7 +240,13 @@ Proxy limited_proxy(const TempDir& dir, const Fleet& fleet, int soft, int hard,
 // under it afterwards (as `prlimit --pid` lets an operator do), the limit
 // runs out before that room does, and accept() itself fails: the case its
 // accept guard exists for (as is a system-wide table full, ENFILE).
+// Only once memshard has started: its port accepts before it sizes that
+// room, and sized under the lowered limit there is none (it exits saying
+// so). The sanitized binary beside a build hit that window.
 void lower_descriptor_limit(Proxy& proxy, int to) {
+  ASSERT_TRUE(eventually(
+      [&] { return proxy.log_tail(1 << 20).find(" started: ") != std::string::npos; }, 10s))
+      << proxy.log_tail(4000);
   std::string lim = std::to_string(to);
   CommandResult r = run_command(
       {"prlimit", "--pid", std::to_string(proxy.pid()), "--nofile=" + lim + ":" + lim}, {}, 10s);

@@ -65,13 +65,7 @@ void WorkerGovernor::change(size_t to, uint64_t now_usec, double baseline_rps, s
       baseline_variance_ += (it->rps - mean) * (it->rps - mean);
     baseline_variance_ /= static_cast<double>(baseline_ticks_ - 1);
   }
-  trial_rps_sum_ = 0;
-  trial_rps_squares_ = 0;
-  lull_ticks_ = 0;
-  trial_busy_sum_ = 0;
-  trial_requests_ = 0;
-  trial_newcomer_requests_ = 0;
-  last_trial_tick_ = {};
+  reset_trial_sums();
   trial_connections_ = connections_;
   trial_length_ = s_.trial_ticks;
   state_ = State::settling;
@@ -82,6 +76,57 @@ void WorkerGovernor::change(size_t to, uint64_t now_usec, double baseline_rps, s
   recent_.clear();
   reason_ = std::move(why);
   ++decisions_;
+}
+
+void WorkerGovernor::reset_trial_sums() {
+  trial_rps_sum_ = 0;
+  trial_rps_squares_ = 0;
+  lull_ticks_ = 0;
+  trial_busy_sum_ = 0;
+  trial_requests_ = 0;
+  trial_newcomer_requests_ = 0;
+  last_trial_tick_ = {};
+}
+
+void WorkerGovernor::measure_after_back(double trial_rps, double threshold) {
+  confirming_ = true;
+  tried_ = active_;
+  tried_rps_ = trial_rps;
+  tried_threshold_ = threshold;
+  active_ = from_;
+  // As long as the trial was (trial_length_ stays), after the same settling.
+  reset_trial_sums();
+  state_ = State::settling;
+  state_ticks_ = 0;
+  recent_.clear();
+}
+
+void WorkerGovernor::judge_after_back(uint64_t now_usec) {
+  confirming_ = false;
+  state_ = State::steady;
+  state_ticks_ = 0;
+  ++decisions_;
+  const double after = trial_rps_sum_ / static_cast<double>(trial_length_);
+  const double reference = (baseline_rps_ + after) / 2;
+  if (tried_rps_ >= reference * (1 + tried_threshold_)) {
+    // The growth paid against before and after together: made again, and
+    // kept as a growth that passed its trial is (checked again later).
+    forget_failed_growth();
+    active_ = tried_;
+    recent_.clear();
+    recheck_interval_usec_ = s_.recheck_usec;
+    recheck_at_usec_ = now_usec + recheck_interval_usec_;
+    reason_ = describe(
+        "%.0f requests/s back at one worker fewer, against %.0f before the trial: the load fell "
+        "meanwhile, and the trial's %.0f with one worker more beats the two together: one more "
+        "again, kept",
+        after, baseline_rps_, tried_rps_);
+    return;
+  }
+  reason_ = describe(
+      "%.0f requests/s back at one worker fewer, against %.0f before the trial and %.0f with one "
+      "worker more: it did not pay, back it stays",
+      after, baseline_rps_, tried_rps_);
 }
 
 void WorkerGovernor::no_growth_for_a_while(uint64_t now_usec, double judged_at_rps,
@@ -129,6 +174,7 @@ double WorkerGovernor::trial_error() const {
 void WorkerGovernor::end_trial_back(std::string why) {
   ++decisions_;
   rechecking_ = false;
+  confirming_ = false;
   state_ = State::steady;
   state_ticks_ = 0;
   active_ = from_;
@@ -154,6 +200,10 @@ void WorkerGovernor::uncount_last_trial_tick() {
 }
 
 void WorkerGovernor::judge_trial(uint64_t now_usec) {
+  if (confirming_) {
+    judge_after_back(now_usec);
+    return;
+  }
   const double ticks = static_cast<double>(trial_length_);
   const double rps = trial_rps_sum_ / ticks;
   const bool busy = trial_busy_sum_ / ticks >= s_.shrink_busy;
@@ -240,9 +290,8 @@ void WorkerGovernor::judge_trial(uint64_t now_usec) {
         "new try for a while at this load",
         rps, newcomer_share * 100, baseline_rps_);
     reason_ += longer;
-    active_ = from_;
-    // The ticks measured with more workers are not this count's.
-    recent_.clear();
+    reason_ += "; measuring it again";
+    measure_after_back(rps, threshold);
     return;
   }
   if (rps >= baseline_rps_ * (1 - s_.shrink_loss)) {
@@ -342,8 +391,10 @@ size_t WorkerGovernor::tick(uint64_t now_usec, std::span<const Figures> workers)
         if (lull_ticks_ == 0) uncount_last_trial_tick();
         if (++lull_ticks_ >= s_.max_lull_ticks)
           end_trial_back(describe(
-              "the load fell during the trial (%.0f requests/s against %.0f for %.2f s): back, "
-              "undecided",
+              confirming_ ? "the load fell while measuring again (%.0f requests/s against %.0f for "
+                            "%.2f s): back it stays"
+                          : "the load fell during the trial (%.0f requests/s against %.0f for "
+                            "%.2f s): back, undecided",
               rps, baseline_rps_,
               static_cast<double>(lull_ticks_) * static_cast<double>(s_.tick_usec) / 1e6));
         return active_;

@@ -14,6 +14,16 @@
 // When the load falls so far that one worker fewer would carry it, it
 // takes one away (and puts it back if throughput fell).
 //
+// A trial compares two stretches of time, and the load's own throughput
+// drifts between them (on this 2-vCPU test machine, by a third within
+// seconds at the same worker count). So a growth read as not paying is
+// checked against the time after it too: back at the old count, that is
+// measured for as long as the trial, and the trial is judged again against
+// the mean of before and after. If the old count now reads as low as the
+// trial did, the load fell during the trial, not because of it: the
+// growth is made again and kept. (Before, after, and the trial between
+// them: a drift that is steady over the three cancels out.)
+//
 // A growth that did not pay is not tried again for a while at the same
 // load (a backoff that doubles): a pause of the same clients is no new
 // load. Clients that all went away are: once no client connection has been
@@ -169,6 +179,12 @@ class WorkerGovernor {
   // Begins a trial of `to` workers, measured against `baseline_rps`.
   void change(size_t to, uint64_t now_usec, double baseline_rps, std::string why);
   void judge_trial(uint64_t now_usec);
+  // A growth read as not paying: back, and the old count measured again
+  // for as long as the trial (`confirming_`), then judge_after_back().
+  void measure_after_back(double trial_rps, double threshold);
+  void judge_after_back(uint64_t now_usec);
+  // The trial's sums at zero, for a new measurement.
+  void reset_trial_sums();
   // A trial tick's figures, counted in (+1) or out again (-1).
   struct TrialTick {
     double rps = 0;
@@ -207,6 +223,12 @@ class WorkerGovernor {
   State state_ = State::steady;
   int state_ticks_ = 0;
   size_t from_ = 1;  // the count before the trial
+  // Measuring the old count again after a growth read as not paying: the
+  // count it tried, its reading, and the gain it needed.
+  bool confirming_ = false;
+  size_t tried_ = 0;
+  double tried_rps_ = 0;
+  double tried_threshold_ = 0;
   double baseline_rps_ = 0;
   double trial_rps_sum_ = 0;
   double trial_rps_squares_ = 0;  // the trial ticks' throughput squared, summed

@@ -108,7 +108,11 @@ void WorkerGovernor::judge_after_back(uint64_t now_usec) {
   ++decisions_;
   const double after = trial_rps_sum_ / static_cast<double>(trial_length_);
   const double reference = (baseline_rps_ + after) / 2;
-  if (tried_rps_ >= reference * (1 + tried_threshold_)) {
+  // Only a saturated old count measures what it can do: one that the load
+  // no longer keeps busy reads the load's own fall (clients asking less),
+  // and needs no more workers.
+  const bool saturated = trial_busy_sum_ / static_cast<double>(trial_length_) >= s_.grow_busy;
+  if (saturated && tried_rps_ >= reference * (1 + tried_threshold_)) {
     // The growth paid against before and after together: made again, and
     // kept as a growth that passed its trial is (checked again later).
     forget_failed_growth();

@@ -19,9 +19,11 @@
 // seconds at the same worker count). So a growth read as not paying is
 // checked against the time after it too: back at the old count, that is
 // measured for as long as the trial, and the trial is judged again against
-// the mean of before and after. If the old count now reads as low as the
-// trial did, the load fell during the trial, not because of it: the
-// growth is made again and kept. (Before, after, and the trial between
+// the mean of before and after. If the old count, still saturated, now
+// reads as low as the trial did, the load's throughput fell during the
+// trial, not because of it: the growth is made again and kept. (One that
+// is no longer saturated reads clients asking less, and the verdict
+// stands.) (Before, after, and the trial between
 // them: a drift that is steady over the three cancels out.)
 //
 // A growth that did not pay is not tried again for a while at the same

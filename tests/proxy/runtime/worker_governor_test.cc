@@ -223,6 +223,33 @@ TEST(WorkerGovernor, AGrowthReadLowWhileTheLoadFellIsMadeAgain) {
       << h.governor().reason();
 }
 
+// The same fall, but the load itself asks less: back at one worker, that
+// worker is no longer saturated, and a low reading there says nothing of
+// what a second worker would do. The verdict stands.
+TEST(WorkerGovernor, AGrowthIsNotMadeAgainForALoadThatNoLongerSaturates) {
+  WorkerGovernor::Settings s;
+  Harness h(2, s);
+  uint64_t fall_from = 0;
+  const Load lighter = [&](size_t n, uint64_t now_usec) {
+    if (n == 2 && fall_from == 0) fall_from = now_usec;
+    double one = 40'000, busy = 0.95;
+    if (fall_from != 0) {
+      const double t = static_cast<double>(now_usec - fall_from) / 1e6;
+      one *= std::max(0.6, 1 - 0.08 * t);
+      busy = std::max(0.6, 0.95 - 0.1 * t);
+    }
+    return n == 1 ? Shape{one, busy} : Shape{one * 1.08, busy * 0.8, kFewOfItsOwn};
+  };
+  for (int t = 0; t < 40 && h.governor().reason().find("measuring it again") == std::string::npos;
+       ++t)
+    h.run(0.25, lighter);
+  ASSERT_EQ(h.active(), 1u) << "the trial alone must read a loss: " << h.governor().reason();
+  h.run(4, lighter);
+  EXPECT_EQ(h.active(), 1u) << h.governor().reason();
+  EXPECT_NE(h.governor().reason().find("back it stays"), std::string::npos)
+      << h.governor().reason();
+}
+
 // 40,000 requests/s at one worker, saturated; at two, `first` over the
 // settling and the first trial length, then `then`, the second worker
 // serving `newcomer_share` of them.

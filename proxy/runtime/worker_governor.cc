@@ -115,11 +115,9 @@ void WorkerGovernor::judge_after_back(uint64_t now_usec) {
   if (saturated && tried_rps_ >= reference * (1 + tried_threshold_)) {
     // The growth paid against before and after together: made again, and
     // kept as a growth that passed its trial is (checked again later).
-    forget_failed_growth();
+    keep_growth(now_usec);
     active_ = tried_;
     recent_.clear();
-    recheck_interval_usec_ = s_.recheck_usec;
-    recheck_at_usec_ = now_usec + recheck_interval_usec_;
     reason_ = describe(
         "%.0f requests/s back at one worker fewer, against %.0f before the trial: the load fell "
         "meanwhile, and the trial's %.0f with one worker more beats the two together: one more "
@@ -164,6 +162,12 @@ void WorkerGovernor::forget_failed_growth() {
   grow_after_usec_ = 0;
   backoff_usec_ = s_.backoff_usec;
   judged_with_connections_ = 0;
+}
+
+void WorkerGovernor::keep_growth(uint64_t now_usec) {
+  forget_failed_growth();
+  recheck_interval_usec_ = s_.recheck_usec;
+  recheck_at_usec_ = now_usec + recheck_interval_usec_;
 }
 
 double WorkerGovernor::trial_error() const {
@@ -275,10 +279,7 @@ void WorkerGovernor::judge_trial(uint64_t now_usec) {
   state_ticks_ = 0;
   if (active_ > from_) {
     if (rps >= baseline_rps_ * (1 + threshold)) {
-      backoff_usec_ = s_.backoff_usec;
-      grow_after_usec_ = 0;
-      recheck_interval_usec_ = s_.recheck_usec;
-      recheck_at_usec_ = now_usec + recheck_interval_usec_;
+      keep_growth(now_usec);
       reason_ = describe(
           fair ? "%.0f requests/s with one worker more (%.0f%% of them its: clients on its own "
                  "CPU), against %.0f: kept"

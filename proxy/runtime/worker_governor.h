@@ -19,12 +19,11 @@
 // seconds at the same worker count). So a growth read as not paying is
 // checked against the time after it too: back at the old count, that is
 // measured for as long as the trial, and the trial is judged again against
-// the mean of before and after. If the old count, still saturated, now
-// reads as low as the trial did, the load's throughput fell during the
-// trial, not because of it: the growth is made again and kept. (One that
-// is no longer saturated reads clients asking less, and the verdict
-// stands.) (Before, after, and the trial between
-// them: a drift that is steady over the three cancels out.)
+// the mean of before and after: a drift that is steady over the three
+// cancels out. If the old count, still saturated, now reads as low as the
+// trial did, the load's throughput fell during the trial, not because of
+// it: the growth is made again and kept. (An old count no longer
+// saturated reads clients asking less, and the verdict stands.)
 //
 // A growth that did not pay is not tried again for a while at the same
 // load (a backoff that doubles): a pause of the same clients is no new
@@ -213,6 +212,9 @@ class WorkerGovernor {
   bool load_changed_since_failure() const;
   // Forgets a growth that did not pay: the next saturation tries again.
   void forget_failed_growth();
+  // A growth passed: no failure holds any more, and it is checked again
+  // after `recheck_usec`.
+  void keep_growth(uint64_t now_usec);
   // The mean throughput of the newest `ticks` ticks, but for the newest
   // `skip_newest`.
   double window_rps(size_t ticks, size_t skip_newest = 0) const;

@@ -28,12 +28,8 @@ constexpr std::array kModes = {
     ketama::Mode::libketama,    ketama::Mode::spymemcached,
 };
 
-std::string quoted(std::string_view s) {
-  return "\"" + std::string(s) + "\"";
-}
-
 std::string found(std::string_view text) {
-  return ", found " + quoted(text);
+  return ", found " + in_quotes(text);
 }
 
 template <class Names>
@@ -365,14 +361,14 @@ void PoolReader::check_servers() {
     if (!new_addr) {
       const ServerConfig& first = *addr_it->second;
       errors_.add(s.line, "servers",
-                  "server " + quoted(s.text) + " has the same address as " + quoted(first.text) +
-                      " on line " + std::to_string(first.line) +
+                  "server " + in_quotes(s.text) + " has the same address as " +
+                      in_quotes(first.text) + " on line " + std::to_string(first.line) +
                       "; expected each memcached once per pool");
     } else if (!new_name) {
       const ServerConfig& first = *name_it->second;
       errors_.add(s.line, "servers",
-                  "server " + quoted(s.text) + " has the ring name " + quoted(name) + ", as " +
-                      quoted(first.text) + " on line " + std::to_string(first.line) +
+                  "server " + in_quotes(s.text) + " has the ring name " + in_quotes(name) +
+                      ", as " + in_quotes(first.text) + " on line " + std::to_string(first.line) +
                       " does; expected unique names (twemproxy names a server without one "
                       "\"host\" when its port is 11211, else \"host:port\")");
     }
@@ -498,6 +494,10 @@ int line_of(const YAML::Node& node) {
   return line >= 0 ? line + 1 : 0;
 }
 
+std::string in_quotes(std::string_view s) {
+  return "\"" + std::string(s) + "\"";
+}
+
 std::string describe(const YAML::Node& node) {
   switch (node.Type()) {
     case YAML::NodeType::Sequence:
@@ -505,7 +505,7 @@ std::string describe(const YAML::Node& node) {
     case YAML::NodeType::Map:
       return "a map";
     case YAML::NodeType::Scalar:
-      return quoted(node.Scalar());
+      return in_quotes(node.Scalar());
     default:
       return "nothing";
   }

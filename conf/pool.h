@@ -5,6 +5,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "conf/model.h"
@@ -28,6 +29,8 @@ class ErrorList {
 int line_of(const YAML::Node& node);
 // "a list", "a map", "nothing", "a value": for "expected X, found Y".
 std::string describe(const YAML::Node& node);
+// `s` between double quotes, as errors quote what the file says.
+std::string in_quotes(std::string_view s);
 
 struct ParsedPool {
   PoolConfig pool;

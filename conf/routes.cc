@@ -17,10 +17,6 @@ namespace {
 // memcached's longest key; a longer prefix would match nothing.
 constexpr size_t kMaxPrefixBytes = 250;
 
-std::string quoted(std::string_view s) {
-  return "\"" + std::string(s) + "\"";
-}
-
 // One `routes` entry, a map: prefix, pool or pools, shadow, shadow_share.
 class RouteReader {
  public:
@@ -60,11 +56,11 @@ class RouteReader {
           if (share.value) {
             route_.shadow_share = *share.value;
           } else {
-            fail(line, share.error + ", found " + quoted(*text));
+            fail(line, share.error + ", found " + in_quotes(*text));
           }
         }
       } else {
-        fail(line, "unknown route field " + quoted(key) +
+        fail(line, "unknown route field " + in_quotes(key) +
                        "; expected prefix, pool, pools, shadow or shadow_share");
       }
     }
@@ -176,7 +172,7 @@ void parse_routes(const YAML::Node& value, int line, PoolConfig& pool, ErrorList
     if (const auto [first, is_new] = prefixes.emplace(key, route->line); !is_new) {
       errors.add(route->line, "routes",
                  (route->is_default ? std::string("a second route without a prefix")
-                                    : "prefix " + quoted(route->prefix) + " is given twice") +
+                                    : "prefix " + in_quotes(route->prefix) + " is given twice") +
                      "; the first is on line " + std::to_string(first->second) +
                      ", and a key can take only one");
       continue;

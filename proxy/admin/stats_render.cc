@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "proxy/admin/hot_keys_render.h"
+#include "proxy/admin/json_writer.h"
 #include "proxy/admin/stats_fields.h"
 #include "proxy/admin/stats_view.h"
 #include "proxy/protocol/replies.h"
@@ -20,23 +21,6 @@ namespace memshard::proxy {
 using namespace stats_fields;
 
 namespace {
-
-void json_string(std::string& out, std::string_view s) {
-  out.push_back('"');
-  for (char c : s) {
-    if (c == '"' || c == '\\') {
-      out.push_back('\\');
-      out.push_back(c);
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      char buf[8];
-      snprintf(buf, sizeof(buf), "\\u%04x", c);
-      out.append(buf);
-    } else {
-      out.push_back(c);
-    }
-  }
-  out.push_back('"');
-}
 
 void json_field(std::string& out, std::string_view name, uint64_t value, bool& first) {
   if (!first) out.append(", ");

@@ -46,4 +46,19 @@ inline ConfigError only_error(const std::string& text) {
   return r.errors.front();
 }
 
+// An error's place and words, each compared on its own so a failure says
+// which one differs.
+inline void expect_error(const ConfigError& e, int line, const std::string& directive,
+                         const std::string& message) {
+  EXPECT_EQ(e.file, kFile);
+  EXPECT_EQ(e.line, line);
+  EXPECT_EQ(e.directive, directive);
+  EXPECT_EQ(e.message, message);
+}
+
+// The path of conf/examples/`name`.
+inline std::string example(const std::string& name) {
+  return std::string(MEMSHARD_CONF_EXAMPLES_DIR) + "/" + name;
+}
+
 }  // namespace memshard::conf::testing

@@ -10,17 +10,10 @@
 namespace memshard::conf {
 namespace {
 
+using testing::expect_error;
 using testing::only_error;
 using testing::parse;
 using testing::pool;
-
-void expect_error(const ConfigError& e, int line, const std::string& directive,
-                  const std::string& message) {
-  EXPECT_EQ(e.file, "test.yml");
-  EXPECT_EQ(e.line, line);
-  EXPECT_EQ(e.directive, directive);
-  EXPECT_EQ(e.message, message);
-}
 
 TEST(ConfErrors, ToStringIsGccStyle) {
   EXPECT_EQ((ConfigError{"a.yml", 3, "hash", "expected x"}).to_string(),

@@ -9,9 +9,7 @@
 namespace memshard::conf {
 namespace {
 
-std::string example(const std::string& name) {
-  return std::string(MEMSHARD_CONF_EXAMPLES_DIR) + "/" + name;
-}
+using testing::example;
 
 Config load_example(const std::string& name) {
   LoadResult r = load_config_file(example(name));

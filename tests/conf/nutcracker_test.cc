@@ -14,11 +14,9 @@
 namespace memshard::conf {
 namespace {
 
-constexpr const char* kNutcracker = "/usr/sbin/nutcracker";
+using testing::example;
 
-std::string example(const std::string& name) {
-  return std::string(MEMSHARD_CONF_EXAMPLES_DIR) + "/" + name;
-}
+constexpr const char* kNutcracker = "/usr/sbin/nutcracker";
 
 std::string read(const std::string& path) {
   std::ifstream in(path);

@@ -7,6 +7,7 @@
 namespace memshard::conf {
 namespace {
 
+using testing::expect_error;
 using testing::kFile;
 using testing::only_error;
 using testing::parse;
@@ -20,14 +21,6 @@ std::string front(const std::string& routes, const std::string& more = "") {
          "b:\n  listen: 127.0.0.1:22131\n  servers:\n   - 127.0.0.1:11212:1\n"
          "c:\n  listen: 127.0.0.1:22132\n  servers:\n   - 127.0.0.1:11213:1\n" +
          more;
-}
-
-void expect_error(const ConfigError& e, int line, const std::string& directive,
-                  const std::string& message) {
-  EXPECT_EQ(e.file, kFile);
-  EXPECT_EQ(e.line, line);
-  EXPECT_EQ(e.directive, directive);
-  EXPECT_EQ(e.message, message);
 }
 
 TEST(ConfRoutes, PrefixesPoolsShadowsAndTheDefault) {

@@ -26,15 +26,7 @@ constexpr Mode kModes[] = {Mode::twemproxy,    Mode::libmemcached_weighted,
                            Mode::libmemcached, Mode::libmemcached_spy,
                            Mode::libketama,    Mode::spymemcached};
 
-RingOptions options_for(Mode mode, Distribution distribution = Distribution::ketama) {
-  RingOptions o;
-  o.mode = mode;
-  o.distribution = distribution;
-  if (mode == Mode::libmemcached || mode == Mode::libmemcached_spy) {
-    o.hash = HashFunction::one_at_a_time;  // libmemcached's default
-  }
-  return o;
-}
+using testing::default_options;
 
 // 2..12 servers with distinct addresses; weights 1..4 (every server then
 // has points in every mode), or all equal to one weight 1..4.
@@ -131,7 +123,7 @@ TEST_P(PreferenceListEveryMode, ListsAreDistinctStartAtTheOwnerAndAgreeInEveryFo
   for (int set = 0; set < 40; ++set) {
     std::vector<ServerEntry> servers = server_set(random, random.chance(0.3));
     SCOPED_TRACE("set " + std::to_string(set) + ", " + std::to_string(servers.size()) + " servers");
-    Ring ring = Ring::build(servers, options_for(GetParam()));
+    Ring ring = Ring::build(servers, default_options(GetParam()));
     for (size_t i = 0; i < servers.size(); ++i) {
       ASSERT_GT(ring.point_count(i), 0u) << "precondition: weights 1..4 give every server points";
     }
@@ -146,7 +138,7 @@ TEST_P(PreferenceListEveryMode, EjectedServersAreLeftOut) {
     std::vector<ServerEntry> servers = server_set(random, false);
     std::vector<bool> live(servers.size(), true);
     live[random.below(servers.size())] = false;
-    Ring ring = Ring::build(servers, options_for(GetParam()), live);
+    Ring ring = Ring::build(servers, default_options(GetParam()), live);
     for (int k = 0; k < 100; ++k) {
       std::string key = random.key();
       std::vector<size_t> list = ring.preference_list(key, servers.size());
@@ -163,7 +155,7 @@ TEST_P(PreferenceListEveryMode, EjectedServersAreLeftOut) {
 TEST_P(PreferenceListEveryMode, ListIsConstantOverEachArc) {
   Random random(2320 + static_cast<uint64_t>(GetParam()));
   for (int set = 0; set < 10; ++set) {
-    Ring ring = Ring::build(server_set(random, false), options_for(GetParam()));
+    Ring ring = Ring::build(server_set(random, false), default_options(GetParam()));
     uint64_t start = 0;
     std::vector<size_t> first(3), last(3);
     for (const Arc& arc : ring.arcs()) {
@@ -220,17 +212,17 @@ TEST_P(PreferenceListEveryMode, RemovingAServerChangesOnlyListsThatHeldItAtEqual
   Random random(2330 + static_cast<uint64_t>(GetParam()));
   for (int set = 0; set < 25; ++set) {
     std::vector<ServerEntry> servers = server_set(random, true);
-    Ring before = Ring::build(servers, options_for(GetParam()));
+    Ring before = Ring::build(servers, default_options(GetParam()));
     for (size_t gone = 0; gone < servers.size(); ++gone) {
       SCOPED_TRACE("set " + std::to_string(set) + ", " + std::to_string(servers.size()) +
                    " servers, removing " + std::to_string(gone));
       std::string removed = servers[gone].address();
       std::vector<ServerEntry> rest = servers;
       rest.erase(rest.begin() + static_cast<long>(gone));
-      Ring rebuilt = Ring::build(rest, options_for(GetParam()));
+      Ring rebuilt = Ring::build(rest, default_options(GetParam()));
       std::vector<bool> live(servers.size(), true);
       live[gone] = false;
-      Ring ejected = Ring::build(servers, options_for(GetParam()), live);
+      Ring ejected = Ring::build(servers, default_options(GetParam()), live);
 
       std::map<std::string, std::vector<uint32_t>> kept = points_by_address(before);
       kept.erase(removed);
@@ -255,12 +247,12 @@ TEST_P(PreferenceListEveryMode, RemovalKeepsOtherListsOnlyWhenPointsStay) {
   for (int set = 0; set < 25; ++set) {
     std::vector<ServerEntry> servers = server_set(random, false);
     if (servers.size() < 3) continue;
-    Ring before = Ring::build(servers, options_for(mode));
+    Ring before = Ring::build(servers, default_options(mode));
     for (size_t gone = 0; gone < servers.size(); ++gone) {
       std::string removed = servers[gone].address();
       std::vector<ServerEntry> rest = servers;
       rest.erase(rest.begin() + static_cast<long>(gone));
-      Ring after = Ring::build(rest, options_for(mode));
+      Ring after = Ring::build(rest, default_options(mode));
       std::map<std::string, std::vector<uint32_t>> kept = points_by_address(before);
       kept.erase(removed);
       ++removals;
@@ -299,8 +291,8 @@ TEST(PreferenceListRemoval, UnequalWeightsMoveKeysBetweenSurvivors) {
   std::vector<ServerEntry> servers = {testing::server("10.0.0.1", 11211, 1),
                                       testing::server("10.0.0.2", 11211, 1),
                                       testing::server("10.0.0.3", 11211, 2)};
-  Ring before = Ring::build(servers, options_for(Mode::twemproxy));
-  Ring after = Ring::build({servers[1], servers[2]}, options_for(Mode::twemproxy));
+  Ring before = Ring::build(servers, default_options(Mode::twemproxy));
+  Ring after = Ring::build({servers[1], servers[2]}, default_options(Mode::twemproxy));
   EXPECT_EQ(before.point_count(1), 120u);
   EXPECT_EQ(before.point_count(2), 240u);
   EXPECT_EQ(after.point_count(0), 104u);
@@ -320,8 +312,8 @@ TEST(PreferenceListRemoval, UnequalWeightsMoveKeysBetweenSurvivors) {
   // libmemcached: the one weight > 1 makes the whole ring weighted (MD5,
   // 160 points per server scaled); removing it makes it unweighted again
   // (the pool's hash, 100 points each): every point of every survivor moves.
-  Ring lm_before = Ring::build(servers, options_for(Mode::libmemcached));
-  Ring lm_after = Ring::build({servers[0], servers[1]}, options_for(Mode::libmemcached));
+  Ring lm_before = Ring::build(servers, default_options(Mode::libmemcached));
+  Ring lm_after = Ring::build({servers[0], servers[1]}, default_options(Mode::libmemcached));
   EXPECT_EQ(lm_before.point_count(0), 120u);
   EXPECT_EQ(lm_after.point_count(0), 100u);
   std::set<uint32_t> old_values, new_values;
@@ -344,8 +336,8 @@ TEST(PreferenceListRemoval, EqualWeightsFrom26To25ServersMoveKeysBetweenSurvivor
   const std::string removed = servers.back().address();
   for (Mode mode : kModes) {
     SCOPED_TRACE(std::string(mode_name(mode)));
-    Ring before = Ring::build(servers, options_for(mode));
-    Ring after = Ring::build(rest, options_for(mode));
+    Ring before = Ring::build(servers, default_options(mode));
+    Ring after = Ring::build(rest, default_options(mode));
     bool shrinks = mode == Mode::twemproxy || mode == Mode::libmemcached_weighted;
     EXPECT_EQ(after.point_count(0), shrinks ? 156u : before.point_count(0));
     Random random(2360);
@@ -374,7 +366,7 @@ TEST(PreferenceListRemoval, ServerWithoutPointsHoldsNoCopy) {
                                       testing::server("10.0.0.3", 11211, 1)};
   for (Mode mode : {Mode::twemproxy, Mode::libmemcached_weighted, Mode::libketama}) {
     SCOPED_TRACE(std::string(mode_name(mode)));
-    Ring ring = Ring::build(servers, options_for(mode));
+    Ring ring = Ring::build(servers, default_options(mode));
     EXPECT_EQ(ring.point_count(2), 0u);
     EXPECT_EQ(ring.preference_list("user:42", 3).size(), 2u);
   }
@@ -389,7 +381,7 @@ TEST(PreferenceListSlots, ModulaAndRandom) {
     for (Distribution d : {Distribution::modula, Distribution::random}) {
       SCOPED_TRACE(std::string(mode_name(mode)) + " " + std::string(distribution_name(d)));
       for (int set = 0; set < 15; ++set) {
-        Ring ring = Ring::build(server_set(random, random.chance(0.3)), options_for(mode, d));
+        Ring ring = Ring::build(server_set(random, random.chance(0.3)), default_options(mode, d));
         for (int k = 0; k < 100; ++k) check_lists(ring, random.key());
       }
     }

@@ -17,14 +17,7 @@ namespace {
 
 using testing::Random;
 
-RingOptions options_for(Mode mode) {
-  RingOptions o;
-  o.mode = mode;
-  if (mode == Mode::libmemcached || mode == Mode::libmemcached_spy) {
-    o.hash = HashFunction::one_at_a_time;  // libmemcached's default
-  }
-  return o;
-}
+using testing::default_options;
 
 class EveryMode : public ::testing::TestWithParam<Mode> {};
 
@@ -39,9 +32,9 @@ INSTANTIATE_TEST_SUITE_P(Modes, EveryMode,
 TEST_P(EveryMode, AddingAServerMovesAboutOneOverNPlusOneOnlyOntoIt) {
   constexpr size_t kServers = 10;  // 10 and 11 both give full point counts
   std::vector<ServerEntry> servers = testing::numbered_servers(kServers);
-  Ring before = Ring::build(servers, options_for(GetParam()));
+  Ring before = Ring::build(servers, default_options(GetParam()));
   servers.push_back(testing::server("10.9.9.9", 11311));
-  Ring after = Ring::build(servers, options_for(GetParam()));
+  Ring after = Ring::build(servers, default_options(GetParam()));
   for (size_t i = 0; i < kServers; ++i) {
     ASSERT_EQ(before.point_count(i), after.point_count(i)) << "precondition: same points";
   }
@@ -73,10 +66,10 @@ TEST_P(EveryMode, AddingAServerMovesAboutOneOverNPlusOneOnlyOntoIt) {
 
 TEST_P(EveryMode, RemovingAServerMovesOnlyItsKeys) {
   std::vector<ServerEntry> servers = testing::numbered_servers(11);
-  Ring before = Ring::build(servers, options_for(GetParam()));
+  Ring before = Ring::build(servers, default_options(GetParam()));
   std::vector<bool> live(11, true);
   live[4] = false;
-  Ring after = Ring::build(servers, options_for(GetParam()), live);
+  Ring after = Ring::build(servers, default_options(GetParam()), live);
   for (size_t i = 0; i < 11; ++i) {
     if (i != 4) {
       ASSERT_EQ(before.point_count(i), after.point_count(i)) << "precondition: same points";
@@ -102,7 +95,7 @@ TEST_P(EveryMode, RemovingAServerMovesOnlyItsKeys) {
 // With 160 points a server's share is the sum of 160 arcs; the coefficient
 // of variation of such sums is about 1/sqrt(160) = 7.9%. 100 points: 10%.
 TEST_P(EveryMode, SharesAreEven) {
-  Ring ring = Ring::build(testing::numbered_servers(200), options_for(GetParam()));
+  Ring ring = Ring::build(testing::numbered_servers(200), default_options(GetParam()));
   RingReport report = describe(ring);
   size_t points = ring.point_count(0);
   double theory = 1.0 / std::sqrt(static_cast<double>(points));
@@ -119,7 +112,7 @@ TEST_P(EveryMode, PreferenceListWalksTheRingClockwise) {
   std::vector<ServerEntry> servers = testing::numbered_servers(12);
   std::vector<bool> live(12, true);
   live[2] = live[7] = false;
-  Ring ring = Ring::build(servers, options_for(GetParam()), live);
+  Ring ring = Ring::build(servers, default_options(GetParam()), live);
   Random random(102);
   for (int i = 0; i < 500; ++i) {
     std::string key = random.key();
@@ -147,7 +140,7 @@ TEST_P(EveryMode, PreferenceListWalksTheRingClockwise) {
 }
 
 TEST_P(EveryMode, OwnedHashesCoverTheKeyspaceAndMatchLookups) {
-  Ring ring = Ring::build(Random(103).servers(30, true), options_for(GetParam()));
+  Ring ring = Ring::build(Random(103).servers(30, true), default_options(GetParam()));
   std::vector<uint64_t> owned = ring.owned_hashes();
   EXPECT_EQ(std::accumulate(owned.begin(), owned.end(), uint64_t{0}), uint64_t{1} << 32);
   std::vector<Arc> arcs = ring.arcs();
@@ -167,7 +160,7 @@ TEST_P(EveryMode, OwnedHashesCoverTheKeyspaceAndMatchLookups) {
 
 // The ring is immutable: concurrent lookups see the same placement.
 TEST_P(EveryMode, ConcurrentLookupsAgree) {
-  Ring ring = Ring::build(testing::numbered_servers(50), options_for(GetParam()));
+  Ring ring = Ring::build(testing::numbered_servers(50), default_options(GetParam()));
   std::vector<std::string> keys;
   Random random(104);
   for (int i = 0; i < 4000; ++i) {

@@ -37,6 +37,19 @@ inline std::vector<ServerEntry> numbered_servers(size_t count, uint16_t port = 1
   return servers;
 }
 
+// A mode's options as its client's defaults give them: libmemcached (and
+// its spymemcached-compatible mode) hash keys with one-at-a-time unless
+// told otherwise.
+inline RingOptions default_options(Mode mode, Distribution distribution = Distribution::ketama) {
+  RingOptions o;
+  o.mode = mode;
+  o.distribution = distribution;
+  if (mode == Mode::libmemcached || mode == Mode::libmemcached_spy) {
+    o.hash = HashFunction::one_at_a_time;
+  }
+  return o;
+}
+
 class Random {
  public:
   explicit Random(uint64_t seed) : rng_(seed) {}

@@ -17,12 +17,14 @@
 #include "proxy/admin/hot_keys_render.h"
 #include "proxy/protocol/version.h"
 #include "proxy/support/stats.h"
+#include "version_text.h"
 
 namespace memshard::proxy {
 namespace {
 
 using testing::alpha_fleet;
 using testing::FakeStatsView;
+using testing::memshard_version;
 
 struct StatReply {
   std::vector<std::pair<std::string, std::string>> stats;  // in order
@@ -71,15 +73,6 @@ StatReply stats(const StatsView& v, std::vector<std::string_view> args) {
   for (const std::string& m : r.malformed) ADD_FAILURE() << "malformed line: " << m;
   EXPECT_TRUE(r.ended) << out;
   return r;
-}
-
-// The version `version` answers: "VERSION <protocol>-memshard-<version>".
-std::string memshard_version() {
-  std::string reply(proto::version_reply());
-  const std::string marker = "-memshard-";
-  const size_t at = reply.find(marker);
-  EXPECT_NE(at, std::string::npos) << reply;
-  return reply.substr(at + marker.size(), reply.size() - at - marker.size() - 2);
 }
 
 TEST(LocalStats, ProcessConfigAndWorkerCounters) {

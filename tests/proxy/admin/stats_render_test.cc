@@ -18,6 +18,7 @@
 #include "proxy/protocol/version.h"
 #include "proxy/support/stats.h"
 #include "strict_json.h"
+#include "version_text.h"
 
 namespace memshard::proxy {
 namespace {
@@ -25,6 +26,7 @@ namespace {
 using testing::alpha_fleet;
 using testing::FakeStatsView;
 using testing::Json;
+using testing::memshard_version;
 using testing::PromText;
 
 // Every pool and server counter of `pool` set to a value of its own, so a
@@ -56,13 +58,6 @@ FakeStatsView distinct_counters() {
     }
   }
   return v;
-}
-
-std::string memshard_version() {
-  std::string reply(proto::version_reply());
-  const size_t at = reply.find("-memshard-");
-  EXPECT_NE(at, std::string::npos);
-  return reply.substr(at + 10, reply.size() - at - 12);
 }
 
 std::string host_name() {

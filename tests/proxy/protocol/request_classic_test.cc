@@ -7,7 +7,6 @@
 namespace memshard::proto {
 namespace {
 
-const std::string kLongKey(251, 'x');
 const std::string kMaxKey(250, 'y');
 
 std::string with_key(std::string_view before, const std::string& key, std::string_view after) {

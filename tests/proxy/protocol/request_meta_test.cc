@@ -7,8 +7,6 @@
 namespace memshard::proto {
 namespace {
 
-const std::string kLongKey(251, 'x');
-
 std::string flags(int count) {
   std::string s;
   for (int i = 0; i < count; ++i) s += " O" + std::to_string(i);

@@ -51,5 +51,7 @@ class RequestTest : public ::testing::Test {
 inline constexpr std::string_view kError = "ERROR\r\n";
 inline constexpr std::string_view kBadFormat = "CLIENT_ERROR bad command line format\r\n";
 inline constexpr std::string_view kTooLarge = "SERVER_ERROR object too large for cache\r\n";
+// One byte past memcached's longest key (KEY_MAX_LENGTH, 250).
+inline const std::string kLongKey(251, 'x');
 
 }  // namespace memshard::proto

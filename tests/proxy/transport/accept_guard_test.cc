@@ -41,7 +41,7 @@ using test_sockets::Fd;
 using test_sockets::read_until_closed;
 using test_sockets::still_waiting;
 
-constexpr std::string_view kTooMany = "ERROR Too many open connections\r\n";
+using test_fds::kTooMany;
 
 // One warning line of the guard: what it summed since the last one.
 struct GuardReport {

@@ -26,8 +26,7 @@ using test_sockets::Fd;
 using test_sockets::read_until_closed;
 using test_sockets::still_waiting;
 
-// memcached's refusal, as the proxy passes it in (protocol/replies.h).
-constexpr std::string_view kTooMany = "ERROR Too many open connections\r\n";
+using test_fds::kTooMany;
 
 bool is_open(int fd) {
   return fcntl(fd, F_GETFD) != -1;

@@ -19,10 +19,16 @@
 #include <cstring>
 #include <filesystem>
 #include <string>
+#include <string_view>
 #include <system_error>
 #include <vector>
 
 namespace memshard::proxy::test_fds {
+
+// What memcached tells a connection it accepts without a descriptor to
+// spare, and what the proxy must tell one too: written out here, not taken
+// from protocol/replies.h, so that a change there shows in the tests.
+inline constexpr std::string_view kTooMany = "ERROR Too many open connections\r\n";
 
 class DescriptorsExhausted {
  public:

@@ -104,12 +104,12 @@ TEST(TlsContext, RefusesWhatDoesNotLoadNamingTheFile) {
   EXPECT_EQ(error.file, TlsLoadError::File::ca);
 }
 
-struct Owner {
+struct TlsOwner {
   std::unique_ptr<Stream> stream;
   std::string received;
   int connected = 0, errors = 0, eofs = 0;
   static void on(void* self, Happened what) {
-    auto* o = static_cast<Owner*>(self);
+    auto* o = static_cast<TlsOwner*>(self);
     switch (what) {
       case Happened::input: {
         evbuffer* in = o->stream->input();
@@ -163,19 +163,19 @@ class TlsStreamTest : public ::testing::Test {
     return done();
   }
   // The accepting stream, on the connection the listener holds.
-  void accept_into(Owner& owner, const TlsContext* tls, const TlsCounters& counters,
+  void accept_into(TlsOwner& owner, const TlsContext* tls, const TlsCounters& counters,
                    int timeout_ms = 5000) {
     int fd = -1;
     ASSERT_TRUE(run_until([&] {
       fd = accept4(listener_.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
       return fd >= 0;
     }));
-    owner.stream =
-        std::make_unique<Stream>(*loop_, fd, &Owner::on, &owner, 16 * 1024, Stream::Reads::compact);
+    owner.stream = std::make_unique<Stream>(*loop_, fd, &TlsOwner::on, &owner, 16 * 1024,
+                                            Stream::Reads::compact);
     if (tls != nullptr) owner.stream->start_tls(tls->new_session(), counters, timeout_ms);
   }
   void connect_client(const TlsContext* tls, const TlsCounters& counters = {}) {
-    client_.stream = std::make_unique<Stream>(*loop_, -1, &Owner::on, &client_, 64 * 1024,
+    client_.stream = std::make_unique<Stream>(*loop_, -1, &TlsOwner::on, &client_, 64 * 1024,
                                               Stream::Reads::reserved);
     ASSERT_TRUE(client_.stream->connect(address_));
     if (tls != nullptr) client_.stream->start_tls(tls->new_session(), counters, 5000);
@@ -186,7 +186,7 @@ class TlsStreamTest : public ::testing::Test {
   event* tick_ = nullptr;
   SocketAddress address_;
   test_sockets::Fd listener_;
-  Owner server_, client_;
+  TlsOwner server_, client_;
 };
 
 std::shared_ptr<const TlsContext> build(const TlsOptions& o) {

@@ -25,8 +25,6 @@
 namespace memshard::ketama {
 namespace {
 
-constexpr uint64_t kHashSpace = uint64_t{1} << 32;
-
 // Servers of both rings, identified by address.
 class AddressTable {
  public:

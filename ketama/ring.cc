@@ -10,8 +10,6 @@
 
 namespace memshard::ketama {
 
-constexpr uint64_t kHashSpace = uint64_t{1} << 32;
-
 namespace {
 
 // The point values alone, so the search touches 4 bytes per step, and a

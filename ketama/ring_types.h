@@ -13,6 +13,10 @@
 
 namespace memshard::ketama {
 
+// How many values a point or a key's hash can take: every mode hashes to 32
+// bits.
+inline constexpr uint64_t kHashSpace = uint64_t{1} << 32;
+
 // Whose ketama the ring reproduces. See ../shared/ketama-compat.md.
 enum class Mode {
   twemproxy,              // nutcracker 0.5 (default)

@@ -13,7 +13,7 @@ void append(evbuffer* buf, std::string_view s) {
 }
 
 // A reply's status from its first line.
-proto::ReplyStatus status_of(std::string_view text) {
+proto::ReplyStatus first_line_status(std::string_view text) {
   return proto::classify_reply_line(text.substr(0, text.find('\r')));
 }
 }  // namespace
@@ -28,7 +28,7 @@ ReplySlot::~ReplySlot() {
 }
 
 void ReplySlot::answer(std::string_view text) {
-  answer(text, text.empty() ? proto::ReplyStatus::none : status_of(text));
+  answer(text, text.empty() ? proto::ReplyStatus::none : first_line_status(text));
 }
 
 void ReplySlot::answer(std::string_view text, proto::ReplyStatus status) {
@@ -88,7 +88,7 @@ void ReplySlot::assemble() {
     // only some did, their keys read as misses (a miss is always safe).
     if (failed == fragment_count_ && !error_.empty()) {
       append(reply_, error_);
-      status_ = status_of(error_);
+      status_ = first_line_status(error_);
       return;
     }
     status_ = proto::ReplyStatus::miss;
@@ -113,7 +113,7 @@ void ReplySlot::assemble() {
     append(reply_, kEnd);
   } else if (kind_ == SlotKind::broadcast) {
     append(reply_, error_.empty() ? kOk : std::string_view(error_));
-    status_ = error_.empty() ? proto::ReplyStatus::ok : status_of(error_);
+    status_ = error_.empty() ? proto::ReplyStatus::ok : first_line_status(error_);
   }
 }
 

@@ -1,11 +1,12 @@
 #include "proxy/transport/tls_context.h"
 
-#include <arpa/inet.h>
 #include <openssl/err.h>
 #include <openssl/x509v3.h>
 
 #include <ctime>
 #include <string>
+
+#include "proxy/transport/socket_address.h"
 
 namespace memshard::proxy {
 
@@ -22,11 +23,6 @@ std::string openssl_errors() {
     out += buf;
   }
   return out.empty() ? "unknown error" : out;
-}
-
-bool is_ip_literal(const std::string& host) {
-  unsigned char buf[sizeof(in6_addr)];
-  return inet_pton(AF_INET, host.c_str(), buf) == 1 || inet_pton(AF_INET6, host.c_str(), buf) == 1;
 }
 
 std::optional<int64_t> to_epoch(const ASN1_TIME* t) {

@@ -15,7 +15,6 @@
 
 #include "fake_stats_view.h"
 #include "proxy/admin/hot_keys_render.h"
-#include "proxy/protocol/version.h"
 #include "proxy/support/stats.h"
 #include "version_text.h"
 

@@ -15,7 +15,6 @@
 
 #include "fake_stats_view.h"
 #include "prometheus_text.h"
-#include "proxy/protocol/version.h"
 #include "proxy/support/stats.h"
 #include "strict_json.h"
 #include "version_text.h"

@@ -232,7 +232,8 @@ def print_default_case(title, unit, c, shown, name):
         print(row.format(f"{name} / nutcracker", cell(nut["throughput"], "nutcracker_throughput_min"),
                          cell(nut["cpu_per_request"], "nutcracker_cpu_per_request_max", False)))
     else:
-        print(row.format(f"{name} / nutcracker", "- (no nutcracker run: it speaks text only)", "").rstrip())
+        why = c.get("no_nutcracker_because", "not measured")
+        print(row.format(f"{name} / nutcracker", f"- (no nutcracker run: {why})", "").rstrip())
     print(row.format(f"{name} / direct", cell(c["default_to_direct"]["throughput"], "direct_throughput_min"),
                      "").rstrip())
     if "hop_to_direct" in c:
@@ -542,6 +543,8 @@ def main():
             continue
         c = default_case(wid, per_target, fixed)
         default_cases["workloads"][wid] = c
+        if wid in twins:
+            c["no_nutcracker_because"] = "it speaks text only"
         cases.append((f"({wid}) {desc} (memshard-load)", "req", c))
     for shape in dict.fromkeys(x["shape"] for x in shapes_runs):  # in the order they ran
         # The arguments scripts/bench gave memcaslap for this shape, as it wrote them.

@@ -13,6 +13,7 @@ OUT_DIR/memcaslap_shapes.jsonl (all optional), OUT_DIR/meta.json; prints the
 tables and writes OUT_DIR/summary.json.
 """
 import json
+import math
 import os
 import statistics
 import sys
@@ -30,6 +31,7 @@ ADDED_P50_RESOLUTION = 0.03
 # of the cheapest), throughput 1.3x nutcracker's (1.5x on the pipelined
 # (f)), CPU per request 0.65x nutcracker's on the single-key workloads.
 FIXED_THROUGHPUT_MIN = 0.95
+FIXED_WITHIN = 1 - FIXED_THROUGHPUT_MIN
 FIXED_CPU_MAX = 1.05
 NUT_THROUGHPUT_MIN = 1.3
 NUT_THROUGHPUT_MIN_BY_WORKLOAD = {"f": 1.5}
@@ -179,6 +181,35 @@ def per_round_ratios(shape, shapes_runs, fixed):
         out["direct"].append(ratio(d, tps.get("direct")))
         out["hop_to_direct"].append(ratio(tps.get(HOP), tps.get("direct")))
     return out
+
+
+def pooled(per_run):
+    """The default over the fixed setting, pooled over runs of several loads:
+    `per_run` holds one ratio per round and load (the default's throughput
+    over that of the fixed target faster by median, in the same round).
+    Two processes run seconds apart on this machine differ by more than the
+    adaptivity target's 5%, so one load's median cannot resolve it in a few
+    rounds; together the runs can. Returns the geometric mean, its interval
+    of two standard errors either side, a single run's spread (the standard
+    deviation of the log ratio) and the rounds one load would need for its
+    own interval to be 5% either side; None with fewer than two runs."""
+    logs = [math.log(x) for x in per_run if x]
+    if len(logs) < 2:
+        return None
+    mean, sd = statistics.mean(logs), statistics.stdev(logs)
+    se = sd / math.sqrt(len(logs))
+    return {"runs": len(logs), "geomean": math.exp(mean), "low": math.exp(mean - 2 * se),
+            "high": math.exp(mean + 2 * se), "run_sd": sd,
+            "rounds_for_5pct": math.ceil((2 * sd / math.log(1 / (1 - FIXED_WITHIN))) ** 2)}
+
+
+def print_pooled(label, p):
+    if not p:
+        return
+    print(f"  {label}: {p['runs']} runs, geometric mean {p['geomean']:.3f}x "
+          f"(two standard errors: {p['low']:.3f}x to {p['high']:.3f}x); one run's ratio spreads by "
+          f"{p['run_sd'] * 100:.1f}% (sd), so one load alone needs about {p['rounds_for_5pct']} rounds "
+          f"to resolve {FIXED_WITHIN * 100:.0f}%")
 
 
 def print_default_case(title, unit, c, shown, name):
@@ -536,6 +567,8 @@ def main():
     default_cases = {"workloads": {}, "memcaslap_shapes": {}}
     name = "default" if not threads else f"memshard (--threads {threads})"
     cases = []
+    # Per round and load: the default over the fixed target faster by median.
+    pooled_runs = {"workloads": [], "memcaslap_shapes": []}
     for wid, desc in workloads:
         per_target = {t: {"rps": m["rps"], "cpu_us_per_req": m["cpu_us_per_req"]}
                       for t in TARGETS if (m := med.get((wid, t)))}
@@ -543,6 +576,11 @@ def main():
             continue
         c = default_case(wid, per_target, fixed)
         default_cases["workloads"][wid] = c
+        if c["fastest_fixed"]:
+            for rnd in sorted({r["round"] for r in runs if r["workload"] == wid}):
+                rd, rf = run_of(wid, "memshard", rnd), run_of(wid, c["fastest_fixed"], rnd)
+                if rd and rf:
+                    pooled_runs["workloads"].append(ratio(rd["rps"], rf["rps"]))
         if wid in twins:
             c["no_nutcracker_because"] = "it speaks text only"
         cases.append((f"({wid}) {desc} (memshard-load)", "req", c))
@@ -568,6 +606,11 @@ def main():
             continue
         c = default_case(f"memcaslap {shape}", per_target, fixed)
         c["per_round"] = per_round_ratios(shape, shapes_runs, fixed)
+        for rnd in sorted({x["round"] for x in shapes_runs if x["shape"] == shape}):
+            tps = {x["target"]: x["tps"] for x in shapes_runs
+                   if x["shape"] == shape and x["round"] == rnd and x.get("tps")}
+            if c["fastest_fixed"] in tps and "memshard" in tps:
+                pooled_runs["memcaslap_shapes"].append(ratio(tps["memshard"], tps[c["fastest_fixed"]]))
         default_cases["memcaslap_shapes"][shape] = c
         cases.append((f"memcaslap {shape}: {cmd} -X 100, its 90/10 gets/sets "
                       f"(+{meta.get('memcaslap_warmup', 0)} s unmeasured warm-up each)", "op", c))
@@ -581,6 +624,14 @@ def main():
         for title, unit, c in cases:
             print()
             print_default_case(title, unit, c, [t for t in TARGETS + [HOP] if t in c["medians"]], name)
+        together = {k: pooled(v) for k, v in pooled_runs.items()}
+        default_cases["pooled"] = together
+        if any(together.values()):
+            print()
+            print(f"{name} over the fixed setting faster by median, each round and load together (one load's "
+                  f"median above is a draw from this spread):")
+            print_pooled("memshard-load's workloads", together["workloads"])
+            print_pooled("memcaslap's loads", together["memcaslap_shapes"])
         failed_shapes = [x for x in shapes_runs if x.get("rc", 0) != 0]
         if failed_shapes:
             print()

@@ -2,9 +2,12 @@
 """summarize.py on a made-up run of memcaslap's three loads: the ratios it
 prints and writes to summary.json, the haproxy hop's among them, come from
 the right targets and rounds, and a run without haproxy (older runs, or
---no-haproxy) has none of them."""
+--no-haproxy) has none of them; the default over the fixed setting pooled
+over rounds is read against the target faster by median."""
 import json
+import math
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -70,6 +73,45 @@ class HaproxyHop(unittest.TestCase):
         self.assertNotIn("haproxy", printed)
         self.assertAlmostEqual(c["default_to_direct"]["throughput"], 65000 / 90000)
 
+
+class Pooled(unittest.TestCase):
+    """The default over the fixed setting, each round and load together."""
+
+    def test_each_round_against_the_target_faster_by_median(self):
+        # Medians: memshard-1t 61,000 beats memshard-2t 57,000, so both rounds
+        # compare with memshard-1t, though memshard-2t won the second.
+        with tempfile.TemporaryDirectory() as out:
+            write_run(out, list(TPS))
+            printed = subprocess.run([sys.executable, os.path.join(HERE, "summarize.py"), out], check=True,
+                                     capture_output=True, text=True).stdout
+            with open(os.path.join(out, "summary.json")) as f:
+                p = json.load(f)["default_parallelism"]["pooled"]
+        self.assertIsNone(p["workloads"])
+        m = p["memcaslap_shapes"]
+        self.assertEqual(m["runs"], 2)
+        self.assertAlmostEqual(m["geomean"], math.sqrt(70000 / 72000 * 60000 / 50000))
+        logs = [math.log(70000 / 72000), math.log(60000 / 50000)]
+        self.assertAlmostEqual(m["run_sd"], statistics.stdev(logs))
+        se = statistics.stdev(logs) / math.sqrt(2)
+        self.assertAlmostEqual(m["low"], m["geomean"] * math.exp(-2 * se))
+        self.assertAlmostEqual(m["high"], m["geomean"] * math.exp(2 * se))
+        # Rounds for one load's two standard errors to be 5% either side.
+        n = m["rounds_for_5pct"]
+        self.assertLessEqual(2 * m["run_sd"] / math.sqrt(n), math.log(1 / 0.95))
+        self.assertGreater(2 * m["run_sd"] / math.sqrt(n - 1), math.log(1 / 0.95))
+        self.assertIn("memcaslap's loads: 2 runs, geometric mean 1.080x", printed)
+
+    def test_one_run_pools_nothing(self):
+        with tempfile.TemporaryDirectory() as out:
+            write_run(out, list(TPS))
+            path = os.path.join(out, "memcaslap_shapes.jsonl")
+            with open(path) as f:
+                first_round = [line for line in f if json.loads(line)["round"] == 1]
+            with open(path, "w") as f:
+                f.writelines(first_round)
+            printed = subprocess.run([sys.executable, os.path.join(HERE, "summarize.py"), out], check=True,
+                                     capture_output=True, text=True).stdout
+        self.assertNotIn("each round and load together", printed)
 
 
 class ShapesRun(unittest.TestCase):

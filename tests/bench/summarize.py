@@ -31,7 +31,6 @@ ADDED_P50_RESOLUTION = 0.03
 # of the cheapest), throughput 1.3x nutcracker's (1.5x on the pipelined
 # (f)), CPU per request 0.65x nutcracker's on the single-key workloads.
 FIXED_THROUGHPUT_MIN = 0.95
-FIXED_WITHIN = 1 - FIXED_THROUGHPUT_MIN
 FIXED_CPU_MAX = 1.05
 NUT_THROUGHPUT_MIN = 1.3
 NUT_THROUGHPUT_MIN_BY_WORKLOAD = {"f": 1.5}
@@ -200,7 +199,7 @@ def pooled(per_run):
     se = sd / math.sqrt(len(logs))
     return {"runs": len(logs), "geomean": math.exp(mean), "low": math.exp(mean - 2 * se),
             "high": math.exp(mean + 2 * se), "run_sd": sd,
-            "rounds_for_5pct": math.ceil((2 * sd / math.log(1 / (1 - FIXED_WITHIN))) ** 2)}
+            "rounds_for_5pct": math.ceil((2 * sd / math.log(1 / FIXED_THROUGHPUT_MIN)) ** 2)}
 
 
 def print_pooled(label, p):
@@ -209,7 +208,7 @@ def print_pooled(label, p):
     print(f"  {label}: {p['runs']} runs, geometric mean {p['geomean']:.3f}x "
           f"(two standard errors: {p['low']:.3f}x to {p['high']:.3f}x); one run's ratio spreads by "
           f"{p['run_sd'] * 100:.1f}% (sd), so one load alone needs about {p['rounds_for_5pct']} rounds "
-          f"to resolve {FIXED_WITHIN * 100:.0f}%")
+          f"to resolve {(1 - FIXED_THROUGHPUT_MIN) * 100:.0f}%")
 
 
 def print_default_case(title, unit, c, shown, name):

@@ -36,14 +36,19 @@ def write_run(out, targets, shape="1x32", args="-T 1 -c 32"):
                                     "server_reads_per_op": None, "log": ""}) + "\n")
 
 
+def run_summarize(out):
+    """summarize.py over OUT: what it printed, and its summary.json's default_parallelism."""
+    printed = subprocess.run([sys.executable, os.path.join(HERE, "summarize.py"), out],
+                             check=True, capture_output=True, text=True).stdout
+    with open(os.path.join(out, "summary.json")) as f:
+        return printed, json.load(f)["default_parallelism"]
+
+
 def summarize(targets, shape="1x32", args="-T 1 -c 32"):
     with tempfile.TemporaryDirectory() as out:
         write_run(out, targets, shape, args)
-        printed = subprocess.run([sys.executable, os.path.join(HERE, "summarize.py"), out],
-                                 check=True, capture_output=True, text=True).stdout
-        with open(os.path.join(out, "summary.json")) as f:
-            case = json.load(f)["default_parallelism"]["memcaslap_shapes"][shape]
-    return printed, case
+        printed, parallelism = run_summarize(out)
+    return printed, parallelism["memcaslap_shapes"][shape]
 
 
 class HaproxyHop(unittest.TestCase):
@@ -82,10 +87,8 @@ class Pooled(unittest.TestCase):
         # compare with memshard-1t, though memshard-2t won the second.
         with tempfile.TemporaryDirectory() as out:
             write_run(out, list(TPS))
-            printed = subprocess.run([sys.executable, os.path.join(HERE, "summarize.py"), out], check=True,
-                                     capture_output=True, text=True).stdout
-            with open(os.path.join(out, "summary.json")) as f:
-                p = json.load(f)["default_parallelism"]["pooled"]
+            printed, parallelism = run_summarize(out)
+        p = parallelism["pooled"]
         self.assertIsNone(p["workloads"])
         m = p["memcaslap_shapes"]
         self.assertEqual(m["runs"], 2)
@@ -109,8 +112,7 @@ class Pooled(unittest.TestCase):
                 first_round = [line for line in f if json.loads(line)["round"] == 1]
             with open(path, "w") as f:
                 f.writelines(first_round)
-            printed = subprocess.run([sys.executable, os.path.join(HERE, "summarize.py"), out], check=True,
-                                     capture_output=True, text=True).stdout
+            printed, _ = run_summarize(out)
         self.assertNotIn("each round and load together", printed)
 
 

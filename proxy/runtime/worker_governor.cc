@@ -51,23 +51,21 @@ bool WorkerGovernor::baseline_steady() const {
                       [&](const Tick& t) { return !t.saturated || t.rps < mean * s_.lull_share; });
 }
 
-void WorkerGovernor::change(size_t to, uint64_t now_usec, double baseline_rps, std::string why) {
+void WorkerGovernor::change(size_t to, uint64_t now_usec, double baseline_rps, std::string why,
+                            bool alternate) {
   (void)now_usec;
   from_ = active_;
+  tried_ = to;
   active_ = to;
   baseline_rps_ = baseline_rps;
-  baseline_ticks_ = std::min(kRecentTicks, recent_.size());
-  baseline_variance_ = 0;
-  if (baseline_ticks_ > 1) {
-    const auto first = recent_.end() - static_cast<std::ptrdiff_t>(baseline_ticks_);
-    const double mean = window_rps(baseline_ticks_);
-    for (auto it = first; it != recent_.end(); ++it)
-      baseline_variance_ += (it->rps - mean) * (it->rps - mean);
-    baseline_variance_ /= static_cast<double>(baseline_ticks_ - 1);
-  }
-  reset_trial_sums();
+  segment_rps_.assign(1, baseline_rps);
+  segments_ = alternate ? s_.trial_segments : 1;
+  reset_segment_sums();
+  tried_ticks_ = 0;
+  tried_busy_sum_ = 0;
+  tried_requests_ = 0;
+  tried_newcomer_requests_ = 0;
   trial_connections_ = connections_;
-  trial_length_ = s_.trial_ticks;
   state_ = State::settling;
   state_ticks_ = 0;
   saturated_ticks_ = 0;
@@ -78,57 +76,24 @@ void WorkerGovernor::change(size_t to, uint64_t now_usec, double baseline_rps, s
   ++decisions_;
 }
 
-void WorkerGovernor::reset_trial_sums() {
-  trial_rps_sum_ = 0;
-  trial_rps_squares_ = 0;
+void WorkerGovernor::reset_segment_sums() {
+  segment_rps_sum_ = 0;
   lull_ticks_ = 0;
-  trial_busy_sum_ = 0;
-  trial_requests_ = 0;
-  trial_newcomer_requests_ = 0;
   last_trial_tick_ = {};
 }
 
-void WorkerGovernor::measure_after_back(double trial_rps, double threshold) {
-  confirming_ = true;
-  tried_ = active_;
-  tried_rps_ = trial_rps;
-  tried_threshold_ = threshold;
-  active_ = from_;
-  // As long as the trial was (trial_length_ stays), after the same settling.
-  reset_trial_sums();
+void WorkerGovernor::switch_count() {
+  active_ = active_ == tried_ ? from_ : tried_;
+  reset_segment_sums();
   state_ = State::settling;
   state_ticks_ = 0;
-  recent_.clear();
-}
-
-void WorkerGovernor::judge_after_back(uint64_t now_usec) {
-  confirming_ = false;
-  state_ = State::steady;
-  state_ticks_ = 0;
-  ++decisions_;
-  const double after = trial_rps_sum_ / static_cast<double>(trial_length_);
-  const double reference = (baseline_rps_ + after) / 2;
-  // Only a saturated old count measures what it can do: one that the load
-  // no longer keeps busy reads the load's own fall (clients asking less),
-  // and needs no more workers.
-  const bool saturated = trial_busy_sum_ / static_cast<double>(trial_length_) >= s_.grow_busy;
-  if (saturated && tried_rps_ >= reference * (1 + tried_threshold_)) {
-    // The growth paid against before and after together: made again, and
-    // kept as a growth that passed its trial is (checked again later).
-    keep_growth(now_usec);
-    active_ = tried_;
-    recent_.clear();
-    reason_ = describe(
-        "%.0f requests/s back at one worker fewer, against %.0f before the trial: the load fell "
-        "meanwhile, and the trial's %.0f with one worker more beats the two together: one more "
-        "again, kept",
-        after, baseline_rps_, tried_rps_);
-    return;
-  }
-  reason_ = describe(
-      "%.0f requests/s back at one worker fewer, against %.0f before the trial and %.0f with one "
-      "worker more: it did not pay, back it stays",
-      after, baseline_rps_, tried_rps_);
+  char buf[160];
+  std::snprintf(buf, sizeof buf,
+                "trial, alternating: %zu workers for a second (%zu of %d), after %.0f requests/s "
+                "at %zu",
+                active_, segment_rps_.size(), segments_, segment_rps_.back(),
+                active_ == tried_ ? from_ : tried_);
+  reason_ = buf;
 }
 
 void WorkerGovernor::no_growth_for_a_while(uint64_t now_usec, double judged_at_rps,
@@ -170,19 +135,34 @@ void WorkerGovernor::keep_growth(uint64_t now_usec) {
   recheck_at_usec_ = now_usec + recheck_interval_usec_;
 }
 
-double WorkerGovernor::trial_error() const {
-  const auto n = static_cast<double>(trial_length_);
-  if (trial_length_ < 2 || baseline_ticks_ < 2 || baseline_rps_ <= 0) return 0;
-  const double variance =
-      std::max(0.0, (trial_rps_squares_ - trial_rps_sum_ * trial_rps_sum_ / n) / (n - 1));
-  return std::sqrt(variance / n + baseline_variance_ / static_cast<double>(baseline_ticks_)) /
-         baseline_rps_;
+double WorkerGovernor::tried_over_other(double& error) const {
+  std::vector<double> ratios;
+  for (size_t k = 1; k + 1 < segment_rps_.size(); k += 2) {
+    const double other = (segment_rps_[k - 1] + segment_rps_[k + 1]) / 2;
+    if (other > 0) ratios.push_back(segment_rps_[k] / other);
+  }
+  error = 0;
+  if (ratios.empty()) return 1;
+  const auto n = static_cast<double>(ratios.size());
+  const double mean = std::accumulate(ratios.begin(), ratios.end(), 0.0) / n;
+  if (ratios.size() > 1) {
+    double squares = 0;
+    for (double r : ratios) squares += (r - mean) * (r - mean);
+    error = std::sqrt(squares / (n - 1) / n);
+  }
+  return mean;
+}
+
+double WorkerGovernor::segments_mean(size_t first) const {
+  double sum = 0;
+  size_t n = 0;
+  for (size_t k = first; k < segment_rps_.size(); k += 2, ++n) sum += segment_rps_[k];
+  return n == 0 ? 0 : sum / static_cast<double>(n);
 }
 
 void WorkerGovernor::end_trial_back(std::string why) {
   ++decisions_;
   rechecking_ = false;
-  confirming_ = false;
   state_ = State::steady;
   state_ticks_ = 0;
   active_ = from_;
@@ -191,145 +171,152 @@ void WorkerGovernor::end_trial_back(std::string why) {
 }
 
 void WorkerGovernor::count_trial_tick(const TrialTick& t, int sign) {
-  const double d = sign;
-  trial_rps_sum_ += d * t.rps;
-  trial_rps_squares_ += d * t.rps * t.rps;
-  trial_busy_sum_ += d * t.busy;
-  trial_requests_ = sign > 0 ? trial_requests_ + t.requests : trial_requests_ - t.requests;
-  trial_newcomer_requests_ = sign > 0 ? trial_newcomer_requests_ + t.newcomer_requests
-                                      : trial_newcomer_requests_ - t.newcomer_requests;
+  segment_rps_sum_ += sign * t.rps;
+  if (!t.at_tried) return;
+  tried_ticks_ += sign;
+  tried_busy_sum_ += sign * t.busy;
+  tried_requests_ = sign > 0 ? tried_requests_ + t.requests : tried_requests_ - t.requests;
+  tried_newcomer_requests_ = sign > 0 ? tried_newcomer_requests_ + t.newcomer_requests
+                                      : tried_newcomer_requests_ - t.newcomer_requests;
 }
 
 void WorkerGovernor::uncount_last_trial_tick() {
-  if (!last_trial_tick_.counted) return;  // change() clears it
+  if (!last_trial_tick_.counted) return;  // reset_segment_sums() clears it
   count_trial_tick(last_trial_tick_, -1);
   last_trial_tick_.counted = false;
   --state_ticks_;
 }
 
-void WorkerGovernor::judge_trial(uint64_t now_usec) {
-  if (confirming_) {
-    judge_after_back(now_usec);
-    return;
-  }
-  const double ticks = static_cast<double>(trial_length_);
-  const double rps = trial_rps_sum_ / ticks;
-  const bool busy = trial_busy_sum_ / ticks >= s_.shrink_busy;
+void WorkerGovernor::end_segment(uint64_t now_usec) {
+  segment_rps_.push_back(segment_rps_sum_ / static_cast<double>(s_.trial_ticks));
+  const size_t done = segment_rps_.size() - 1;
   const double newcomer_share =
-      trial_requests_ == 0
+      tried_requests_ == 0
           ? 0
-          : static_cast<double>(trial_newcomer_requests_) / static_cast<double>(trial_requests_);
+          : static_cast<double>(tried_newcomer_requests_) / static_cast<double>(tried_requests_);
   // The new workers' share if the requests were split evenly.
   const double even_share =
-      static_cast<double>(active_ - from_) / static_cast<double>(std::max<size_t>(active_, 1));
-  // Checked first: an idle newcomer halves the mean busy share, so its
-  // trial can look like a lull, and its throughput is the old count's.
-  // (Ticks where the requests themselves stopped were left out as lulls.)
-  if (active_ > from_ && newcomer_share < s_.newcomer_share * even_share) {
+      static_cast<double>(tried_ - from_) / static_cast<double>(std::max<size_t>(tried_, 1));
+  // Checked after the first second: an idle newcomer halves the mean busy
+  // share, so its trial can look like a lull, and its throughput is the
+  // old count's. (Ticks where the requests themselves stopped were left
+  // out as lulls.)
+  if (done == 1 && tried_ > from_ && newcomer_share < s_.newcomer_share * even_share) {
     end_trial_back(describe(
         "one worker more served %.1f%% of the requests (%.0f requests/s against %.0f): no "
         "connection could move to it, as when one client thread holds them all: back, and no new "
         "try for a while with these clients",
-        newcomer_share * 100, rps, baseline_rps_));
+        newcomer_share * 100, segment_rps_.back(), baseline_rps_));
     no_growth_for_a_while(now_usec, baseline_rps_, true);
     return;
   }
-  // What a growth must read to stay: a gain of grow_gain, or, where its
-  // new workers took a fair share of the clients and the old ones kept
-  // theirs, no loss over shrink_loss. (One client thread that moved to the
-  // new worker's CPU during the trial takes all its connections along: a
-  // new worker with everything is one worker again, not the spread.)
-  const bool fair = active_ > from_ && newcomer_share >= s_.fair_share * even_share &&
-                    1 - newcomer_share >= s_.fair_share * (1 - even_share);
-  const double threshold = fair ? -s_.shrink_loss : s_.grow_gain;
-  // Undecided either side of the threshold: a reading just over it is as
-  // much the seconds' swing as one just under it. The first reading is
-  // measured again within `undecided_within`; any, while within the
-  // error the ticks' spread gives it, up to `max_trial_ticks`.
-  const bool first_near = trial_length_ == s_.trial_ticks &&
-                          rps < baseline_rps_ * (1 + threshold + s_.undecided_within) &&
-                          rps >= baseline_rps_ * (1 + threshold - s_.undecided_within);
-  const bool within_error =
-      trial_length_ < s_.max_trial_ticks && baseline_rps_ > 0 &&
-      std::abs(rps / baseline_rps_ - 1 - threshold) < s_.undecided_errors * trial_error();
-  if (active_ > from_ && busy && (first_near || within_error)) {
-    trial_length_ += s_.trial_ticks;  // undecided: the trial goes on
+  if (static_cast<int>(done) < segments_) {
+    switch_count();
     return;
   }
-  if (active_ > from_ && !busy) {
+  if (segments_ == 1) {
+    judge_shrink(now_usec);
+    return;
+  }
+  judge_trial(now_usec);
+}
+
+void WorkerGovernor::judge_trial(uint64_t now_usec) {
+  double error = 0;
+  const double ratio = tried_over_other(error);
+  const bool growth = tried_ > from_;
+  // One more worker against one fewer, whichever the trial tried.
+  const double more_over_fewer = growth ? ratio : 1 / ratio;
+  const double busy = tried_ticks_ == 0 ? 0 : tried_busy_sum_ / static_cast<double>(tried_ticks_);
+  if (growth && busy < s_.shrink_busy) {
     // The workers were not kept busy: the load fell during the trial (a
     // client between runs, a lull), which says nothing about whether one
     // worker more pays. Back, free to try again.
     end_trial_back(describe(
         "the load fell during the trial (%.0f requests/s against %.0f, workers %.0f%% busy): "
         "back, undecided",
-        rps, baseline_rps_, trial_busy_sum_ / ticks * 100));
+        segment_rps_.back(), baseline_rps_, busy * 100));
     return;
   }
-  const std::string longer =
-      trial_length_ > s_.trial_ticks
-          ? describe(" (over a longer trial, %.2f s: the first reading was undecided)",
-                     static_cast<double>(trial_length_) * static_cast<double>(s_.tick_usec) / 1e6,
-                     0)
-          : std::string();
+  // Undecided either side of the threshold: a reading just over it is as
+  // much the seconds' swing as one just under it.
+  if (std::abs(more_over_fewer - 1 - s_.grow_gain) < s_.undecided_errors * error &&
+      segments_ + 2 <= s_.max_trial_segments) {
+    segments_ += 2;
+    switch_count();
+    return;
+  }
   ++decisions_;
-  const bool recheck = rechecking_;
   rechecking_ = false;
   state_ = State::steady;
   state_ticks_ = 0;
-  if (active_ > from_) {
-    if (rps >= baseline_rps_ * (1 + threshold)) {
+  recent_.clear();
+  const bool pays = more_over_fewer >= 1 + s_.grow_gain;
+  const double seconds = static_cast<double>(segments_ * (s_.settle_ticks + s_.trial_ticks)) *
+                         static_cast<double>(s_.tick_usec) / 1e6;
+  const double newcomer_share =
+      tried_requests_ == 0
+          ? 0
+          : static_cast<double>(tried_newcomer_requests_) / static_cast<double>(tried_requests_);
+  // What the trial read, for the reason: the gain, how long, and each
+  // count's mean throughput.
+  char read[256];
+  std::snprintf(read, sizeof read,
+                "one worker %s: %+.1f%% requests/s against one %s, alternating for %.0f s (%.0f "
+                "requests/s at %zu, %.0f at %zu",
+                growth ? "more" : "fewer", (ratio - 1) * 100, growth ? "fewer" : "more", seconds,
+                segments_mean(1), tried_, segments_mean(0), from_);
+  reason_ = read;
+  if (growth) {
+    reason_ += describe("; %.0f%% of the requests its)", newcomer_share * 100, 0);
+    if (pays) {
       keep_growth(now_usec);
-      reason_ = describe(
-          fair ? "%.0f requests/s with one worker more (%.0f%% of them its: clients on its own "
-                 "CPU), against %.0f: kept"
-               : "%.0f requests/s with one worker more (%.0f%% of them its), up from %.0f: kept",
-          rps, newcomer_share * 100, baseline_rps_);
-      reason_ += longer;
+      active_ = tried_;
+      reason_ += ": kept";
       return;
     }
-    // Did not pay: back, and not again for a while at this load.
-    no_growth_for_a_while(now_usec, baseline_rps_);
-    reason_ = describe(
-        "%.0f requests/s with one worker more (%.0f%% of them its), against %.0f: back, and no "
-        "new try for a while at this load",
-        rps, newcomer_share * 100, baseline_rps_);
-    reason_ += longer;
-    reason_ += "; measuring it again";
-    measure_after_back(rps, threshold);
+    // Did not pay: back, and not again for a while at this load: the old
+    // count's throughput through the trial, not just before it (a load's
+    // first seconds can run a quarter faster than the rest, and judged
+    // against those, the same load read as changed at once).
+    no_growth_for_a_while(now_usec, segments_mean(0));
+    reason_ += ": back, and no new try for a while at this load";
     return;
   }
+  // A recheck: one worker fewer tried.
+  reason_ += ")";
+  if (!pays) {
+    // The growth did not pay after all: as after a failed trial, no new
+    // try for a while at this load. A growth it had made kept before
+    // (three workers, now two) is checked again in its turn.
+    no_growth_for_a_while(now_usec, segments_mean(1));
+    recheck_interval_usec_ = s_.recheck_usec;
+    active_ = tried_;
+    recheck_at_usec_ = active_ > 1 ? now_usec + recheck_interval_usec_ : 0;
+    reason_ += ": the last growth did not pay, fewer kept";
+    return;
+  }
+  // The growth still pays: checked again after twice as long.
+  recheck_interval_usec_ = std::min(recheck_interval_usec_ * 2, s_.max_recheck_usec);
+  recheck_at_usec_ = now_usec + recheck_interval_usec_;
+  reason_ += ": the last growth pays, back";
+}
+
+void WorkerGovernor::judge_shrink(uint64_t now_usec) {
+  const double rps = segment_rps_.back();
+  ++decisions_;
+  rechecking_ = false;
+  state_ = State::steady;
+  state_ticks_ = 0;
   if (rps >= baseline_rps_ * (1 - s_.shrink_loss)) {
-    if (recheck) {
-      // The growth did not pay after all: as after a failed trial, no new
-      // try for a while at this load. A growth it had made kept before
-      // (three workers, now two) is checked again in its turn.
-      no_growth_for_a_while(now_usec, rps);
-      recheck_interval_usec_ = s_.recheck_usec;
-      recheck_at_usec_ = active_ > 1 ? now_usec + recheck_interval_usec_ : 0;
-      reason_ = describe(
-          "%.0f requests/s with one worker fewer, against %.0f: the last growth did not pay, "
-          "kept",
-          rps, baseline_rps_);
-      return;
-    }
     recheck_at_usec_ = 0;
     reason_ =
         describe("%.0f requests/s with one worker fewer, against %.0f: kept", rps, baseline_rps_);
     return;
   }
-  if (recheck) {
-    // The growth still pays: checked again after twice as long.
-    recheck_interval_usec_ = std::min(recheck_interval_usec_ * 2, s_.max_recheck_usec);
-    recheck_at_usec_ = now_usec + recheck_interval_usec_;
-    reason_ = describe(
-        "%.0f requests/s with one worker fewer, down from %.0f: the last growth pays, back", rps,
-        baseline_rps_);
-  } else {
-    reason_ =
-        describe("%.0f requests/s with one worker fewer, down from %.0f: back", rps, baseline_rps_);
-    shrink_after_usec_ = now_usec + s_.backoff_usec;
-  }
+  reason_ =
+      describe("%.0f requests/s with one worker fewer, down from %.0f: back", rps, baseline_rps_);
+  shrink_after_usec_ = now_usec + s_.backoff_usec;
   active_ = from_;
   recent_.clear();
 }
@@ -352,7 +339,7 @@ size_t WorkerGovernor::tick(uint64_t now_usec, std::span<const Figures> workers)
     const uint64_t busy = workers[i].busy_usec - last_[i].busy_usec;
     const uint64_t req = workers[i].requests - last_[i].requests;
     requests += req;
-    if (i >= from_ && i < active_) newcomer_requests += req;
+    if (i >= from_ && i < tried_) newcomer_requests += req;
     if (i < active_) {
       busy_sum += std::min(1.0, static_cast<double>(busy) / 1e6 / seconds);
       active_requests += req;
@@ -396,10 +383,8 @@ size_t WorkerGovernor::tick(uint64_t now_usec, std::span<const Figures> workers)
         if (lull_ticks_ == 0) uncount_last_trial_tick();
         if (++lull_ticks_ >= s_.max_lull_ticks)
           end_trial_back(describe(
-              confirming_ ? "the load fell while measuring again (%.0f requests/s against %.0f for "
-                            "%.2f s): back it stays"
-                          : "the load fell during the trial (%.0f requests/s against %.0f for "
-                            "%.2f s): back, undecided",
+              "the load fell during the trial (%.0f requests/s against %.0f for %.2f s): back, "
+              "undecided",
               rps, baseline_rps_,
               static_cast<double>(lull_ticks_) * static_cast<double>(s_.tick_usec) / 1e6));
         return active_;
@@ -409,9 +394,9 @@ size_t WorkerGovernor::tick(uint64_t now_usec, std::span<const Figures> workers)
         lull_ticks_ = 0;
         return active_;
       }
-      last_trial_tick_ = {rps, last_busy_, requests, newcomer_requests, true};
+      last_trial_tick_ = {rps, last_busy_, requests, newcomer_requests, active_ == tried_, true};
       count_trial_tick(last_trial_tick_, 1);
-      if (++state_ticks_ >= trial_length_) judge_trial(now_usec);
+      if (++state_ticks_ >= s_.trial_ticks) end_segment(now_usec);
       return active_;
     case State::steady:
       break;
@@ -443,19 +428,22 @@ size_t WorkerGovernor::tick(uint64_t now_usec, std::span<const Figures> workers)
     const double base = window_rps(kRecentTicks);
     change(active_ + 1, now_usec, base,
            describe("workers saturated (%.0f%% busy, %.1f requests per wake-up): one more",
-                    last_busy_ * 100, last_per_wakeup_));
+                    last_busy_ * 100, last_per_wakeup_),
+           true);
   } else if (light_ticks_ >= s_.shrink_ticks && now_usec >= shrink_after_usec_) {
     const double base = window_rps(kRecentTicks);
     change(active_ - 1, now_usec, base,
            describe("load light (%.0f%% busy, %.1f requests per wake-up): one worker fewer",
-                    last_busy_ * 100, last_per_wakeup_));
+                    last_busy_ * 100, last_per_wakeup_),
+           false);
   } else if (recheck_at_usec_ != 0 && now_usec >= recheck_at_usec_ && active_ > 1 &&
              recent_.size() >= kRecentTicks) {
     const double base = window_rps(kRecentTicks);
     change(active_ - 1, now_usec, base,
            describe("checking that the last growth still pays (%.0f requests/s, %.0f%% busy): "
                     "one worker fewer",
-                    base, last_busy_ * 100));
+                    base, last_busy_ * 100),
+           true);
     rechecking_ = true;
   }
   return active_;

@@ -95,10 +95,24 @@ Load saturating(double one_rps, double gain, double newcomer_share = -1) {
   };
 }
 
-// A second worker that serves this share of the requests took clients that
-// mostly run on the first worker's CPU: below a fair share (25%), so its
-// growth must gain grow_gain to stay.
-constexpr double kFewOfItsOwn = 0.15;
+// Long enough for a load to saturate one worker, steady, and for a whole
+// growth trial after it (2.25 s, then six 1 s segments).
+constexpr double kToVerdict = 9;
+
+// A load whose throughput at one worker is `one_rps`, and at two is
+// `one_rps` times the next of `two_ratios` in each stretch at two workers
+// (the last one from then on), the second worker serving half.
+Load by_stretch(double one_rps, std::vector<double> two_ratios) {
+  auto stretch = std::make_shared<size_t>(0);
+  auto last_n = std::make_shared<size_t>(1);
+  return [=](size_t n, uint64_t) {
+    if (n == 2 && *last_n != 2) ++*stretch;
+    *last_n = n;
+    if (n == 1) return Shape{one_rps, 0.95};
+    const size_t k = std::min(*stretch, two_ratios.size()) - 1;
+    return Shape{one_rps * two_ratios[k], 0.8};
+  };
+}
 
 TEST(WorkerGovernor, StartsWithOneWorker) {
   Harness h(2);
@@ -109,28 +123,139 @@ TEST(WorkerGovernor, StartsWithOneWorker) {
 
 TEST(WorkerGovernor, GrowsUnderSustainedSaturationWhenItPays) {
   Harness h(2);
-  h.run(5, saturating(36'000, 0.19));
+  h.run(kToVerdict, saturating(36'000, 0.19));
   EXPECT_EQ(h.active(), 2u) << h.governor().reason();
+  EXPECT_NE(h.governor().reason().find("+19.0%"), std::string::npos) << h.governor().reason();
+  EXPECT_NE(h.governor().reason().find("kept"), std::string::npos) << h.governor().reason();
   // And stays: a steady load does not take it back (its recheck, after
-  // 30 s, tries one worker fewer for a trial's length and comes back).
+  // 30 s, alternates for a few seconds and comes back).
   h.reset_counts();
-  EXPECT_LE(h.run(60, saturating(36'000, 0.19)), 2) << h.governor().reason();
+  h.run(60, saturating(36'000, 0.19));
   EXPECT_EQ(h.active(), 2u);
-  EXPECT_GE(h.ticks_at(2), h.ticks_at(1) * 20);
+  EXPECT_GE(h.ticks_at(2), h.ticks_at(1) * 15);
 }
 
-// The trial saw a gain that was luck (a noisy second): the recheck finds
-// one worker fewer does as well and goes back to it, and growth is not
+// A growth's trial alternates: a second at two workers, a second at one,
+// and so on, six in all, ending at one; then the verdict. A growth that
+// does not pay stays there, having spent three of those seconds at two
+// workers.
+TEST(WorkerGovernor, AGrowthsTrialAlternatesBetweenTheTwoCounts) {
+  WorkerGovernor::Settings s;
+  Harness h(2, s);
+  const int changes = h.run(kToVerdict, saturating(40'000, -0.1));
+  EXPECT_EQ(h.active(), 1u) << h.governor().reason();
+  EXPECT_EQ(changes, s.trial_segments) << "into the trial and between its segments";
+  EXPECT_EQ(h.ticks_at(2), s.trial_segments / 2 * (s.settle_ticks + s.trial_ticks));
+  EXPECT_NE(h.governor().reason().find("-10.0%"), std::string::npos) << h.governor().reason();
+  EXPECT_NE(h.governor().reason().find("back, and no new try"), std::string::npos)
+      << h.governor().reason();
+}
+
+// The load's own throughput drifts through the trial (on a shared 2-vCPU
+// machine it moved by a third within seconds, whatever the worker count).
+// Each second at the new count is read against the seconds at the old one
+// either side of it, so a steady drift cancels: two workers' gain of 8%
+// shows while the load falls by 6% a second, and their loss of 8% while
+// it rises as fast. (Against the seconds before the trial alone, the first
+// read as a loss of a tenth and more, the second as a gain.)
+TEST(WorkerGovernor, ADriftThroughTheTrialCancelsOut) {
+  for (const double drift : {-0.06, 0.06}) {
+    const double gain = drift < 0 ? 0.08 : -0.08;
+    Harness h(2);
+    uint64_t drift_from = 0;  // when two workers were first tried
+    const Load drifting = [&](size_t n, uint64_t now_usec) {
+      if (n == 2 && drift_from == 0) drift_from = now_usec;
+      double one = 40'000;
+      if (drift_from != 0) one *= 1 + drift * static_cast<double>(now_usec - drift_from) / 1e6;
+      return n == 1 ? Shape{one, 0.95} : Shape{one * (1 + gain), 0.8};
+    };
+    h.run(kToVerdict, drifting);
+    ASSERT_NE(drift_from, 0u) << "it must have tried";
+    EXPECT_EQ(h.active(), gain > 0 ? 2u : 1u) << "drift " << drift << ": " << h.governor().reason();
+    EXPECT_NE(h.governor().reason().find(gain > 0 ? ": kept" : ": back"), std::string::npos)
+        << "drift " << drift << ": " << h.governor().reason();
+  }
+}
+
+// The workers are no longer kept busy at the count tried (clients asking
+// less): that says nothing about whether one worker more pays. Back,
+// undecided, and free to try again.
+TEST(WorkerGovernor, ALoadThatStopsSaturatingDuringTheTrialDecidesNothing) {
+  Harness h(2);
+  h.run(kToVerdict, [](size_t n, uint64_t) {
+    return n == 1 ? Shape{40'000, 0.95} : Shape{40'000, 0.3};
+  });
+  ASSERT_EQ(h.max_seen(), 2u) << "it must have tried";
+  EXPECT_EQ(h.active(), 1u) << h.governor().reason();
+  EXPECT_NE(h.governor().reason().find("back, undecided"), std::string::npos)
+      << h.governor().reason();
+}
+
+// A trial's reading within one standard error (from its ratios' own
+// spread) of grow_gain is undecided, either side of it: the trial goes on
+// for two more seconds, once, and is judged on the whole. Here the first
+// three seconds at two workers read +0%, +8% and +2% (3.3% against 3%,
+// within 2.3%); a fourth at +10% keeps it, one at -5% does not.
+TEST(WorkerGovernor, AReadingNearTheThresholdIsMeasuredTwoSecondsLonger) {
+  for (const double fourth : {1.10, 0.95}) {
+    Harness h(2);
+    h.run(kToVerdict + 2, by_stretch(40'000, {1.00, 1.08, 1.02, fourth}));
+    EXPECT_EQ(h.active(), fourth > 1 ? 2u : 1u) << h.governor().reason();
+    EXPECT_NE(h.governor().reason().find("alternating for 8 s"), std::string::npos)
+        << h.governor().reason();
+  }
+}
+
+// A clear reading is judged after the first six seconds: a loss of 22%
+// (one client thread's load, where every request handed between the CPUs
+// pays a wake-up) and a gain of 19%.
+TEST(WorkerGovernor, AClearReadingIsJudgedWithoutMore) {
+  for (const double gain : {-0.22, 0.19}) {
+    Harness h(2);
+    h.run(kToVerdict + 2, saturating(40'000, gain));
+    EXPECT_EQ(h.active(), gain > 0 ? 2u : 1u) << h.governor().reason();
+    EXPECT_NE(h.governor().reason().find("alternating for 6 s"), std::string::npos)
+        << h.governor().reason();
+  }
+}
+
+// However noisy, a trial ends: after max_trial_segments it is judged on
+// the whole.
+TEST(WorkerGovernor, ANoisyTrialIsJudgedAfterItsLongestLength) {
+  WorkerGovernor::Settings s;
+  Harness h(2, s);
+  // Two workers read 0%, +8%, -1%, +7% ... by turns: never clear of the
+  // error around 3%.
+  h.run(kToVerdict + 4, by_stretch(40'000, {1.00, 1.08, 0.99, 1.07, 1.00, 1.08, 0.99, 1.07}));
+  EXPECT_EQ(h.max_seen(), 2u);
+  EXPECT_NE(h.governor().reason().find("alternating for 8 s"), std::string::npos)
+      << h.governor().reason();
+}
+
+// A growth must gain grow_gain whatever share of the requests its new
+// worker took: on a 100-key multi-get from two client threads the second
+// worker took half of them and two fixed workers made 8% less than one.
+// Half the requests and -2% goes back; +5% stays.
+TEST(WorkerGovernor, AGrowthMustPayWhateverShareItsNewWorkerTook) {
+  for (const double gain : {-0.02, 0.05}) {
+    Harness h(2);
+    h.run(kToVerdict, saturating(40'000, gain, 0.5));
+    ASSERT_EQ(h.max_seen(), 2u) << "it must have tried";
+    EXPECT_EQ(h.active(), gain > 0 ? 2u : 1u) << h.governor().reason();
+  }
+}
+
+// The trial saw a gain that was luck (a noisy few seconds): the recheck
+// finds one worker fewer does as well and stays at it, and growth is not
 // tried again at once.
 TEST(WorkerGovernor, ALuckyGrowthIsUndoneByItsRecheck) {
   Harness h(2);
-  // A second worker seems to pay 12% during the first trial only (a
-  // reading past the undecided band, judged at once).
+  // A second worker seems to pay 12% during the first trial only.
   const Load fluke = [](size_t n, uint64_t now_usec) {
-    const bool lucky = n == 2 && now_usec < 6'000'000;
-    return Shape{lucky ? 44'800.0 : 40'000.0, n == 1 ? 0.95 : 0.6, kFewOfItsOwn};
+    const bool lucky = n == 2 && now_usec < 10'000'000;
+    return Shape{lucky ? 44'800.0 : 40'000.0, n == 1 ? 0.95 : 0.6};
   };
-  h.run(5, fluke);
+  h.run(kToVerdict, fluke);
   ASSERT_EQ(h.active(), 2u) << "the fluke must pass the trial: " << h.governor().reason();
   h.run(40, fluke);
   EXPECT_EQ(h.active(), 1u) << h.governor().reason();
@@ -145,16 +270,20 @@ TEST(WorkerGovernor, ALuckyGrowthIsUndoneByItsRecheck) {
 // doubling up to 4 minutes): over ten minutes it spends nearly all its
 // time at two workers.
 TEST(WorkerGovernor, ARealGainSurvivesItsRechecksWhichGetRarer) {
-  Harness h(2);
-  h.run(5, saturating(36'000, 0.19));
+  WorkerGovernor::Settings s;
+  Harness h(2, s);
+  h.run(kToVerdict, saturating(36'000, 0.19));
   ASSERT_EQ(h.active(), 2u);
   h.reset_counts();
-  // Rechecks about 30, 90, 210 and 450 s after the growth: two changes each.
+  // Rechecks about 30, 90, 210 and 450 s after the growth: each one worker
+  // fewer, alternating, and back.
   const int changes = h.run(600, saturating(36'000, 0.19));
-  EXPECT_GE(changes, 2);
-  EXPECT_LE(changes, 2 * 5);
-  EXPECT_GE(h.ticks_at(2), h.ticks_at(1) * 50);
+  EXPECT_GE(changes, s.trial_segments + 1);
+  EXPECT_LE(changes, (s.trial_segments + 1) * 5);
+  EXPECT_GE(h.ticks_at(2), h.ticks_at(1) * 30);
   EXPECT_EQ(h.active(), 2u);
+  EXPECT_NE(h.governor().reason().find("the last growth pays"), std::string::npos)
+      << h.governor().reason();
 }
 
 TEST(WorkerGovernor, ABriefBurstDoesNotGrow) {
@@ -166,151 +295,18 @@ TEST(WorkerGovernor, ABriefBurstDoesNotGrow) {
 }
 
 TEST(WorkerGovernor, GoesBackWhenAnotherWorkerDoesNotPay) {
-  Harness h(2);
-  // One client thread: a second worker costs 22% of the throughput.
-  h.run(5, saturating(47'000, -0.22));
+  WorkerGovernor::Settings s;
+  Harness h(2, s);
+  // A second worker costs 22% of the throughput.
+  h.run(kToVerdict, saturating(47'000, -0.22));
   EXPECT_EQ(h.active(), 1u) << h.governor().reason();
   EXPECT_EQ(h.max_seen(), 2u) << "it must have tried";
   // Backs off: over the next ten minutes at the same load, a handful of
   // tries (20 s, then doubling), most of the time at one worker.
   h.reset_counts();
   const int changes = h.run(600, saturating(47'000, -0.22));
-  EXPECT_LE(changes, 2 * 6);
-  EXPECT_GE(h.ticks_at(1), h.ticks_at(2) * 50) << "time at 2 workers must be a sliver";
-}
-
-// After a growth read as not paying, the old count is measured again for
-// as long as the trial: with a load that holds still, it reads what it read
-// before, and the verdict stands (no second change).
-TEST(WorkerGovernor, AGrowthThatDidNotPayIsMeasuredAgainAndStaysBack) {
-  WorkerGovernor::Settings s;
-  Harness h(2, s);
-  EXPECT_EQ(h.run(8, saturating(40'000, -0.1, kFewOfItsOwn)), 2);
-  EXPECT_EQ(h.active(), 1u) << h.governor().reason();
-  EXPECT_NE(h.governor().reason().find("back it stays"), std::string::npos)
-      << h.governor().reason();
-  EXPECT_EQ(h.ticks_at(2), s.settle_ticks + s.trial_ticks);
-}
-
-// The load's own throughput falls from the moment the trial begins (on a
-// shared 2-vCPU machine it fell by a third within seconds, whatever the
-// worker count): the trial reads two workers' gain of 8% as a loss. Back at
-// one worker, the load reads lower still, and against before and after
-// together the trial's gain shows: the growth is made again and kept.
-TEST(WorkerGovernor, AGrowthReadLowWhileTheLoadFellIsMadeAgain) {
-  WorkerGovernor::Settings s;
-  Harness h(2, s);
-  uint64_t fall_from = 0;  // when two workers were first tried
-  const Load falling = [&](size_t n, uint64_t now_usec) {
-    if (n == 2 && fall_from == 0) fall_from = now_usec;
-    double one = 40'000;
-    if (fall_from != 0) {
-      // 8% of the starting throughput a second, down to 60% of it.
-      const double t = static_cast<double>(now_usec - fall_from) / 1e6;
-      one *= std::max(0.6, 1 - 0.08 * t);
-    }
-    return n == 1 ? Shape{one, 0.95} : Shape{one * 1.08, 0.8, kFewOfItsOwn};
-  };
-  // Until the trial's verdict.
-  for (int t = 0; t < 40 && h.governor().reason().find("measuring it again") == std::string::npos;
-       ++t)
-    h.run(0.25, falling);
-  ASSERT_NE(fall_from, 0u) << "it must have tried";
-  ASSERT_EQ(h.active(), 1u) << "the trial alone must read a loss: " << h.governor().reason();
-  h.run(4, falling);
-  EXPECT_EQ(h.active(), 2u) << h.governor().reason();
-  EXPECT_NE(h.governor().reason().find("one more again, kept"), std::string::npos)
-      << h.governor().reason();
-}
-
-// The same fall, but the load itself asks less: back at one worker, that
-// worker is no longer saturated, and a low reading there says nothing of
-// what a second worker would do. The verdict stands.
-TEST(WorkerGovernor, AGrowthIsNotMadeAgainForALoadThatNoLongerSaturates) {
-  WorkerGovernor::Settings s;
-  Harness h(2, s);
-  uint64_t fall_from = 0;
-  const Load lighter = [&](size_t n, uint64_t now_usec) {
-    if (n == 2 && fall_from == 0) fall_from = now_usec;
-    double one = 40'000, busy = 0.95;
-    if (fall_from != 0) {
-      const double t = static_cast<double>(now_usec - fall_from) / 1e6;
-      one *= std::max(0.6, 1 - 0.08 * t);
-      busy = std::max(0.6, 0.95 - 0.1 * t);
-    }
-    return n == 1 ? Shape{one, busy} : Shape{one * 1.08, busy * 0.8, kFewOfItsOwn};
-  };
-  for (int t = 0; t < 40 && h.governor().reason().find("measuring it again") == std::string::npos;
-       ++t)
-    h.run(0.25, lighter);
-  ASSERT_EQ(h.active(), 1u) << "the trial alone must read a loss: " << h.governor().reason();
-  h.run(4, lighter);
-  EXPECT_EQ(h.active(), 1u) << h.governor().reason();
-  EXPECT_NE(h.governor().reason().find("back it stays"), std::string::npos)
-      << h.governor().reason();
-}
-
-// 40,000 requests/s at one worker, saturated; at two, `first` over the
-// settling and the first trial length, then `then`, the second worker
-// serving `newcomer_share` of them.
-Load trial_in_two_parts(const WorkerGovernor::Settings& s, double first, double then,
-                        double newcomer_share = kFewOfItsOwn) {
-  auto ticks_at_two = std::make_shared<int>(0);
-  const int first_ticks = s.settle_ticks + s.trial_ticks;
-  return [=](size_t n, uint64_t) {
-    if (n == 1) return Shape{40'000, 0.95};
-    return Shape{(*ticks_at_two)++ < first_ticks ? first : then, 0.75, newcomer_share};
-  };
-}
-
-// A trial whose gain falls just short of grow_gain is undecided: a
-// second's throughput swings by as much. It is measured as long again and
-// judged on the whole: here the second worker's first second reads +3%
-// and the next +12%, +7.5% over both, and it stays.
-TEST(WorkerGovernor, AnUndecidedTrialIsMeasuredLongerAndJudgedOnTheWhole) {
-  WorkerGovernor::Settings s;
-  Harness h(2, s);
-  h.run(8, trial_in_two_parts(s, 41'200, 44'800));
-  EXPECT_EQ(h.active(), 2u) << h.governor().reason();
-  EXPECT_NE(h.governor().reason().find("longer trial"), std::string::npos) << h.governor().reason();
-}
-
-// The band is on both sides of grow_gain: a first trial length just over it
-// is as undecided as one just under it. On memcaslap 1 x 32 a trial read
-// +5.3% and was kept, and the run that followed with two workers made 63k
-// requests/s where one fixed worker made 87k. Here the first trial length
-// reads +6% and the next -10%: -2% over both, and it goes back.
-TEST(WorkerGovernor, AGainJustOverTheThresholdIsMeasuredLongerToo) {
-  WorkerGovernor::Settings s;
-  Harness h(2, s);
-  h.run(8, trial_in_two_parts(s, 42'400, 36'000));
-  EXPECT_EQ(h.active(), 1u) << h.governor().reason();
-  // Two trial lengths at two workers: the longer trial.
-  EXPECT_EQ(h.ticks_at(2), s.settle_ticks + 2 * s.trial_ticks) << h.governor().reason();
-  EXPECT_NE(h.governor().reason().find("back it stays"), std::string::npos)
-      << h.governor().reason();
-}
-
-// A gain that stays short of grow_gain over the longer trial goes back,
-// after that one longer trial only; a clear loss is judged at once.
-TEST(WorkerGovernor, AGainThatStaysShortGoesBackAfterOneLongerTrial) {
-  WorkerGovernor::Settings s;
-  {
-    Harness h(2, s);
-    h.run(8, saturating(40'000, 0.03, kFewOfItsOwn));
-    EXPECT_EQ(h.active(), 1u) << h.governor().reason();
-    EXPECT_EQ(h.ticks_at(2), s.settle_ticks + 2 * s.trial_ticks) << h.governor().reason();
-    EXPECT_NE(h.governor().reason().find("back it stays"), std::string::npos)
-        << h.governor().reason();
-  }
-  {
-    Harness h(2, s);
-    h.run(8, saturating(40'000, -0.22));
-    EXPECT_EQ(h.active(), 1u) << h.governor().reason();
-    EXPECT_EQ(h.ticks_at(2), s.settle_ticks + s.trial_ticks) << h.governor().reason();
-    EXPECT_EQ(h.governor().reason().find("longer trial"), std::string::npos)
-        << h.governor().reason();
-  }
+  EXPECT_LE(changes, (s.trial_segments + 1) * 6);
+  EXPECT_GE(h.ticks_at(1), h.ticks_at(2) * 20) << "time at 2 workers must be a sliver";
 }
 
 // A new load ramps up over its first seconds (connections opening, caches
@@ -318,7 +314,8 @@ TEST(WorkerGovernor, AGainThatStaysShortGoesBackAfterOneLongerTrial) {
 // that costs a fifth of the throughput. It waits for a steady baseline, and
 // then finds that the worker does not pay.
 TEST(WorkerGovernor, ARampingLoadIsNotJudgedUntilItIsSteady) {
-  Harness h(2);
+  WorkerGovernor::Settings s;
+  Harness h(2, s);
   const Load ramp = [](size_t n, uint64_t now_usec) {
     const double t = static_cast<double>(now_usec - 1'000'000) / 1e6;
     const double one = std::min(40'000.0, 20'000.0 + 20'000.0 * t / 3);
@@ -326,7 +323,8 @@ TEST(WorkerGovernor, ARampingLoadIsNotJudgedUntilItIsSteady) {
   };
   h.run(12, ramp);
   EXPECT_EQ(h.active(), 1u) << h.governor().reason();
-  EXPECT_LE(h.ticks_at(2), 8) << "one failed trial at most";
+  EXPECT_LE(h.ticks_at(2), s.trial_segments / 2 * (s.settle_ticks + s.trial_ticks))
+      << "one failed trial at most";
 }
 
 // The load stops for a moment during the trial (a client between two
@@ -337,7 +335,7 @@ TEST(WorkerGovernor, ALullDuringTheTrialDecidesNothing) {
   Harness h(2);
   bool lull_seen = false;
   const Load gap = [&](size_t n, uint64_t now_usec) {
-    // The first trial's ticks (two workers, before 6.5 s) see no load.
+    // The first trial's ticks at two workers (before 6.5 s) see no load.
     if (n == 2 && now_usec < 6'500'000) {
       lull_seen = true;
       return Shape{500, 0.02};
@@ -351,7 +349,7 @@ TEST(WorkerGovernor, ALullDuringTheTrialDecidesNothing) {
   EXPECT_EQ(h.active(), 1u) << h.governor().reason();
   EXPECT_NE(h.governor().reason().find("undecided"), std::string::npos) << h.governor().reason();
   // Well within the 20 s a failed growth would wait.
-  h.run(8, gap);
+  h.run(kToVerdict + 1, gap);
   EXPECT_EQ(h.active(), 2u) << h.governor().reason();
 }
 
@@ -369,32 +367,11 @@ TEST(WorkerGovernor, AShortPauseDuringTheTrialIsLeftOut) {
     if (t >= s.settle_ticks + 1 && t < s.settle_ticks + 1 + 5) return Shape{300, 0.01};
     return Shape{47'600, 0.8};
   };
-  h.run(8, paused);
+  h.run(kToVerdict + 2, paused);
   EXPECT_EQ(h.active(), 2u) << h.governor().reason();
   EXPECT_NE(h.governor().reason().find("kept"), std::string::npos) << h.governor().reason();
-  EXPECT_EQ(h.ticks_at(1), 8) << "the baseline's ticks only: the trial was judged, not ended";
-}
-
-// Ticks in a bench swing by a tenth and more, and a trial's first second
-// can read a real gain of a fifth as none. Within the error that the
-// ticks' own spread gives, it is measured longer: here the baseline's
-// ticks swing by 6,000 around 40,000 and the trial's first four read -1%
-// (within one standard error, 6.5%, of the 5% sought), its next four +33%.
-TEST(WorkerGovernor, ANoisyTrialIsMeasuredUntilItsReadingStandsOut) {
-  Harness h(2);
-  int one = 0, two = 0;
-  const Load noisy = [&](size_t n, uint64_t) {
-    static constexpr double kOne[] = {34'000, 46'000};
-    static constexpr double kTwo[] = {40'000, 40'000, 38'000, 42'000, 37'000,
-                                      41'500, 54'000, 52'000, 56'000, 51'000};
-    if (n == 1) return Shape{kOne[one++ % 2], 0.95};
-    const int t = two++;
-    return Shape{t < 10 ? kTwo[t] : 49'000.0, 0.8};
-  };
-  h.run(8, noisy);
-  EXPECT_EQ(h.active(), 2u) << h.governor().reason();
-  EXPECT_NE(h.governor().reason().find("longer trial, 2.00 s"), std::string::npos)
-      << h.governor().reason();
+  EXPECT_NE(h.governor().reason().find("alternating for 6 s"), std::string::npos)
+      << "judged, not ended: " << h.governor().reason();
 }
 
 // One worker's ticks open with `partial` ones, then `saturated` ones at
@@ -413,115 +390,51 @@ Load opening_then(std::vector<Shape> partial, const std::vector<double>& saturat
 }
 
 // A load's first tick is partial (it began within the tick), and the next
-// few run fast: together they can pass the baseline's steadiness test, the
-// partial tick's spread making a clear gain look uncertain. No baseline
-// holds such a tick: this gain of 12% over the steady one is judged after
-// the trial's first second, not measured for three.
+// few run fast: together they can pass the baseline's steadiness test. No
+// baseline holds such a tick: this gain of 12% over the steady throughput
+// is kept after the trial's first six seconds.
 TEST(WorkerGovernor, ALoadsPartialFirstTickIsNoPartOfTheBaseline) {
   Harness h(2);
-  h.run(8, opening_then({}, {0, 7'600, 62'800, 63'700, 66'900, 51'700, 48'900, 50'500, 51'500},
-                        50'000, {58'500, 0.8}));
+  h.run(kToVerdict + 1,
+        opening_then({}, {0, 7'600, 62'800, 63'700, 66'900, 51'700, 48'900, 50'500, 51'500}, 50'000,
+                     {58'500, 0.8}));
   EXPECT_EQ(h.active(), 2u) << h.governor().reason();
-  EXPECT_EQ(h.governor().reason().find("longer trial"), std::string::npos) << h.governor().reason();
+  EXPECT_NE(h.governor().reason().find("alternating for 6 s"), std::string::npos)
+      << h.governor().reason();
 }
 
 // The same from the bench's log: the partial tick (23,037 requests/s, the
 // workers 51% busy) sat among noisy saturated ones and passed the halves'
 // test; with it the baseline read 43,773 instead of 46,735, and a second
-// worker worth 3% read as 10%. A baseline's ticks are each saturated.
+// worker worth 1% read as more. A baseline's ticks are each saturated.
 TEST(WorkerGovernor, AnUnsaturatedTickIsNoPartOfTheBaseline) {
   Harness h(2);
-  h.run(10, opening_then({{0, 0}, {23'037, 0.51}},
-                         {49'819, 49'970, 50'493, 42'970, 43'324, 41'991, 48'580}, 46'735,
-                         {46'735 * 1.03, 0.8, kFewOfItsOwn}));
-  EXPECT_EQ(h.active(), 1u) << h.governor().reason();
+  h.run(kToVerdict + 1, opening_then({{0, 0}, {23'037, 0.51}},
+                                     {49'819, 49'970, 50'493, 42'970, 43'324, 41'991, 48'580},
+                                     46'735, {46'735 * 1.01, 0.8}));
   ASSERT_EQ(h.max_seen(), 2u) << "it must have tried";
-  EXPECT_NE(h.governor().reason().find("against 467"), std::string::npos) << h.governor().reason();
+  EXPECT_EQ(h.active(), 1u) << h.governor().reason();
 }
 
 // The ticks on either side of a pause are partial: the load stopped, or
 // started again, within them (memcaslap's warm-up ending and its measured
 // run beginning during a trial). Both are left out with the pause: here a
-// growth worth 15% is kept at the first reading of four full ticks; with
-// the partial ones counted it read -16% and went back.
+// growth worth 15% is kept at the first reading; with the partial ones
+// counted its first second read -16%.
 TEST(WorkerGovernor, TheTicksAroundAPauseAreLeftOutWithIt) {
   WorkerGovernor::Settings s;
   Harness h(2, s);
   int two = 0;
-  h.run(8, [&](size_t n, uint64_t) {
+  h.run(kToVerdict + 2, [&](size_t n, uint64_t) {
     if (n == 1) return Shape{40'000, 0.95};
-    const int t = two++ - s.settle_ticks;  // the trial's ticks from 0
-    if (t == 2) return Shape{21'000, 0.4};
-    if (t >= 3 && t < 7) return Shape{300, 0.01};
-    if (t == 7) return Shape{22'000, 0.45};
+    const int t = two++ - s.settle_ticks;  // the trial's ticks at two from 0
+    if (t == 1) return Shape{21'000, 0.4};
+    if (t >= 2 && t < 6) return Shape{300, 0.01};
+    if (t == 6) return Shape{22'000, 0.45};
     return Shape{46'000, 0.8};
   });
   EXPECT_EQ(h.active(), 2u) << h.governor().reason();
-  EXPECT_NE(h.governor().reason().find("46000 requests/s"), std::string::npos)
-      << h.governor().reason();
-  EXPECT_EQ(h.governor().reason().find("longer trial"), std::string::npos) << h.governor().reason();
-}
-
-// A second worker that took half the clients (they run on its CPU) is
-// kept unless it cost more than shrink_loss: a reading of -2% is the
-// seconds' swing, and the layout is the one the placement aims for. Half
-// the clients and -12% goes back all the same, as does -2% with the
-// clients mostly on one worker's CPU, either one.
-TEST(WorkerGovernor, AGrowthThatTookHalfTheClientsIsKeptUnlessItCosts) {
-  {
-    Harness h(2);
-    h.run(8, saturating(40'000, -0.02));
-    EXPECT_EQ(h.active(), 2u) << h.governor().reason();
-    EXPECT_NE(h.governor().reason().find("own CPU"), std::string::npos) << h.governor().reason();
-  }
-  {
-    Harness h(2);
-    h.run(8, saturating(40'000, -0.12));
-    EXPECT_EQ(h.active(), 1u) << h.governor().reason();
-    ASSERT_EQ(h.max_seen(), 2u) << "it must have tried";
-  }
-  {
-    Harness h(2);
-    h.run(8, saturating(40'000, -0.02, kFewOfItsOwn));
-    EXPECT_EQ(h.active(), 1u) << h.governor().reason();
-    ASSERT_EQ(h.max_seen(), 2u) << "it must have tried";
-  }
-  {
-    // One client thread that moved to the new worker's CPU took all its
-    // connections there: 95% of the requests on the new worker is one
-    // worker again, and -2% goes back.
-    Harness h(2);
-    h.run(8, saturating(40'000, -0.02, 0.95));
-    EXPECT_EQ(h.active(), 1u) << h.governor().reason();
-    ASSERT_EQ(h.max_seen(), 2u) << "it must have tried";
-  }
-}
-
-// Near that threshold the trial is undecided as near grow_gain: -4% at
-// first, then +4%, is 0% over both, and kept after the longer trial.
-TEST(WorkerGovernor, AFairGrowthNearItsThresholdIsMeasuredLonger) {
-  WorkerGovernor::Settings s;
-  Harness h(2, s);
-  h.run(8, trial_in_two_parts(s, 38'400, 41'600, -1));
-  EXPECT_EQ(h.active(), 2u) << h.governor().reason();
-  EXPECT_NE(h.governor().reason().find("longer trial"), std::string::npos) << h.governor().reason();
-}
-
-// However noisy, a trial ends: after max_trial_ticks it is judged on the
-// whole.
-TEST(WorkerGovernor, ANoisyTrialIsJudgedAfterItsLongestLength) {
-  WorkerGovernor::Settings s;
-  Harness h(2, s);
-  int one = 0, two = 0;
-  // One worker swings between 20,000 and 60,000; two read 0% and +8% by
-  // turns: never clear of the error.
-  h.run(8, [&](size_t n, uint64_t) {
-    if (n == 1) return Shape{(one++ % 2) ? 60'000.0 : 20'000.0, 0.95};
-    return Shape{(two++ % 2) ? 43'200.0 : 40'000.0, 0.8};
-  });
-  EXPECT_EQ(h.max_seen(), 2u);
-  EXPECT_NE(h.governor().reason().find("longer trial, 3.00 s"), std::string::npos)
-      << h.governor().reason();
+  EXPECT_NE(h.governor().reason().find("+15.0%"), std::string::npos) << h.governor().reason();
 }
 
 // One client thread's connections all arrive on its CPU, so none moves to
@@ -571,7 +484,7 @@ Load movable_clients(double one_rps, double gain, double newcomer_share) {
 TEST(WorkerGovernor, AGrowthWhoseNewcomerServesIsJudgedOnThroughput) {
   Harness h(2);
   h.set_connections(32);
-  h.run(5, movable_clients(47'000, 0.12, 0.45));
+  h.run(kToVerdict, movable_clients(47'000, 0.12, 0.45));
   EXPECT_EQ(h.active(), 2u) << h.governor().reason();
 }
 
@@ -583,17 +496,17 @@ TEST(WorkerGovernor, MoreClientsAfterAGrowthNoConnectionReachedAreTriedAgain) {
   h.run(5, one_thread_clients(47'000, 1.12));
   ASSERT_EQ(h.active(), 1u) << h.governor().reason();
   h.set_connections(64);
-  h.run(5, movable_clients(47'000, 0.19, 0.5));
+  h.run(kToVerdict, movable_clients(47'000, 0.19, 0.5));
   EXPECT_EQ(h.active(), 2u) << h.governor().reason();
 }
 
 TEST(WorkerGovernor, AChangedLoadIsTriedAgainAtOnce) {
   Harness h(2);
-  h.run(5, saturating(47'000, -0.22));
+  h.run(kToVerdict, saturating(47'000, -0.22));
   ASSERT_EQ(h.active(), 1u);
   // The load changes (more clients, fewer requests each: a second worker
   // now pays): no waiting out the backoff.
-  h.run(5, saturating(30'000, 0.19));
+  h.run(kToVerdict, saturating(30'000, 0.19));
   EXPECT_EQ(h.active(), 2u) << h.governor().reason();
 }
 
@@ -602,7 +515,7 @@ TEST(WorkerGovernor, AChangedLoadIsTriedAgainAtOnce) {
 // not pay is not tried again before its backoff ends.
 TEST(WorkerGovernor, APauseBetweenRunsOfTheSameLoadKeepsTheBackoff) {
   Harness h(2);
-  h.run(5, saturating(47'000, -0.22));
+  h.run(kToVerdict, saturating(47'000, -0.22));
   ASSERT_EQ(h.active(), 1u);
   ASSERT_EQ(h.max_seen(), 2u) << "it must have tried";
   const Load idle = [](size_t, uint64_t) { return Shape{0, 0.0}; };
@@ -618,7 +531,7 @@ TEST(WorkerGovernor, APauseBetweenRunsOfTheSameLoadKeepsTheBackoff) {
 // governor has tried it and holds the verdict.
 void fail_a_growth_with_32_clients(Harness& h) {
   h.set_connections(32);
-  h.run(5, saturating(47'000, -0.22));
+  h.run(kToVerdict, saturating(47'000, -0.22));
   ASSERT_EQ(h.active(), 1u);
   ASSERT_EQ(h.max_seen(), 2u) << "it must have tried";
 }
@@ -631,7 +544,7 @@ void pause_then_load(Harness& h, uint64_t connections, double seconds, double ga
   h.reset_counts();
   h.run(seconds, idle);
   h.set_connections(32);
-  h.run(6, saturating(47'000, gain));
+  h.run(kToVerdict, saturating(47'000, gain));
 }
 
 // The same, with the clients' connections held open through the pause
@@ -698,7 +611,7 @@ TEST(WorkerGovernor, DoesNotFlapUnderASteadyLoadAtTheThreshold) {
 
 TEST(WorkerGovernor, ShrinksAfterSustainedIdleness) {
   Harness h(2);
-  h.run(5, saturating(36'000, 0.19));
+  h.run(kToVerdict, saturating(36'000, 0.19));
   ASSERT_EQ(h.active(), 2u);
   // A second of quiet is not enough.
   h.run(1, [](size_t, uint64_t) { return Shape{100, 0.01}; });
@@ -709,7 +622,7 @@ TEST(WorkerGovernor, ShrinksAfterSustainedIdleness) {
 
 TEST(WorkerGovernor, AShrinkThatCostsThroughputIsUndone) {
   Harness h(2);
-  h.run(5, saturating(36'000, 0.19));
+  h.run(kToVerdict, saturating(36'000, 0.19));
   ASSERT_EQ(h.active(), 2u);
   // Light by busy share, yet one worker serves 30% less (a latency-bound
   // load): back to two, and no new shrink soon.
@@ -755,7 +668,7 @@ TEST(WorkerGovernor, ManyWorkersGrowPastTenWhenEachPays) {
   WorkerGovernor::Settings s;
   s.max_workers = 12;
   Harness h(12, s);
-  h.run(90, [](size_t n, uint64_t) { return Shape{10'000.0 * static_cast<double>(n), 0.95}; });
+  h.run(120, [](size_t n, uint64_t) { return Shape{10'000.0 * static_cast<double>(n), 0.95}; });
   EXPECT_EQ(h.active(), 12u) << h.governor().reason();
 }
 

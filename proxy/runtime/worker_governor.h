@@ -42,10 +42,10 @@
 // pay can pass its trial by luck, and nothing else would take it back
 // while the load stays high. Each kept growth is therefore checked again
 // later: after `recheck_usec` the governor tries one worker fewer, in the
-// same alternating way, and if the count it tried first does not pay it
-// stays there (as after a failed growth); if it does it goes back and
-// checks again after twice as long. A true gain costs a trial every few
-// minutes; a lucky one lasts `recheck_usec`.
+// same alternating way. Unless one more beats it by `grow_gain`, the
+// growth was luck and the count stays lower (as after a failed growth);
+// otherwise it goes back and checks again after twice as long. A true gain
+// costs a trial every few minutes; a lucky one lasts `recheck_usec`.
 //
 // Saturation is a worker's busy share: the wall-clock time it spent
 // outside epoll_wait (running, or runnable and waiting for a CPU) per
@@ -102,9 +102,9 @@ class WorkerGovernor {
     // one before (even: each segment at the count tried has one at the
     // other count after it), and two more while undecided, up to
     // `max_trial_segments`; a light load's shrink takes one, against the
-    // ticks before it. (The first tick after a move
-    // reads no different from the rest: left out or not, alternating every
-    // 1.5 s read the same ratios within 2%.)
+    // ticks before it. (The first tick after a move reads no different from
+    // the rest: left out or not, alternating every 1.5 s read the same
+    // ratios within 2%.)
     int settle_ticks = 1;
     int trial_ticks = 3;
     int trial_segments = 6;

@@ -195,7 +195,8 @@ TEST(WorkerGovernor, ALoadThatStopsSaturatingDuringTheTrialDecidesNothing) {
 // spread) of grow_gain is undecided, either side of it: the trial goes on
 // for two more seconds, once, and is judged on the whole. Here the first
 // three seconds at two workers read +0%, +8% and +2% (3.3% against 3%,
-// within 2.3%); a fourth at +10% keeps it, one at -5% does not.
+// within its standard error of 2.4%); a fourth at +10% keeps it, one at
+// -5% does not.
 TEST(WorkerGovernor, AReadingNearTheThresholdIsMeasuredTwoSecondsLonger) {
   for (const double fourth : {1.10, 0.95}) {
     Harness h(2);

@@ -153,6 +153,12 @@ double WorkerGovernor::tried_over_other(double& error) const {
   return mean;
 }
 
+double WorkerGovernor::tried_newcomer_share() const {
+  return tried_requests_ == 0
+             ? 0
+             : static_cast<double>(tried_newcomer_requests_) / static_cast<double>(tried_requests_);
+}
+
 double WorkerGovernor::segments_mean(size_t first) const {
   double sum = 0;
   size_t n = 0;
@@ -190,10 +196,7 @@ void WorkerGovernor::uncount_last_trial_tick() {
 void WorkerGovernor::end_segment(uint64_t now_usec) {
   segment_rps_.push_back(segment_rps_sum_ / static_cast<double>(s_.trial_ticks));
   const size_t done = segment_rps_.size() - 1;
-  const double newcomer_share =
-      tried_requests_ == 0
-          ? 0
-          : static_cast<double>(tried_newcomer_requests_) / static_cast<double>(tried_requests_);
+  const double newcomer_share = tried_newcomer_share();
   // The new workers' share if the requests were split evenly.
   const double even_share =
       static_cast<double>(tried_ - from_) / static_cast<double>(std::max<size_t>(tried_, 1));
@@ -254,10 +257,7 @@ void WorkerGovernor::judge_trial(uint64_t now_usec) {
   const bool pays = more_over_fewer >= 1 + s_.grow_gain;
   const double seconds = static_cast<double>(segments_ * (s_.settle_ticks + s_.trial_ticks)) *
                          static_cast<double>(s_.tick_usec) / 1e6;
-  const double newcomer_share =
-      tried_requests_ == 0
-          ? 0
-          : static_cast<double>(tried_newcomer_requests_) / static_cast<double>(tried_requests_);
+  const double newcomer_share = tried_newcomer_share();
   // What the trial read, for the reason: the gain, how long, and each
   // count's mean throughput.
   char read[256];

@@ -204,6 +204,9 @@ class WorkerGovernor {
   // The mean of the segments at every other place from `first`: 0, the
   // count before the trial (with the baseline); 1, the count tried.
   double segments_mean(size_t first) const;
+  // The share of the requests at the tried count that the workers it added
+  // served (0 before any).
+  double tried_newcomer_share() const;
   // One more worker did not pay at `judged_at_rps`: no growth until the
   // backoff has passed or the load changed, and a longer backoff next.
   // `placement`: it got no connections, which a change of throughput does

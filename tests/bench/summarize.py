@@ -19,6 +19,7 @@ import statistics
 import sys
 
 import memcaslap_latency
+import worker_counts
 
 TARGETS = ["direct", "nutcracker", "memshard"]
 MEMORY_MODES = ["staggered", "burst"]
@@ -214,6 +215,69 @@ def print_pooled(label, p):
           f"to resolve {(1 - FIXED_THROUGHPUT_MIN) * 100:.0f}%")
 
 
+def counts_by_round(default_runs, fixed_runs, fastest_fixed, medians, log_changes):
+    """The default's worker count while each round's run was measured
+    (worker_counts.py; None: it changed within the run), and its throughput
+    over the fixed target at that count in the same round. default_runs:
+    {round: (measured window, throughput)}; fixed_runs: {target: {round:
+    throughput}}; medians: {target: {"rps": median}}, for how far apart the
+    fixed settings are. None when a run has no window."""
+    workers, same = [], []
+    for rnd in sorted(default_runs):
+        window, tput = default_runs[rnd]
+        if not window:
+            return None  # a run from before the windows were written
+        n = worker_counts.count_over(log_changes, window)
+        workers.append(n)
+        same.append(ratio(tput, fixed_runs.get(f"memshard-{n}t", {}).get(rnd)) if n else None)
+    fixed = sorted(m["rps"] for t, m in medians.items() if t in fixed_runs and m.get("rps"))
+    return {"workers": workers, "same_count": same, "faster_count": worker_counts.fixed_count(fastest_fixed),
+            "fixed_gap": fixed[-1] / fixed[0] - 1 if len(fixed) > 1 else None}
+
+
+def counts_together(cases):
+    """Over several loads' counts_by_round(): in how many runs the default
+    was at the count of the fixed setting faster by median, at another, or
+    changing; and its throughput over the fixed setting at its own count,
+    pooled by count."""
+    at_faster = at_other = changing = 0
+    # Where the choice matters: loads whose fixed settings' medians differ by
+    # more than the adaptivity target (within it, either count meets it).
+    apart_runs = apart_at_faster = 0
+    same = {}
+    for c in cases:
+        apart = c["fixed_gap"] is not None and c["fixed_gap"] > 1 / FIXED_THROUGHPUT_MIN - 1
+        for n, r in zip(c["workers"], c["same_count"]):
+            if n is None:
+                changing += 1
+            elif n == c["faster_count"]:
+                at_faster += 1
+            else:
+                at_other += 1
+            if apart:
+                apart_runs += 1
+                apart_at_faster += n is not None and n == c["faster_count"]
+            if n is not None and r:
+                same.setdefault(n, []).append(r)
+    return {"at_faster_count": at_faster, "at_other_count": at_other, "changing": changing,
+            "apart_runs": apart_runs, "apart_at_faster_count": apart_at_faster,
+            "same_count": {str(n): pooled(rs) for n, rs in sorted(same.items())}}
+
+
+def print_counts_together(label, t, name):
+    if not t or not (t["at_faster_count"] + t["at_other_count"] + t["changing"]):
+        return
+    runs = t["at_faster_count"] + t["at_other_count"] + t["changing"]
+    print(f"  {label}: at the faster fixed setting's count in {t['at_faster_count']} of {runs} runs, at the "
+          f"other's in {t['at_other_count']}, changing while measured in {t['changing']}; where the fixed "
+          f"settings' medians differ by more than {1 / FIXED_THROUGHPUT_MIN - 1:.1%}, at the faster one's "
+          f"in {t['apart_at_faster_count']} of {t['apart_runs']}")
+    for n, p in t["same_count"].items():
+        if p:
+            print(f"    {name} over memshard-{n}t at {n} worker(s), same round: {p['runs']} runs, geometric mean "
+                  f"{p['geomean']:.3f}x (two standard errors: {p['low']:.3f}x to {p['high']:.3f}x)")
+
+
 def print_default_case(title, unit, c, shown, name):
     """One workload's (or memcaslap shape's) table: throughput and CPU per
     request of each target, then memshard's default over the others, each
@@ -275,6 +339,12 @@ def print_default_case(title, unit, c, shown, name):
         hop = c["default_to_hop"]
         print(row.format(f"{name} / {HOP}", fmt(hop["throughput"], "{:.3f}x"),
                          fmt(hop["cpu_per_request"], "{:.3f}x")))
+    counts = c.get("workers")
+    if counts:
+        print(row.format(f"  rounds, {name}'s workers",
+                         " ".join(fmt(n, "{:d}", "changing") for n in counts["workers"]), "").rstrip())
+        print(row.format("  rounds, over fixed at that count",
+                         " ".join(fmt(v, "{:.3f}x") for v in counts["same_count"]), "").rstrip())
     for key, label in (("best_fixed", f"{name} / best fixed"), ("direct", f"{name} / direct"),
                        ("hop_to_direct", f"{HOP} / direct")):
         vs = (c.get("per_round") or {}).get(key) or []
@@ -571,6 +641,12 @@ def main():
     cases = []
     # Per round and load: the default over the fixed target faster by median.
     pooled_runs = {"workloads": [], "memcaslap_shapes": []}
+    # The default's worker count over each measured run, from its log: only
+    # an adaptive default (no --threads, or more than one) has one to read.
+    log_path = os.path.join(out, "memshard.log")
+    log_changes = None
+    if os.path.exists(log_path) and (not threads or threads > 1):
+        log_changes = worker_counts.changes(log_path)
     for wid, desc in workloads:
         per_target = {t: {"rps": m["rps"], "cpu_us_per_req": m["cpu_us_per_req"]}
                       for t in TARGETS if (m := med.get((wid, t)))}
@@ -578,6 +654,13 @@ def main():
             continue
         c = default_case(wid, per_target, fixed)
         default_cases["workloads"][wid] = c
+        if log_changes is not None:
+            c["workers"] = counts_by_round(
+                {r["round"]: (r.get("measured"), r["r"]["rps"]) for r in runs
+                 if r["workload"] == wid and r["target"] == "memshard" and r.get("r")},
+                {t: {r["round"]: r["r"]["rps"] for r in runs if r["workload"] == wid and r["target"] == t
+                     and r.get("r")} for t in fixed},
+                c["fastest_fixed"], per_target, log_changes)
         if c["fastest_fixed"]:
             for rnd in sorted({r["round"] for r in runs if r["workload"] == wid}):
                 rd, rf = run_of(wid, "memshard", rnd), run_of(wid, c["fastest_fixed"], rnd)
@@ -608,6 +691,12 @@ def main():
             continue
         c = default_case(f"memcaslap {shape}", per_target, fixed)
         c["per_round"] = per_round_ratios(shape, shapes_runs, fixed, c["fastest_fixed"])
+        if log_changes is not None:
+            ok = [x for x in shapes_runs if x["shape"] == shape and x.get("tps") is not None]
+            c["workers"] = counts_by_round(
+                {x["round"]: (x.get("measured"), x["tps"]) for x in ok if x["target"] == "memshard"},
+                {t: {x["round"]: x["tps"] for x in ok if x["target"] == t} for t in fixed},
+                c["fastest_fixed"], per_target, log_changes)
         pooled_runs["memcaslap_shapes"] += [x for x in c["per_round"]["fastest_fixed"] if x is not None]
         default_cases["memcaslap_shapes"][shape] = c
         cases.append((f"memcaslap {shape}: {cmd} -X 100, its 90/10 gets/sets "
@@ -630,6 +719,16 @@ def main():
                   f"median above is a draw from this spread):")
             print_pooled("memshard-load's workloads", together["workloads"])
             print_pooled("memcaslap's loads", together["memcaslap_shapes"])
+        if log_changes is not None:
+            counted = {k: counts_together([c["workers"] for c in default_cases[k].values() if c.get("workers")])
+                       for k in ("workloads", "memcaslap_shapes")}
+            default_cases["worker_counts"] = counted
+            if any(t["at_faster_count"] + t["at_other_count"] + t["changing"] for t in counted.values()):
+                print()
+                print(f"{name}'s worker count while each run was measured (memshard.log), each round and "
+                      f"load together: did it choose the faster count, and what did it cost at that count?")
+            print_counts_together("memshard-load's workloads", counted["workloads"], name)
+            print_counts_together("memcaslap's loads", counted["memcaslap_shapes"], name)
         failed_shapes = [x for x in shapes_runs if x.get("rc", 0) != 0]
         if failed_shapes:
             print()

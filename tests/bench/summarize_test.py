@@ -3,7 +3,9 @@
 prints and writes to summary.json, the haproxy hop's among them, come from
 the right targets and rounds, and a run without haproxy (older runs, or
 --no-haproxy) has none of them; the default over the fixed setting pooled
-over rounds is read against the target faster by median."""
+over rounds is read against the target faster by median; the default's
+worker count over each measured run comes from its log."""
+import datetime
 import json
 import math
 import os
@@ -22,18 +24,22 @@ TPS = {"direct": [100000, 80000], "nutcracker": [40000, 30000], "memshard": [700
        "memshard-1t": [72000, 50000], "memshard-2t": [50000, 64000], "haproxy": [50000, 44000]}
 
 
-def write_run(out, targets, shape="1x32", args="-T 1 -c 32"):
+def write_run(out, targets, shape="1x32", args="-T 1 -c 32", measured=None):
+    """measured: {round: [start, end]}, the windows scripts/bench writes
+    beside each run (older runs have none)."""
     with open(os.path.join(out, "meta.json"), "w") as f:
         json.dump(META, f)
     with open(os.path.join(out, "memcaslap_shapes.jsonl"), "w") as f:
         for rnd in (1, 2):
             for t in targets:
                 tps = TPS[t][rnd - 1]
-                f.write(json.dumps({"target": t, "shape": shape, "args": args, "round": rnd, "rc": 0, "tps": tps,
-                                    "ops": tps * 5, "run_s": 5.0, "cpu_s": 1.0,
-                                    "cpu_us_per_op": 1e6 / (tps * 5), "user_cpu_us_per_op": None,
-                                    "backends_cpu_us_per_op": None, "machine_cpu_us_per_op": None,
-                                    "server_reads_per_op": None, "log": ""}) + "\n")
+                row = {"target": t, "shape": shape, "args": args, "round": rnd, "rc": 0, "tps": tps,
+                       "ops": tps * 5, "run_s": 5.0, "cpu_s": 1.0, "cpu_us_per_op": 1e6 / (tps * 5),
+                       "user_cpu_us_per_op": None, "backends_cpu_us_per_op": None,
+                       "machine_cpu_us_per_op": None, "server_reads_per_op": None, "log": ""}
+                if measured:
+                    row["measured"] = measured[rnd]
+                f.write(json.dumps(row) + "\n")
 
 
 def run_summarize(out):
@@ -114,6 +120,68 @@ class Pooled(unittest.TestCase):
                 f.writelines(first_round)
             printed, _ = run_summarize(out)
         self.assertNotIn("each round and load together", printed)
+
+
+def stamp(epoch):
+    return datetime.datetime.fromtimestamp(epoch).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+
+
+class WorkerCounts(unittest.TestCase):
+    """The default's worker count while each run was measured, read off its
+    log, and its throughput against the fixed setting at that count."""
+
+    T0 = 1_800_000_000.0  # round 1 measured from T0 + 10 to T0 + 15, round 2 from T0 + 40 to T0 + 45
+    WINDOWS = {1: [T0 + 10, T0 + 15], 2: [T0 + 40, T0 + 45]}
+
+    def run_with_log(self, lines, measured=None):
+        with tempfile.TemporaryDirectory() as out:
+            write_run(out, list(TPS), measured=measured or self.WINDOWS)
+            with open(os.path.join(out, "memshard.log"), "w") as f:
+                for when, n in lines:
+                    f.write(f"[{stamp(self.T0 + when)}] INFO   workers: {n} of 2 active (why)\n")
+            return run_summarize(out)
+
+    def test_counts_and_the_fixed_setting_at_each(self):
+        # One worker through round 1, two from 30 s on through round 2.
+        printed, parallelism = self.run_with_log([(1, 2), (7, 1), (30, 2)])
+        c = parallelism["memcaslap_shapes"]["1x32"]["workers"]
+        self.assertEqual(c["workers"], [1, 2])
+        # Each against the fixed target at its own count, in its own round.
+        self.assertAlmostEqual(c["same_count"][0], 70000 / 72000)
+        self.assertAlmostEqual(c["same_count"][1], 60000 / 64000)
+        # memshard-1t is faster by median (61,000 against 57,000): 7% apart.
+        self.assertEqual(c["faster_count"], 1)
+        self.assertAlmostEqual(c["fixed_gap"], 61000 / 57000 - 1)
+        t = parallelism["worker_counts"]["memcaslap_shapes"]
+        self.assertEqual((t["at_faster_count"], t["at_other_count"], t["changing"]), (1, 1, 0))
+        self.assertEqual((t["apart_at_faster_count"], t["apart_runs"]), (1, 2))
+        self.assertEqual(t["same_count"]["2"], None)  # one run pools nothing
+        self.assertIn("rounds, default's workers    1 2", printed)
+        self.assertIn("at the faster fixed setting's count in 1 of 2 runs, at the other's in 1", printed)
+
+    def test_a_count_that_changed_while_measured_is_no_count(self):
+        printed, parallelism = self.run_with_log([(12, 2), (13, 1)])
+        c = parallelism["memcaslap_shapes"]["1x32"]["workers"]
+        self.assertEqual(c["workers"], [None, 1])
+        self.assertEqual(c["same_count"][0], None)
+        self.assertIn("rounds, default's workers    changing 1", printed)
+        self.assertEqual(parallelism["worker_counts"]["memcaslap_shapes"]["changing"], 1)
+
+    def test_same_count_pooled_by_count(self):
+        # One worker in both rounds: 70,000/72,000 and 60,000/50,000.
+        _, parallelism = self.run_with_log([])
+        p = parallelism["worker_counts"]["memcaslap_shapes"]["same_count"]["1"]
+        self.assertEqual(p["runs"], 2)
+        self.assertAlmostEqual(p["geomean"], math.sqrt(70000 / 72000 * 60000 / 50000))
+
+    def test_runs_without_windows_say_nothing_of_counts(self):
+        with tempfile.TemporaryDirectory() as out:
+            write_run(out, list(TPS))
+            with open(os.path.join(out, "memshard.log"), "w") as f:
+                f.write(f"[{stamp(self.T0 + 1)}] INFO   workers: 2 of 2 active (why)\n")
+            printed, parallelism = run_summarize(out)
+        self.assertIsNone(parallelism["memcaslap_shapes"]["1x32"]["workers"])
+        self.assertNotIn("worker count while", printed)
 
 
 class ShapesRun(unittest.TestCase):

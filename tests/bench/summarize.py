@@ -259,16 +259,15 @@ def counts_together(cases):
                 apart_at_faster += n is not None and n == c["faster_count"]
             if n is not None and r:
                 same.setdefault(n, []).append(r)
-    return {"at_faster_count": at_faster, "at_other_count": at_other, "changing": changing,
-            "apart_runs": apart_runs, "apart_at_faster_count": apart_at_faster,
+    return {"runs": at_faster + at_other + changing, "at_faster_count": at_faster, "at_other_count": at_other,
+            "changing": changing, "apart_runs": apart_runs, "apart_at_faster_count": apart_at_faster,
             "same_count": {str(n): pooled(rs) for n, rs in sorted(same.items())}}
 
 
 def print_counts_together(label, t, name):
-    if not t or not (t["at_faster_count"] + t["at_other_count"] + t["changing"]):
+    if not t or not t["runs"]:
         return
-    runs = t["at_faster_count"] + t["at_other_count"] + t["changing"]
-    print(f"  {label}: at the faster fixed setting's count in {t['at_faster_count']} of {runs} runs, at the "
+    print(f"  {label}: at the faster fixed setting's count in {t['at_faster_count']} of {t['runs']} runs, at the "
           f"other's in {t['at_other_count']}, changing while measured in {t['changing']}; where the fixed "
           f"settings' medians differ by more than {1 / FIXED_THROUGHPUT_MIN - 1:.1%}, at the faster one's "
           f"in {t['apart_at_faster_count']} of {t['apart_runs']}")
@@ -723,7 +722,7 @@ def main():
             counted = {k: counts_together([c["workers"] for c in default_cases[k].values() if c.get("workers")])
                        for k in ("workloads", "memcaslap_shapes")}
             default_cases["worker_counts"] = counted
-            if any(t["at_faster_count"] + t["at_other_count"] + t["changing"] for t in counted.values()):
+            if any(t["runs"] for t in counted.values()):
                 print()
                 print(f"{name}'s worker count while each run was measured (memshard.log), each round and "
                       f"load together: did it choose the faster count, and what did it cost at that count?")

@@ -16,7 +16,8 @@ wrong choice from noise; the count it ran at can."""
 import datetime
 import re
 
-_LINE = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?)\]\s+\w+\s+workers: (\d+) of \d+ active")
+# memshard stamps every line to the millisecond (support/log.cc).
+_LINE = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+)\]\s+\w+\s+workers: (\d+) of \d+ active")
 
 
 def changes(path):
@@ -31,8 +32,7 @@ def changes(path):
     for line in lines:
         m = _LINE.match(line)
         if m:
-            when = datetime.datetime.strptime(m.group(1), "%Y-%m-%d %H:%M:%S.%f" if "." in m.group(1)
-                                              else "%Y-%m-%d %H:%M:%S")
+            when = datetime.datetime.strptime(m.group(1), "%Y-%m-%d %H:%M:%S.%f")
             out.append((when.timestamp(), int(m.group(2))))
     return out
 

@@ -100,6 +100,7 @@ void WorkerGovernor::no_growth_for_a_while(uint64_t now_usec, double judged_at_r
                                            bool placement) {
   failed_at_rps_ = judged_at_rps;
   failed_for_placement_ = placement;
+  load_changed_since_usec_ = 0;
   // The most seen since the change: at the verdict the clients may be
   // closing already (a run's end), and counted then, the next run's same
   // number looked like more clients.
@@ -108,7 +109,7 @@ void WorkerGovernor::no_growth_for_a_while(uint64_t now_usec, double judged_at_r
   backoff_usec_ = std::min(backoff_usec_ * 2, s_.max_backoff_usec);
 }
 
-bool WorkerGovernor::load_changed_since_failure() const {
+bool WorkerGovernor::load_changed_since_failure(uint64_t now_usec) {
   // Clients whose connections could not move keep them where they are
   // however fast the machine serves them: more of them (another client
   // thread, perhaps) is the change that counts. (Read as a change of load,
@@ -119,7 +120,12 @@ bool WorkerGovernor::load_changed_since_failure() const {
     return static_cast<double>(connections_) >
            static_cast<double>(judged_with_connections_) * (1 + s_.load_change);
   const double now = window_rps(kRecentTicks), then = failed_at_rps_;
-  return then > 0 && (now > then * (1 + s_.load_change) || now < then * (1 - s_.load_change));
+  if (then <= 0 || (now <= then * (1 + s_.load_change) && now >= then * (1 - s_.load_change))) {
+    load_changed_since_usec_ = 0;
+    return false;
+  }
+  if (load_changed_since_usec_ == 0) load_changed_since_usec_ = now_usec;
+  return now_usec - load_changed_since_usec_ >= s_.load_change_hold_usec;
 }
 
 void WorkerGovernor::forget_failed_growth() {
@@ -127,6 +133,7 @@ void WorkerGovernor::forget_failed_growth() {
   grow_after_usec_ = 0;
   backoff_usec_ = s_.backoff_usec;
   judged_with_connections_ = 0;
+  load_changed_since_usec_ = 0;
 }
 
 void WorkerGovernor::keep_growth(uint64_t now_usec) {
@@ -411,13 +418,16 @@ size_t WorkerGovernor::tick(uint64_t now_usec, std::span<const Figures> workers)
   light_ticks_ = light ? light_ticks_ + 1 : 0;
 
   const bool may_grow = saturated_ticks_ >= s_.grow_ticks && active_ < max && baseline_steady();
+  // A change of load holds only through ticks that each read it.
+  if (!may_grow) load_changed_since_usec_ = 0;
   if (may_grow && grow_after_usec_ != 0) {
     // A growth that did not pay holds until its time is up, or until the
-    // load is no longer the one it was judged at. Asked only here, of a
+    // load has been another than the one it was judged at for a few
+    // seconds. Asked only here, of a
     // steady load that saturates the workers again: a pause between two
     // runs of the same clients (seconds of no load, then the same load
     // anew) is no new load, and must not buy the same failed trial again.
-    if (load_changed_since_failure()) {
+    if (load_changed_since_failure(now_usec)) {
       forget_failed_growth();
     } else if (now_usec >= grow_after_usec_) {
       grow_after_usec_ = 0;

@@ -141,6 +141,15 @@ class WorkerGovernor {
     uint64_t backoff_usec = 20'000'000;
     uint64_t max_backoff_usec = 320'000'000;
     double load_change = 0.25;
+    // A change of throughput counts only once every tick for this long
+    // has read it, steady and saturating (a change in the clients
+    // connected counts at once). The
+    // same clients' throughput at one count drifts by a quarter within
+    // seconds on the 2-vCPU bench machine: read at once, such a drift
+    // bought a second trial 5.7 s after a failed one (and one after a
+    // trial that left the load at one worker 26% lower for a while). A new
+    // load that stays is tried this much later.
+    uint64_t load_change_hold_usec = 4'000'000;
     // A kept growth is tried without again after this long, doubled after
     // each check it passes, up to `max_recheck_usec`.
     uint64_t recheck_usec = 30'000'000;
@@ -212,8 +221,9 @@ class WorkerGovernor {
   // `placement`: it got no connections, which a change of throughput does
   // not change (a change in how many clients are connected does).
   void no_growth_for_a_while(uint64_t now_usec, double judged_at_rps, bool placement = false);
-  // A growth on hold may be tried again: the load it failed with changed.
-  bool load_changed_since_failure() const;
+  // A growth on hold may be tried again: the load it failed with changed,
+  // and has stayed changed for `load_change_hold_usec`.
+  bool load_changed_since_failure(uint64_t now_usec);
   // Forgets a growth that did not pay: the next saturation tries again.
   void forget_failed_growth();
   // A growth passed: no failure holds any more, and it is checked again
@@ -256,6 +266,7 @@ class WorkerGovernor {
   uint64_t judged_with_connections_ = 0;
   uint64_t backoff_usec_ = 0;
   double failed_at_rps_ = 0;
+  uint64_t load_changed_since_usec_ = 0;  // the first check that read it changed (0: none)
   bool failed_for_placement_ = false;  // the last failed growth got no connections
   uint64_t shrink_after_usec_ = 0;     // after a shrink that cost throughput
   // The next check of a kept growth (0: none due), how long after the one

@@ -501,14 +501,44 @@ TEST(WorkerGovernor, MoreClientsAfterAGrowthNoConnectionReachedAreTriedAgain) {
   EXPECT_EQ(h.active(), 2u) << h.governor().reason();
 }
 
-TEST(WorkerGovernor, AChangedLoadIsTriedAgainAtOnce) {
-  Harness h(2);
+TEST(WorkerGovernor, AChangedLoadIsTriedAgainOnceItHolds) {
+  WorkerGovernor::Settings s;
+  Harness h(2, s);
   h.run(kToVerdict, saturating(47'000, -0.22));
   ASSERT_EQ(h.active(), 1u);
   // The load changes (more clients, fewer requests each: a second worker
-  // now pays): no waiting out the backoff.
+  // now pays) and stays: no waiting out the 20 s backoff, only the hold.
+  const double hold = static_cast<double>(s.load_change_hold_usec) / 1e6;
+  h.reset_counts();
+  h.run(hold, saturating(30'000, 0.19));
+  EXPECT_EQ(h.ticks_at(2), 0) << "not before it has held: " << h.governor().reason();
+  // 2 s to read it steady, the hold, the trial.
   h.run(kToVerdict, saturating(30'000, 0.19));
   EXPECT_EQ(h.active(), 2u) << h.governor().reason();
+}
+
+// The same clients' throughput at one worker drifts by a third and back
+// within seconds, more than load_change, several times over: no new load,
+// so the growth that did not pay is not tried again before its backoff.
+TEST(WorkerGovernor, TheSameLoadsDriftIsNoNewLoad) {
+  WorkerGovernor::Settings s;
+  Harness h(2, s);
+  h.run(kToVerdict, saturating(47'000, -0.22));
+  ASSERT_EQ(h.active(), 1u);
+  ASSERT_EQ(h.max_seen(), 2u) << "it must have tried";
+  // Up by 32% for 4.5 s, twice, with a second between where the clients
+  // slow down and leave the worker unsaturated: each stretch up is steady
+  // and saturating after 2 s, and read changed for 2.5 s, under the hold.
+  // (Together they are more than the hold: the second worker would be
+  // tried if the hold did not start again after the second's break.)
+  ASSERT_GT(s.load_change_hold_usec, 2'500'000u);
+  ASSERT_LT(s.load_change_hold_usec, 5'000'000u);
+  const Load slower = [](size_t, uint64_t) { return Shape{40'000, 0.6}; };
+  h.reset_counts();
+  h.run(4.5, saturating(62'000, -0.22));
+  h.run(1, slower);
+  h.run(4.5, saturating(62'000, -0.22));
+  EXPECT_EQ(h.ticks_at(2), 0) << h.governor().reason();
 }
 
 // The same clients stop for a moment and start again (a benchmark's runs,

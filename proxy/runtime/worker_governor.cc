@@ -34,21 +34,27 @@ double WorkerGovernor::window_rps(size_t ticks, size_t skip_newest) const {
          static_cast<double>(ticks);
 }
 
-bool WorkerGovernor::baseline_steady() const {
+bool WorkerGovernor::load_steady() const {
   if (recent_.size() < kRecentTicks) return false;
   const size_t half = kRecentTicks / 2;
   const double newer = window_rps(half);
   const double older = window_rps(half, half);
   if (std::abs(newer - older) > s_.steady_within * older) return false;
-  // Nor a tick that is a lull's, or one where the workers were not
-  // saturated: a load's first tick is partial (it began within the tick),
-  // and such a tick passed the halves' test among faster ones and pulled
-  // the baseline down (23,037 requests/s at 51% busy among 42-50k at 95%:
-  // by 6%, and a trial against it reads that much high). The baseline is
-  // what the workers give saturated.
   const double mean = window_rps(kRecentTicks);
   return std::none_of(recent_.end() - static_cast<std::ptrdiff_t>(kRecentTicks), recent_.end(),
-                      [&](const Tick& t) { return !t.saturated || t.rps < mean * s_.lull_share; });
+                      [&](const Tick& t) { return t.rps < mean * s_.lull_share; });
+}
+
+bool WorkerGovernor::baseline_steady() const {
+  // Nor a tick where the workers were not saturated: a load's first tick
+  // is partial (it began within the tick), and such a tick passed the
+  // halves' test among faster ones and pulled the baseline down (23,037
+  // requests/s at 51% busy among 42-50k at 95%: by 6%, and a trial against
+  // it reads that much high). The baseline is what the workers give
+  // saturated.
+  return load_steady() &&
+         std::all_of(recent_.end() - static_cast<std::ptrdiff_t>(kRecentTicks), recent_.end(),
+                     [](const Tick& t) { return t.saturated; });
 }
 
 void WorkerGovernor::change(size_t to, uint64_t now_usec, double baseline_rps, std::string why,
@@ -447,7 +453,7 @@ size_t WorkerGovernor::tick(uint64_t now_usec, std::span<const Figures> workers)
                     last_busy_ * 100, last_per_wakeup_),
            false);
   } else if (recheck_at_usec_ != 0 && now_usec >= recheck_at_usec_ && active_ > 1 &&
-             recent_.size() >= kRecentTicks) {
+             load_steady()) {
     const double base = window_rps(kRecentTicks);
     change(active_ - 1, now_usec, base,
            describe("checking that the last growth still pays (%.0f requests/s, %.0f%% busy): "

@@ -232,8 +232,11 @@ class WorkerGovernor {
   // The mean throughput of the newest `ticks` ticks, but for the newest
   // `skip_newest`.
   double window_rps(size_t ticks, size_t skip_newest = 0) const;
-  // The last kRecentTicks ticks are all at this count, not ramping, none
-  // a lull's, and each saturated.
+  // The last kRecentTicks ticks are all at this count, not ramping, and
+  // none a lull's: a throughput to judge a recheck against (a load that
+  // pauses every second gave a recheck nothing to read but its pauses).
+  bool load_steady() const;
+  // The same, each tick saturated besides: a baseline for a growth.
   bool baseline_steady() const;
 
   Settings s_;

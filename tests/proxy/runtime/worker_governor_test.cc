@@ -287,6 +287,27 @@ TEST(WorkerGovernor, ARealGainSurvivesItsRechecksWhichGetRarer) {
       << h.governor().reason();
 }
 
+// A load that pauses every second (clients taking turns with others, a
+// batch's passes) gives a recheck nothing to read but its pauses: the
+// check of a kept growth waits until the load runs steady for 2 s.
+TEST(WorkerGovernor, ARecheckWaitsForASteadyLoad) {
+  Harness h(2);
+  h.run(kToVerdict, saturating(36'000, 0.19));
+  ASSERT_EQ(h.active(), 2u);
+  // On for 0.5 s, off for 0.75 s, for 45 s: past the 30 s recheck.
+  const Load pausing = [](size_t n, uint64_t now_usec) {
+    if (now_usec / 250'000 % 5 >= 2) return Shape{0, 0.0};
+    return saturating(36'000, 0.19)(n, now_usec);
+  };
+  h.reset_counts();
+  h.run(45, pausing);
+  EXPECT_EQ(h.ticks_at(1), 0) << h.governor().reason();
+  // Steady again: the recheck comes, and the growth still pays.
+  h.run(12, saturating(36'000, 0.19));
+  EXPECT_GT(h.ticks_at(1), 0) << h.governor().reason();
+  EXPECT_EQ(h.active(), 2u) << h.governor().reason();
+}
+
 TEST(WorkerGovernor, ABriefBurstDoesNotGrow) {
   Harness h(2);
   // Saturated for two ticks in every eight: never three in a row.

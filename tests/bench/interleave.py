@@ -17,10 +17,9 @@ it up last, since a default left idle for 4 s shrinks to one worker),
 against each fixed setting, in the same seconds. A stopped load's
 connections stay open: the same clients, paused, for under a second at the
 defaults (memshard parks a connection idle for 1 s). While slices
-alternate, no tick of the governor sees two seconds of steady saturation,
-so it does not grow; but a growth it kept is rechecked 30 s later, within
-the slices, and the summary then prints its count as changing (from
-memshard's log).
+alternate, no tick of the governor sees two seconds of steady load, which
+a growth and a kept growth's recheck both wait for, so the count holds;
+the summary prints it from memshard's log (changing, if it moved).
 
 It does not remove what stays the same through one pass (where each
 target's connections were placed when they connected, perhaps): two passes

@@ -52,9 +52,8 @@ bool WorkerGovernor::baseline_steady() const {
   // requests/s at 51% busy among 42-50k at 95%: by 6%, and a trial against
   // it reads that much high). The baseline is what the workers give
   // saturated.
-  return load_steady() &&
-         std::all_of(recent_.end() - static_cast<std::ptrdiff_t>(kRecentTicks), recent_.end(),
-                     [](const Tick& t) { return t.saturated; });
+  return load_steady() && std::all_of(recent_.end() - static_cast<std::ptrdiff_t>(kRecentTicks),
+                                      recent_.end(), [](const Tick& t) { return t.saturated; });
 }
 
 void WorkerGovernor::change(size_t to, uint64_t now_usec, double baseline_rps, std::string why,

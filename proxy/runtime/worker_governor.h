@@ -270,8 +270,8 @@ class WorkerGovernor {
   uint64_t backoff_usec_ = 0;
   double failed_at_rps_ = 0;
   uint64_t load_changed_since_usec_ = 0;  // the first check that read it changed (0: none)
-  bool failed_for_placement_ = false;  // the last failed growth got no connections
-  uint64_t shrink_after_usec_ = 0;     // after a shrink that cost throughput
+  bool failed_for_placement_ = false;     // the last failed growth got no connections
+  uint64_t shrink_after_usec_ = 0;        // after a shrink that cost throughput
   // The next check of a kept growth (0: none due), how long after the one
   // before, and whether the trial under way is one.
   uint64_t recheck_at_usec_ = 0;

@@ -452,7 +452,10 @@ size_t WorkerGovernor::tick(uint64_t now_usec, std::span<const Figures> workers)
                     last_busy_ * 100, last_per_wakeup_),
            false);
   } else if (recheck_at_usec_ != 0 && now_usec >= recheck_at_usec_ && active_ > 1 &&
-             load_steady()) {
+             light_ticks_ == 0 && load_steady()) {
+    // Not of a light load: that is the shrink's to judge (4 s later), and
+    // a recheck of no load at all read +0.0%, failed the growth and held
+    // the next clients back from a second worker for the backoff.
     const double base = window_rps(kRecentTicks);
     change(active_ - 1, now_usec, base,
            describe("checking that the last growth still pays (%.0f requests/s, %.0f%% busy): "

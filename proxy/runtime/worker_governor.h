@@ -41,11 +41,12 @@
 // A trial is short and throughput noisy, so a growth that did not really
 // pay can pass its trial by luck, and nothing else would take it back
 // while the load stays high. Each kept growth is therefore checked again
-// later: after `recheck_usec` the governor tries one worker fewer, in the
-// same alternating way. Unless one more beats it by `grow_gain`, the
-// growth was luck and the count stays lower (as after a failed growth);
-// otherwise it goes back and checks again after twice as long. A true gain
-// costs a trial every few minutes; a lucky one lasts `recheck_usec`.
+// later: after `recheck_usec`, at the next steady load that is not light,
+// the governor tries one worker fewer, in the same alternating way.
+// Unless one more beats it by `grow_gain`, the growth was luck and the
+// count stays lower (as after a failed growth); otherwise it goes back and
+// checks again after twice as long. A true gain costs a trial every few
+// minutes; a lucky one lasts `recheck_usec`.
 //
 // Saturation is a worker's busy share: the wall-clock time it spent
 // outside epoll_wait (running, or runnable and waiting for a CPU) per

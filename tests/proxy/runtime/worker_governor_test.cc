@@ -308,6 +308,34 @@ TEST(WorkerGovernor, ARecheckWaitsForASteadyLoad) {
   EXPECT_EQ(h.active(), 2u) << h.governor().reason();
 }
 
+// A kept growth's recheck came due while its load paused every second (no
+// steady load to read), and then the clients all went away: 2 s of no load
+// at all is steady, and a recheck of it read +0.0% and, as after any
+// failed growth, held the next clients back from a second worker for 20 s
+// (seen after every kept growth of a scripts/bench --interleave pass). An
+// idle proxy is the light-load rule's to shrink, which leaves the next
+// load free to grow.
+TEST(WorkerGovernor, NoRecheckOfALoadThatHasGone) {
+  Harness h(2);
+  h.set_connections(32);
+  h.run(kToVerdict, saturating(36'000, 0.19));
+  ASSERT_EQ(h.active(), 2u);
+  const Load pausing = [](size_t n, uint64_t now_usec) {
+    if (now_usec / 250'000 % 5 >= 2) return Shape{0, 0.0};
+    return saturating(36'000, 0.19)(n, now_usec);
+  };
+  h.run(35, pausing);
+  ASSERT_EQ(h.active(), 2u) << h.governor().reason();
+  h.set_connections(0);
+  h.run(12, [](size_t, uint64_t) { return Shape{0, 0.0}; });
+  EXPECT_EQ(h.governor().reason().find("did not pay"), std::string::npos) << h.governor().reason();
+  EXPECT_EQ(h.active(), 1u) << h.governor().reason();
+  // The next clients, with the same gain from a second worker, get it.
+  h.set_connections(32);
+  h.run(kToVerdict, saturating(36'000, 0.19));
+  EXPECT_EQ(h.active(), 2u) << h.governor().reason();
+}
+
 TEST(WorkerGovernor, ABriefBurstDoesNotGrow) {
   Harness h(2);
   // Saturated for two ticks in every eight: never three in a row.

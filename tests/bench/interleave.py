@@ -29,6 +29,10 @@ So a load's verdict still wants several passes, each a precise one.
 
   interleave.py run --label L --slices N --slice S --settle S --out FILE NAME=PORT:PID ...
   interleave.py summary FILE [MEMSHARD_LOG]
+  interleave.py passes OUT_DIR...
+
+`passes`: several passes' --out directories (each with interleave.jsonl and
+memshard.log), each load pass by pass and pooled over them.
 
 `run`: the first target is the default, the others the fixed settings; PID
 is each one's load generator, started and stopped by the caller. Each cycle
@@ -203,11 +207,59 @@ def cmd_summary(argv):
     print(f"  all {len(per_load)} loads: geometric mean {g:.3f}x")
 
 
+def passes(per_pass):
+    """Several passes of the same loads, each pass's summary() per_load in
+    `per_pass`: per load (in the order first met), its ratio and worker
+    count in each pass (None where a pass lacks the load), and its ratios
+    pooled over the passes (summarize.pooled: what holds through one pass,
+    and so does not cancel within it, spreads the passes)."""
+    labels = []
+    for per_load in per_pass:
+        labels += [x[0] for x in per_load if x[0] not in labels]
+    rows = []
+    for label in labels:
+        found = [next((x for x in per_load if x[0] == label), None) for per_load in per_pass]
+        ratios = [x[1] if x else None for x in found]
+        workers = [x[4] if x else None for x in found]
+        rows.append((label, ratios, workers, summarize.pooled([r for r in ratios if r])))
+    return rows
+
+
+def cmd_passes(argv):
+    per_pass, logged = [], []
+    for d in argv:
+        with open(os.path.join(d, "interleave.jsonl")) as f:
+            lines = [json.loads(x) for x in f if x.strip()]
+        log = os.path.join(d, "memshard.log")
+        logged.append(os.path.exists(log))
+        per_pass.append(summary(lines, worker_counts.changes(log) if logged[-1] else [])[0])
+    print(f"default over the faster fixed setting, pass by pass (its workers; ~: changing), "
+          f"then pooled over the passes (two standard errors): {' '.join(argv)}")
+    logs = []
+    for label, ratios, workers, p in passes(per_pass):
+        cells = []
+        for r, n, has_log in zip(ratios, workers, logged):
+            if r is None:
+                cells.append(f"{'-':<11}")
+                continue
+            logs.append(math.log(r))
+            flag = "*" if r < summarize.FIXED_THROUGHPUT_MIN else " "
+            count = f"({n if n is not None else '~'})" if has_log else "   "
+            cells.append(f"{r:.3f}x{flag}{count}")
+        pooled = f"  {p['geomean']:.3f}x ({p['low']:.3f}x to {p['high']:.3f}x)" if p else ""
+        print(f"  {label:<36} " + " ".join(cells) + pooled)
+    if logs:
+        below = sum(x < math.log(summarize.FIXED_THROUGHPUT_MIN) for x in logs)
+        print(f"  {len(logs) - below} of {len(logs)} within {(1 - summarize.FIXED_THROUGHPUT_MIN) * 100:.0f}% "
+              f"(* below); geometric mean {math.exp(sum(logs) / len(logs)):.3f}x")
+
+
 def main():
-    if len(sys.argv) < 2 or sys.argv[1] not in ("run", "summary"):
+    commands = {"run": cmd_run, "summary": cmd_summary, "passes": cmd_passes}
+    if len(sys.argv) < 2 or sys.argv[1] not in commands:
         print(__doc__, file=sys.stderr)
         return 2
-    (cmd_run if sys.argv[1] == "run" else cmd_summary)(sys.argv[2:])
+    commands[sys.argv[1]](sys.argv[2:])
     return 0
 
 

@@ -102,6 +102,37 @@ class Summary(unittest.TestCase):
         self.assertIn("all 1 loads: geometric mean 0.985x", out)
 
 
+class Passes(unittest.TestCase):
+    def test_each_load_pass_by_pass_and_pooled_over_the_passes(self):
+        first = [("(a)", 0.98, 0.95, 1.01, 2), ("(d)", 0.92, 0.90, 0.94, 1)]
+        second = [("(a)", 1.02, 0.99, 1.05, 1), ("(e)", 1.0, 0.98, 1.02, None)]
+        rows = interleave.passes([first, second])
+        self.assertEqual([r[0] for r in rows], ["(a)", "(d)", "(e)"])
+        label, ratios, workers, pooled = rows[0]
+        self.assertEqual(ratios, [0.98, 1.02])
+        self.assertEqual(workers, [2, 1])
+        self.assertAlmostEqual(pooled["geomean"], (0.98 * 1.02) ** 0.5, places=6)
+        self.assertLess(pooled["low"], pooled["geomean"])
+        # A load one pass lacks: no pool from one pass.
+        self.assertEqual(rows[1][1], [0.92, None])
+        self.assertIsNone(rows[1][3])
+        self.assertEqual(rows[2][1], [None, 1.0])
+
+    def test_the_passes_command_reads_each_out_directory(self):
+        dirs = []
+        for default in ([98.0, 99.0], [90.0, 91.0]):
+            d = tempfile.mkdtemp()
+            self.addCleanup(shutil.rmtree, d)
+            with open(os.path.join(d, "interleave.jsonl"), "w") as f:
+                f.write(json.dumps(line("(a)", None, default, [80.0, 81.0], [100.0, 100.0])) + "\n")
+            dirs.append(d)
+        out = subprocess.run([sys.executable, interleave.__file__, "passes", *dirs],
+                             capture_output=True, text=True, check=True).stdout
+        self.assertIn("0.985x", out)
+        self.assertIn("0.905x*", out)
+        self.assertIn("1 of 2 within 5% (* below)", out)
+
+
 @unittest.skipUnless(shutil.which("memcached"), "needs memcached")
 class Slicing(unittest.TestCase):
     """Two real memcached servers, each with a load process: each load runs

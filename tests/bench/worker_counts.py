@@ -17,12 +17,18 @@ import datetime
 import re
 
 # memshard stamps every line to the millisecond (support/log.cc).
-_LINE = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+)\]\s+\w+\s+workers: (\d+) of \d+ active")
+_STAMP = r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+)\]\s+\w+\s+"
+_LINE = re.compile(_STAMP + r"workers: (\d+) of \d+ active")
+# A memshard started with every worker active (--fixed-threads, or one
+# thread) says so by leaving out "(as many active as the load needs)": its
+# count is that many from the start, and never changes.
+_FIXED_START = re.compile(_STAMP + r"memshard \S+ started: .*?(\d+) worker thread\(s\)(?! \(as many active)")
 
 
 def changes(path):
     """[(seconds since the epoch, active workers)] in log order; [] without
-    the log. The log's times are local, as memshard writes them."""
+    the log. The log's times are local, as memshard writes them. A fixed
+    memshard's start is its one change: every worker, from then on."""
     try:
         with open(path, errors="replace") as f:
             lines = f.readlines()
@@ -30,7 +36,7 @@ def changes(path):
         return []
     out = []
     for line in lines:
-        m = _LINE.match(line)
+        m = _LINE.match(line) or _FIXED_START.match(line)
         if m:
             when = datetime.datetime.strptime(m.group(1), "%Y-%m-%d %H:%M:%S.%f")
             out.append((when.timestamp(), int(m.group(2))))

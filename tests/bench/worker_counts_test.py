@@ -9,7 +9,7 @@ import unittest
 import worker_counts
 
 LOG = """\
-[2026-12-06 14:03:15.908] NOTICE memshard 0.1.0 started: 1 pool(s), 2 worker thread(s)
+[2026-12-06 14:03:15.908] NOTICE memshard 0.1.0 started: 1 pool(s), 2 worker thread(s) (as many active as the load needs), reads and writes batched (io_uring)
 [2026-12-06 14:03:49.158] INFO   workers: 2 of 2 active (workers saturated (99% busy, 55.1 requests per wake-up): one more)
 [2026-12-06 14:03:50.159] INFO   workers: 1 of 2 active (trial, alternating: 1 workers for a second (2 of 6), after 379739 requests/s at 2)
 [2026-12-06 14:03:55.159] INFO   workers: 1 of 2 active (one worker more: -3.6% requests/s against one fewer, alternating for 6 s): back
@@ -59,6 +59,16 @@ class WorkerCounts(unittest.TestCase):
 
     def test_no_log_no_changes(self):
         self.assertEqual(worker_counts.changes(self.path + ".absent"), [])
+
+    def test_a_fixed_memshard_runs_every_worker_from_its_start(self):
+        fd, path = tempfile.mkstemp()
+        self.addCleanup(os.unlink, path)
+        with os.fdopen(fd, "w") as f:
+            f.write("[2026-12-06 23:08:50.305] NOTICE memshard 0.1.0 started: 1 pool(s), 2 worker thread(s), "
+                    "reads and writes batched (io_uring)\n")
+        changes = worker_counts.changes(path)
+        self.assertEqual([n for _, n in changes], [2])
+        self.assertEqual(worker_counts.count_over(changes, [at("23:09:00.0"), at("23:10:00.0")]), 2)
 
     def test_fixed_targets_name_their_count(self):
         self.assertEqual(worker_counts.fixed_count("memshard-2t"), 2)

@@ -235,7 +235,7 @@ def cmd_passes(argv):
         per_pass.append(summary(lines, worker_counts.changes(log) if logged[-1] else [])[0])
     print(f"default over the faster fixed setting, pass by pass (its workers; ~: changing), "
           f"then pooled over the passes (two standard errors): {' '.join(argv)}")
-    logs = []
+    logs, below = [], 0
     for label, ratios, workers, p in passes(per_pass):
         cells = []
         for r, n, has_log in zip(ratios, workers, logged):
@@ -243,13 +243,14 @@ def cmd_passes(argv):
                 cells.append(f"{'-':<11}")
                 continue
             logs.append(math.log(r))
-            flag = "*" if r < summarize.FIXED_THROUGHPUT_MIN else " "
+            is_below = r < summarize.FIXED_THROUGHPUT_MIN
+            below += is_below
+            flag = "*" if is_below else " "
             count = f"({n if n is not None else '~'})" if has_log else "   "
             cells.append(f"{r:.3f}x{flag}{count}")
         pooled = f"  {p['geomean']:.3f}x ({p['low']:.3f}x to {p['high']:.3f}x)" if p else ""
         print(f"  {label:<36} " + " ".join(cells) + pooled)
     if logs:
-        below = sum(x < math.log(summarize.FIXED_THROUGHPUT_MIN) for x in logs)
         print(f"  {len(logs) - below} of {len(logs)} within {(1 - summarize.FIXED_THROUGHPUT_MIN) * 100:.0f}% "
               f"(* below); geometric mean {math.exp(sum(logs) / len(logs)):.3f}x")
 

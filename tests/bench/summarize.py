@@ -299,7 +299,8 @@ def print_default_case(title, unit, c, shown, name):
                 fmt(med[t].get(key) if t in med else None, "{:.0f}") for t in shown]))
     if any(med[t].get("machine_cpu_us") is not None for t in shown if t in med):
         for key, label in (("user_cpu_us", "  of it user space"), ("backends_cpu_us", "backends cpu us/op"),
-                           ("machine_cpu_us", "machine cpu us/op"), ("server_reads", "server reads/op")):
+                           ("machine_cpu_us", "machine cpu us/op"), ("server_reads", "server reads/op"),
+                           ("server_sleeps", "server sleeps/op")):
             print(("  {:<{w}} " + cols).format(w=w, *[label] + [
                 fmt(med[t].get(key) if t in med else None, "{:.2f}") for t in shown]))
         print(("  {:<{w}} " + cols).format(w=w, *["machine cores busy"] + [
@@ -681,7 +682,8 @@ def main():
                                  "backends_cpu_us": median([x.get("backends_cpu_us_per_op") for x in rs]),
                                  "machine_cpu_us": median([x.get("machine_cpu_us_per_op") for x in rs]),
                                  "user_cpu_us": median([x.get("user_cpu_us_per_op") for x in rs]),
-                                 "server_reads": median([x.get("server_reads_per_op") for x in rs])}
+                                 "server_reads": median([x.get("server_reads_per_op") for x in rs]),
+                                 "server_sleeps": median([x.get("server_sleeps_per_op") for x in rs])}
                 lat = [memcaslap_latency.latency(x["log"]) for x in rs if x.get("log")]
                 lat = [x for x in lat if x]
                 per_target[t]["p50_us"] = median([x["p50_us"] for x in lat])

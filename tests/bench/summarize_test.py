@@ -24,9 +24,10 @@ TPS = {"direct": [100000, 80000], "nutcracker": [40000, 30000], "memshard": [700
        "memshard-1t": [72000, 50000], "memshard-2t": [50000, 64000], "haproxy": [50000, 44000]}
 
 
-def write_run(out, targets, shape="1x32", args="-T 1 -c 32", measured=None):
+def write_run(out, targets, shape="1x32", args="-T 1 -c 32", measured=None, extra=None):
     """measured: {round: [start, end]}, the windows scripts/bench writes
-    beside each run (older runs have none)."""
+    beside each run (older runs have none). extra: {target: {field: [round
+    1's, round 2's]}}, fields written beside the others."""
     with open(os.path.join(out, "meta.json"), "w") as f:
         json.dump(META, f)
     with open(os.path.join(out, "memcaslap_shapes.jsonl"), "w") as f:
@@ -39,6 +40,8 @@ def write_run(out, targets, shape="1x32", args="-T 1 -c 32", measured=None):
                        "machine_cpu_us_per_op": None, "server_reads_per_op": None, "log": ""}
                 if measured:
                     row["measured"] = measured[rnd]
+                for field, values in (extra or {}).get(t, {}).items():
+                    row[field] = values[rnd - 1]
                 f.write(json.dumps(row) + "\n")
 
 
@@ -195,6 +198,21 @@ class ShapesRun(unittest.TestCase):
     def test_a_run_that_wrote_no_arguments_is_named_by_its_shape(self):
         printed, _ = summarize(list(TPS), "4x8d5", "")
         self.assertIn("memcaslap 4x8d5: memcaslap (4x8d5) -X 100", printed)
+
+
+
+class MachineRows(unittest.TestCase):
+    def test_the_servers_sleeps_per_op_are_printed_as_medians(self):
+        # A server kept busy by its clients (direct) against three that
+        # each sleep after a batch (behind memshard).
+        machine = {"machine_cpu_us_per_op": [20.0, 22.0], "backends_cpu_us_per_op": [8.0, 8.0]}
+        extra = {"direct": dict(machine, server_sleeps_per_op=[0.01, 0.03]),
+                 "memshard": dict(machine, server_sleeps_per_op=[0.2, 0.3])}
+        with tempfile.TemporaryDirectory() as out:
+            write_run(out, ["direct", "memshard"], extra=extra)
+            printed, _ = run_summarize(out)
+        row = next(x for x in printed.splitlines() if "server sleeps/op" in x)
+        self.assertEqual(row.split()[-2:], ["0.02", "0.25"])
 
 
 if __name__ == "__main__":

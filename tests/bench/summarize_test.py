@@ -200,7 +200,6 @@ class ShapesRun(unittest.TestCase):
         self.assertIn("memcaslap 4x8d5: memcaslap (4x8d5) -X 100", printed)
 
 
-
 class MachineRows(unittest.TestCase):
     def test_the_servers_sleeps_per_op_are_printed_as_medians(self):
         # A server kept busy by its clients (direct) against three that

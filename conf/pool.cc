@@ -485,6 +485,10 @@ ParsedPool PoolReader::finish(int servers_line) {
 
 }  // namespace
 
+std::vector<std::string_view> pool_directive_names() {
+  return {kDirectives.begin(), kDirectives.end()};
+}
+
 void ErrorList::add(int line, std::string directive, std::string message) {
   errors_.push_back(ConfigError{file_, line, std::move(directive), std::move(message)});
 }

@@ -43,6 +43,13 @@ struct ParsedPool {
 // the pool on its own; checks across pools are the caller's.
 ParsedPool parse_pool(const std::string& name, int line, const YAML::Node& body, ErrorList& errors);
 
+// The names of the directives a pool takes, TLS's aside (pool.cc), in the
+// order nutcracker lists them, then memshard's; of TLS's (tls.cc); of the
+// fields of one `routes` entry (routes.cc). conf/keys.h gathers them.
+std::vector<std::string_view> pool_directive_names();
+std::vector<std::string_view> tls_directives();
+std::vector<std::string_view> route_field_names();
+
 // conf/routes.cc: a pool's `routes` list, and the checks across pools
 // that routes, shadows and gutters need (targets exist and have servers;
 // a pool without listen is reached by one of them).

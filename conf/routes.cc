@@ -3,10 +3,13 @@
 // or gutter names a pool that exists, routes do not nest, a pool without a
 // listener is reached by something).
 #include <algorithm>
+#include <array>
 #include <map>
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "conf/pool.h"
 #include "conf/values.h"
@@ -16,6 +19,26 @@ namespace {
 
 // memcached's longest key; a longer prefix would match nothing.
 constexpr size_t kMaxPrefixBytes = 250;
+
+// The fields of one `routes` entry: anything else is refused before
+// RouteReader::read() looks at it.
+constexpr std::array<std::string_view, 5> kRouteFields = {
+    "prefix", "pool", "pools", "shadow", "shadow_share",
+};
+
+bool is_route_field(std::string_view key) {
+  return std::find(kRouteFields.begin(), kRouteFields.end(), key) != kRouteFields.end();
+}
+
+// "prefix, pool, pools, shadow or shadow_share"
+std::string route_field_list() {
+  std::string out;
+  for (size_t i = 0; i < kRouteFields.size(); ++i) {
+    if (i > 0) out += i + 1 == kRouteFields.size() ? " or " : ", ";
+    out += kRouteFields[i];
+  }
+  return out;
+}
 
 // One `routes` entry, a map: prefix, pool or pools, shadow, shadow_share.
 class RouteReader {
@@ -38,7 +61,9 @@ class RouteReader {
       // A copy: it-> is a temporary, and a reference to its member would
       // outlive it (AddressSanitizer: stack-use-after-scope).
       const YAML::Node value = it->second;
-      if (key == "prefix") {
+      if (!is_route_field(key)) {
+        fail(line, "unknown route field " + in_quotes(key) + "; expected " + route_field_list());
+      } else if (key == "prefix") {
         prefix_given = true;
         if (auto text = scalar(key, value, line)) prefix(*text, line);
       } else if (key == "pool") {
@@ -59,9 +84,6 @@ class RouteReader {
             fail(line, share.error + ", found " + in_quotes(*text));
           }
         }
-      } else {
-        fail(line, "unknown route field " + in_quotes(key) +
-                       "; expected prefix, pool, pools, shadow or shadow_share");
       }
     }
     route_.is_default = !prefix_given;
@@ -154,6 +176,10 @@ std::string bad_target(const std::map<std::string, const PoolConfig*>& pools,
 }
 
 }  // namespace
+
+std::vector<std::string_view> route_field_names() {
+  return {kRouteFields.begin(), kRouteFields.end()};
+}
 
 void parse_routes(const YAML::Node& value, int line, PoolConfig& pool, ErrorList& errors) {
   pool.routes_line = line;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <string_view>
+#include <vector>
 
 #include "conf/pool.h"
 #include "conf/values.h"
@@ -31,6 +32,10 @@ constexpr std::array<std::string_view, 11> kTlsDirectives = {
 
 bool is_tls_directive(std::string_view key) {
   return std::find(kTlsDirectives.begin(), kTlsDirectives.end(), key) != kTlsDirectives.end();
+}
+
+std::vector<std::string_view> tls_directives() {
+  return {kTlsDirectives.begin(), kTlsDirectives.end()};
 }
 
 std::string tls_directive_names() {

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
-"""Runs the commands README.md gives, as written, so that a renamed script or
-option, or a tool nothing installs, fails a test instead of a newcomer.
+"""Runs the commands README.md and the pages of docs/ give, as written, so
+that a renamed script or option, or a tool nothing installs, fails a test
+instead of a newcomer.
 
-Every code block of the README must say what it is: ```sh blocks are
+Every code block of these pages must say what it is: ```sh blocks are
 commands, any other language (text, yaml, ...) is not; an indented or
 unlabelled block fails the test. Each command of an sh block either runs
 here (from the source tree, exit status 0 within a timeout, under
@@ -16,9 +17,12 @@ on this machine is not enough.
 run in turn: it is started first, in the background, on the binary under
 test (MEMSHARD_DEMO_BIN, so nothing is rebuilt), the lines it prints for
 trying it are run too, and it is stopped at the end. `build/proxy/memshard`
-and a bare `memshard` both mean the binary under test.
+and a bare `memshard` both mean the binary under test. A command that
+several pages give runs once, where it is first found (the README first,
+then docs/*.md in name order).
 """
 import argparse
+import glob
 import os
 import re
 import shlex
@@ -31,6 +35,7 @@ import tempfile
 import threading
 import time
 
+README = "README.md"
 DEMO = "scripts/demo"
 DEMO_PORTS = [21211, 21212, 21213, 22122, 22222]
 COMMAND_LANGUAGES = {"sh", "bash", "shell"}
@@ -264,30 +269,37 @@ def main():
     ap.add_argument("--skip", required=True)
     args = ap.parse_args()
     src, binary = os.path.abspath(args.source), os.path.abspath(args.binary)
-    readme = os.path.join(src, "README.md")
-    with open(readme) as f:
-        found = blocks(f.read())
+    pages = [README] + sorted(os.path.relpath(p, src)
+                              for p in glob.glob(os.path.join(src, "docs", "*.md")))
     skips = read_skips(args.skip)
     failures = []
 
-    to_run, seen = [], set()
-    for line, lang, body in found:
-        if lang is None or lang == "":
-            failures.append(f"README.md:{line}: a code block without a language; fence it as "
-                            "```sh (commands, run by this test) or ```text (not commands)")
-            continue
-        if lang not in COMMAND_LANGUAGES:
-            continue
-        for cmd in commands(body):
-            seen.add(cmd)
-            if cmd == DEMO or cmd in skips:
+    to_run, seen, readme_commands = [], set(), set()
+    for page in pages:
+        with open(os.path.join(src, page)) as f:
+            found = blocks(f.read())
+        for line, lang, body in found:
+            if lang is None or lang == "":
+                failures.append(f"{page}:{line}: a code block without a language; fence it as "
+                                "```sh (commands, run by this test) or ```text (not commands)")
                 continue
-            to_run.append((line, cmd))
-    if DEMO not in seen:
-        failures.append(f"README.md has no `{DEMO}` command: the other commands are tried on it")
+            if lang not in COMMAND_LANGUAGES:
+                continue
+            for cmd in commands(body):
+                if page == README:
+                    readme_commands.add(cmd)
+                if cmd in seen:
+                    continue  # run once, where it was first found
+                seen.add(cmd)
+                if cmd == DEMO or cmd in skips:
+                    continue
+                to_run.append((f"{page}:{line}", cmd))
+    if DEMO not in readme_commands:
+        failures.append(f"{README} has no `{DEMO}` command: the other commands are tried on it")
     for cmd in skips:
         if cmd not in seen:
-            failures.append(f"{args.skip}: `{cmd}` is no longer a README command; remove it")
+            failures.append(f"{args.skip}: `{cmd}` is no longer a command of {README} or "
+                            "docs/; remove it")
     if failures:
         print("\n".join(failures))
         return 1
@@ -312,7 +324,7 @@ def main():
                                 f"{DEMO_START_TIMEOUT_S} s:\n  " + "\n  ".join(demo_lines[-20:]))
             else:
                 work = [(f"{DEMO} printed", "demo", c) for c in tried]
-                work += [(f"README.md:{n}", "full", c) for n, c in to_run]
+                work += [(where, "full", c) for where, c in to_run]
                 for where, profile, cmd in work:
                     if provenance:
                         failures += [f"{where}: {p}" for p in provenance.problems(cmd, profile)]

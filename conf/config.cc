@@ -15,6 +15,7 @@
 #include <map>
 #include <optional>
 #include <sstream>
+#include <string_view>
 
 #include "conf/pool.h"
 
@@ -51,9 +52,62 @@ void check_listen_conflicts(const std::vector<ParsedPool>& pools, ErrorList& err
   }
 }
 
-std::vector<ParsedPool> parse_pools(const YAML::Node& root, ErrorList& errors) {
+constexpr std::string_view kStatsToken = "stats_token";
+constexpr std::string_view kStatsTokenFile = "stats_token_file";
+constexpr size_t kMaxStatsToken = 4096;  // as the proxy's token files (admin/stats_token.h)
+
+// A top-level stats_token or stats_token_file (model.h, StatsTokenConfig).
+void parse_stats_token(const std::string& key, int line, const YAML::Node& value,
+                       StatsTokenConfig& out, ErrorList& errors) {
+  const bool is_file = key == kStatsTokenFile;
+  if (!value.IsScalar()) {
+    errors.add(line, key,
+               std::string("expected ") +
+                   (is_file ? "the name of a file holding the stats token" : "the stats token") +
+                   " as the key's value, found " + describe(value) +
+                   (value.IsMap() ? " (" + key +
+                                        " is the top-level key of the stats token; a pool cannot "
+                                        "be named so)"
+                                  : ""));
+    return;
+  }
+  if (out.given()) {
+    errors.add(line, key,
+               std::string(out.key()) + " is already given on line " + std::to_string(out.line) +
+                   "; expected at most one of stats_token and stats_token_file");
+    return;
+  }
+  const std::string& text = value.Scalar();
+  if (is_file) {
+    if (text.empty()) return errors.add(line, key, "expected a file name, found nothing");
+    out.file = text;
+    out.line = line;
+    return;
+  }
+  if (text.empty() || text.size() > kMaxStatsToken) {
+    return errors.add(
+        line, key,
+        "expected a token of 1 to 4096 bytes, found " + std::to_string(text.size()) + " bytes");
+  }
+  for (char c : text) {
+    // Never quoted back: the error would put the secret in a log.
+    if (c <= 0x20 || c >= 0x7f) {
+      return errors.add(line, key,
+                        "expected visible ASCII only (no space: the token is sent in an HTTP "
+                        "header)");
+    }
+  }
+  out.token = text;
+  out.line = line;
+}
+
+// The pools, and the top-level keys beside them (stats_token and
+// stats_token_file, into `token`).
+std::vector<ParsedPool> parse_pools(const YAML::Node& root, StatsTokenConfig& token,
+                                    ErrorList& errors) {
   std::vector<ParsedPool> pools;
   std::map<std::string, int> seen;  // pool name -> line first defined
+  bool pool_keys = false;
   for (auto it = root.begin(); it != root.end(); ++it) {
     const int line = line_of(it->first);
     if (!it->first.IsScalar() || it->first.Scalar().empty()) {
@@ -61,6 +115,11 @@ std::vector<ParsedPool> parse_pools(const YAML::Node& root, ErrorList& errors) {
       continue;
     }
     const std::string& name = it->first.Scalar();
+    if (name == kStatsToken || name == kStatsTokenFile) {
+      parse_stats_token(name, line, it->second, token, errors);
+      continue;
+    }
+    pool_keys = true;
     if (const auto [first, is_new] = seen.emplace(name, line); !is_new) {
       errors.add(line, name,
                  "pool '" + name + "' is already defined on line " + std::to_string(first->second) +
@@ -76,6 +135,8 @@ std::vector<ParsedPool> parse_pools(const YAML::Node& root, ErrorList& errors) {
     }
     pools.push_back(detail::parse_pool(name, line, it->second, errors));
   }
+  if (!pool_keys)
+    errors.add(line_of(root), "", "no pools; expected a map of pool names to their directives");
   return pools;
 }
 
@@ -152,7 +213,7 @@ void parse_documents(const std::string& text, Config& config, ErrorList& errors)
     errors.add(line_of(root), "", "no pools; expected a map of pool names to their directives");
     return;
   }
-  std::vector<ParsedPool> pools = parse_pools(root, errors);
+  std::vector<ParsedPool> pools = parse_pools(root, config.stats_token, errors);
   check_listen_conflicts(pools, errors);
   detail::check_routes(pools, errors);
   for (ParsedPool& p : pools) config.pools.push_back(std::move(p.pool));

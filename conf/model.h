@@ -174,9 +174,26 @@ struct PoolConfig {
   bool routes_keys() const { return !routes.empty(); }
 };
 
+// memshard extension: the stats token, a top-level key beside the pools
+// (a pool's value is a map, these keys' a scalar). `stats_token: TOKEN`
+// gives the token itself, `stats_token_file: FILE` a file holding it (one
+// line, read by the proxy at start and every reload; a relative name is
+// the config file's neighbour). At most one of the two; memshard's
+// --stats-token-file overrides both. None: the stats port asks for none.
+struct StatsTokenConfig {
+  std::string token;  // stats_token: 1 to 4096 bytes of visible ASCII
+  std::string file;   // stats_token_file, as written
+  int line = 0;       // of the key given; 0 when neither is
+
+  bool given() const { return line != 0; }
+  // "stats_token" or "stats_token_file", whichever is given.
+  std::string_view key() const { return file.empty() ? "stats_token" : "stats_token_file"; }
+};
+
 struct Config {
   std::string file;
   std::vector<PoolConfig> pools;  // in file order
+  StatsTokenConfig stats_token;
 
   const PoolConfig* find_pool(const std::string& name) const;
 };

@@ -13,6 +13,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "proxy/admin/stats_view.h"
@@ -33,6 +34,10 @@ class StatsServer {
   StatsServer(const StatsServer&) = delete;
   StatsServer& operator=(const StatsServer&) = delete;
 
+  // The token the next request must carry (empty: none); a reload's. On
+  // the thread that runs the server's event base.
+  void set_token(std::string token) { token_ = std::move(token); }
+
  private:
   struct Session;
   static void on_accept(evconnlistener*, evutil_socket_t fd, sockaddr*, int, void* self);
@@ -42,7 +47,7 @@ class StatsServer {
   event_base* base_;
   StreamLoop& streams_;
   const StatsView& proxy_;
-  const std::string token_;
+  std::string token_;
   std::map<Session*, std::unique_ptr<Session>> sessions_;
   std::vector<std::unique_ptr<Session>> done_;  // freed by sweep_
   std::unique_ptr<Timer> sweep_;                // frees finished sessions after their callbacks

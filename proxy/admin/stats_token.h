@@ -1,4 +1,5 @@
-// The stats token: when the operator sets one (--stats-token-file), every
+// The stats token: when the operator sets one (stats_token or
+// stats_token_file in the config, or --stats-token-file), every
 // HTTP request on the stats port must carry it, as `Authorization: Bearer
 // TOKEN` (Prometheus' `authorization` or `bearer_token_file`, curl -H,
 // `memshard top --token-file`) or as the password of Basic credentials

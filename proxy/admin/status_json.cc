@@ -158,6 +158,7 @@ void write_servers(JsonWriter& w, const StatsView& v, const PoolLayout& layout,
     w.field("errors", server_counter(c, "server_eof") + server_counter(c, "server_err") +
                           server_counter(c, "server_timedout"));
     w.field("timeouts", server_counter(c, "server_timedout"));
+    w.field("requests_shed", server_counter(c, "requests_shed"));
     w.field("error_replies", server_counter(c, "replies_error"));
     w.field("hits", server_counter(c, "replies_hit"));
     w.field("misses", server_counter(c, "replies_miss"));

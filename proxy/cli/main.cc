@@ -23,6 +23,7 @@
 #include "proxy/cli/top.h"
 #include "proxy/runtime/proxy.h"
 #include "proxy/runtime/ring_warnings.h"
+#include "proxy/runtime/stats_token_source.h"
 #include "proxy/support/event_memory.h"
 #include "proxy/support/log.h"
 
@@ -44,6 +45,13 @@ int test_config(const std::string& file) {
   if (!r.errors.empty()) {
     for (const auto& e : r.errors) std::cerr << e.to_string() << "\n";
     std::cerr << "memshard: configuration file '" << file << "' syntax is invalid\n";
+    return 1;
+  }
+  // The stats token file it names must load, or the start or reload fails.
+  memshard::proxy::StatsTokenSource token;
+  if (std::string error; !memshard::proxy::load_stats_token("", *r.config, token, error)) {
+    std::cerr << error << "\n";
+    std::cerr << "memshard: configuration file '" << file << "' is invalid\n";
     return 1;
   }
   // Warnings do not fail the test: the config does what it says, and it may
@@ -200,7 +208,9 @@ int main(int argc, char** argv) {
   std::string stats_token_file;
   app.add_option("--stats-token-file", stats_token_file,
                  "a file holding the stats token: every HTTP request on the stats port must "
-                 "then carry it (Authorization: Bearer TOKEN, or as a browser's password)");
+                 "then carry it (Authorization: Bearer TOKEN, or as a browser's password); "
+                 "over the config's stats_token and stats_token_file, and read again at every "
+                 "reload");
   memshard::proxy::TopOptions top_options;
   CLI::App* top = app.add_subcommand(
       "top", "a live view of a running memshard's status page numbers, in the terminal");
@@ -265,11 +275,10 @@ int main(int argc, char** argv) {
     return 1;
   }
   // Read before daemonizing, so that a missing or bad file is said on the
-  // terminal, as a bad config is.
-  std::string stats_token;
+  // terminal, as a bad config is. Read again at start and every reload.
   if (!stats_token_file.empty()) {
-    std::string error;
-    if (!memshard::proxy::read_stats_token(stats_token_file, stats_token, error)) {
+    std::string token, error;
+    if (!memshard::proxy::read_stats_token(stats_token_file, token, error)) {
       std::cerr << "memshard: " << error << "\n";
       return 1;
     }
@@ -284,6 +293,8 @@ int main(int argc, char** argv) {
     // (on reload, at exit) where the operator named them.
     conf_file = std::filesystem::absolute(conf_file).string();
     if (!pid_file.empty()) pid_file = std::filesystem::absolute(pid_file).string();
+    if (!stats_token_file.empty())
+      stats_token_file = std::filesystem::absolute(stats_token_file).string();
     ready_fd = daemonize();
     if (ready_fd < 0) {
       std::cerr << "memshard: cannot daemonize: " << strerror(errno) << "\n";
@@ -302,7 +313,7 @@ int main(int argc, char** argv) {
   try {
     memshard::proxy::Proxy proxy(memshard::proxy::ProxyOptions{
         conf_file, threads, watch, drain_timeout_ms, stats_addr, static_cast<uint16_t>(stats_port),
-        park_after_ms, !no_io_uring, fixed_threads, std::move(stats_token)});
+        park_after_ms, !no_io_uring, fixed_threads, stats_token_file});
     proxy.start();
     if (!pid_file.empty() && !write_pid_file(pid_file)) {
       return fail("cannot write pid file '" + pid_file + "': " + strerror(errno));

@@ -23,6 +23,7 @@ StatusSample::Server parse_server(const YAML::Node& n) {
   s.copies = get<double>(n, "copies");
   s.requests = get<uint64_t>(n, "requests");
   s.errors = get<uint64_t>(n, "errors");
+  s.requests_shed = get<uint64_t>(n, "requests_shed");
   s.connections = get<uint64_t>(n, "connections");
   s.in_flight = get<uint64_t>(n, "in_flight");
   return s;
@@ -57,6 +58,13 @@ StatusSample::Pool parse_pool(const YAML::Node& n) {
 }
 
 }  // namespace
+
+const StatusSample::Server* StatusSample::Pool::server(const std::string& address) const {
+  for (const Server& s : servers) {
+    if (s.address == address) return &s;
+  }
+  return nullptr;
+}
 
 const StatusSample::Pool* StatusSample::pool(const std::string& name) const {
   for (const Pool& p : pools) {

@@ -12,7 +12,8 @@ namespace memshard::proxy {
 struct StatusSample {
   struct Server {
     std::string address, name, state;
-    uint64_t weight = 0, requests = 0, errors = 0, connections = 0, in_flight = 0;
+    uint64_t weight = 0, requests = 0, errors = 0, requests_shed = 0, connections = 0,
+             in_flight = 0;
     double share = 0, copies = 0;
   };
   struct Pool {
@@ -25,6 +26,8 @@ struct StatusSample {
     bool migrating = false;
     uint64_t migrate_moved = 0, migrate_pending = 0, migrate_failed = 0;
     std::vector<Server> servers;
+
+    const Server* server(const std::string& address) const;
   };
   struct Reload {
     int64_t at = 0;

@@ -135,6 +135,15 @@ std::vector<std::string> top_alerts(const StatusSample& now, const StatusSample*
         out.push_back("pool " + pool.name + ": server " + s.address + " ejected" +
                       (s.state == "probing" ? " (probing now)" : ""));
     }
+    const StatusSample::Pool* b = before ? before->pool(pool.name) : nullptr;
+    for (const StatusSample::Server& s : pool.servers) {
+      const StatusSample::Server* was = b ? b->server(s.address) : nullptr;
+      if (was == nullptr || s.requests_shed <= was->requests_shed) continue;
+      const double dt = static_cast<double>(now.clock_ms - before->clock_ms) / 1000.0;
+      out.push_back("pool " + pool.name + ": server " + s.address + " shedding " +
+                    rate_text(rate(s.requests_shed, was->requests_shed, dt)) +
+                    " requests/s (server_queue_limit reached)");
+    }
     const Figures f = pool_figures(now, before, pool);
     if (f.eps && *f.eps > 0)
       out.push_back("pool " + pool.name + ": " + rate_text(f.eps) + " errors/s");
@@ -190,11 +199,12 @@ std::string render_top_frame(const StatusSample& now, const StatusSample* before
   }
 
   // The bar takes what the other columns leave, 10 to 30 characters.
-  const int fixed = static_cast<int>(addr_w) + 10 + 10 + 9 + 9 + 8 + 8 + 7;
+  const int fixed = static_cast<int>(addr_w) + 10 + 10 + 9 + 8 + 9 + 8 + 8 + 7;
   const size_t bar_w = static_cast<size_t>(std::clamp(style.width - fixed, 10, 30));
   out += "\n" + cell("SERVER", addr_w) + cell("STATE", 10) + cell("REQ/S", 10, true) +
-         cell("ERRORS", 9, true) + "  " + cell("SHARE OF THE RING", bar_w + 9) +
-         cell("WEIGHT", 8, true) + cell("COPIES", 8, true) + cell("CONNS", 7, true) + "\n";
+         cell("ERRORS", 9, true) + cell("SHED", 8, true) + "  " +
+         cell("SHARE OF THE RING", bar_w + 9) + cell("WEIGHT", 8, true) + cell("COPIES", 8, true) +
+         cell("CONNS", 7, true) + "\n";
   for (const StatusSample::Pool& p : now.pools) {
     std::string title = "pool " + p.name;
     if (p.warmup_windows > 0)
@@ -208,11 +218,9 @@ std::string render_top_frame(const StatusSample& now, const StatusSample* before
     const double dt = before ? static_cast<double>(now.clock_ms - before->clock_ms) / 1000.0 : 0.0;
     for (const StatusSample::Server& s : p.servers) {
       std::optional<uint64_t> was;
-      if (b != nullptr) {
-        for (const StatusSample::Server& o : b->servers) {
-          if (o.address == s.address) was = o.requests;
-        }
-      }
+      const StatusSample::Server* o = b != nullptr ? b->server(s.address) : nullptr;
+      if (o != nullptr) was = o->requests;
+      const bool shedding = o != nullptr && s.requests_shed > o->requests_shed;
       const size_t filled =
           static_cast<size_t>(std::clamp(s.share, 0.0, 1.0) * static_cast<double>(bar_w) + 0.5);
       const std::string bar =
@@ -220,8 +228,11 @@ std::string render_top_frame(const StatusSample& now, const StatusSample* before
       out += "  " + cell(s.address, addr_w - 2) +
              paint(cell(s.state, 10), state_color(s.state), style) +
              cell(rate_text(rate(s.requests, was, dt)), 10, true) +
-             cell(std::to_string(s.errors), 9, true) + "  " + bar +
-             cell(pct_text(s.share), 7, true) + cell(std::to_string(s.weight), 8, true) +
+             cell(std::to_string(s.errors), 9, true) +
+             (shedding ? paint(cell(std::to_string(s.requests_shed), 8, true), kRed, style)
+                       : cell(std::to_string(s.requests_shed), 8, true)) +
+             "  " + bar + cell(pct_text(s.share), 7, true) +
+             cell(std::to_string(s.weight), 8, true) +
              cell(p.replicas > 1 ? pct_text(s.copies) : "-", 8, true) +
              cell(std::to_string(s.connections), 7, true) + "\n";
     }

@@ -25,7 +25,7 @@ std::optional<double> latency_quantile(double q, const std::vector<uint64_t>& bo
                                        const std::vector<uint64_t>& before);
 
 // The lines of what stands out: ejected servers, a refused last reload,
-// errors, certificates near their end.
+// errors, servers shedding requests, certificates near their end.
 std::vector<std::string> top_alerts(const StatusSample& now, const StatusSample* before);
 
 // `before`: the previous document (null for the first: no rates yet).

@@ -62,6 +62,35 @@ Proxy::~Proxy() {
   event_base_free(base_);
 }
 
+StatsTokenSource Proxy::stats_token_of(const conf::Config& config) const {
+  StatsTokenSource token;
+  if (std::string error; !load_stats_token(options_.stats_token_file, config, token, error))
+    throw std::runtime_error(error);
+  return token;
+}
+
+void Proxy::use_stats_token(StatsTokenSource next, bool at_start) {
+  if (stats_server_ == nullptr || (!at_start && next == stats_token_)) {
+    stats_token_ = std::move(next);
+    return;
+  }
+  stats_server_->set_token(next.token);
+  if (next.token.empty()) {
+    log_notice("stats port: %sno stats token: HTTP requests need none", at_start ? "" : "now ");
+    const std::string& a = options_.stats_address;
+    if (!a.starts_with("127.") && a != "::1" && a != "localhost")
+      log_warn(
+          "the stats port listens on %s with no stats token: whoever reaches it reads the "
+          "stats and the status page (stats_token, stats_token_file or --stats-token-file)",
+          a.c_str());
+  } else {
+    const bool same_source = !at_start && next.from == stats_token_.from;
+    log_notice("stats port: HTTP requests must carry the stats token%s, from %s",
+               same_source ? ", changed" : (at_start ? "" : " now"), next.describe().c_str());
+  }
+  stats_token_ = std::move(next);
+}
+
 uint64_t Proxy::uptime_seconds() const {
   return static_cast<uint64_t>(time(nullptr)) - started_at_;
 }
@@ -82,6 +111,7 @@ void Proxy::start() {
     throw std::runtime_error(msg);
   }
   for (const auto& w : ring_warnings(*loaded.config)) log_warn("%s", w.c_str());
+  StatsTokenSource token = stats_token_of(*loaded.config);
   generation_ = 1;
   topology_ = build_topology(*loaded.config, 1);
   warn_switch_at_start(*loaded.config);
@@ -116,20 +146,14 @@ void Proxy::start() {
 
   if (options_.stats_port != 0) {
     try {
-      stats_server_ = std::make_unique<StatsServer>(main_loop_->streams(), *this,
-                                                    listeners_->reserve(), options_.stats_address,
-                                                    options_.stats_port, options_.stats_token);
+      stats_server_ =
+          std::make_unique<StatsServer>(main_loop_->streams(), *this, listeners_->reserve(),
+                                        options_.stats_address, options_.stats_port);
       log_notice(
           "stats on %s:%u (JSON; HTTP GET /status for the status page, /metrics for "
-          "Prometheus)%s",
-          options_.stats_address.c_str(), options_.stats_port,
-          options_.stats_token.empty() ? "" : "; HTTP requests must carry the stats token");
-      const std::string& a = options_.stats_address;
-      if (options_.stats_token.empty() && !a.starts_with("127.") && a != "::1" && a != "localhost")
-        log_warn(
-            "the stats port listens on %s with no stats token: whoever reaches it reads the "
-            "stats and the status page (--stats-token-file)",
-            a.c_str());
+          "Prometheus)",
+          options_.stats_address.c_str(), options_.stats_port);
+      use_stats_token(std::move(token), true);
     } catch (const std::exception& e) {
       // Serving traffic matters more than the stats port: run without it.
       log_warn("no stats port: %s", e.what());

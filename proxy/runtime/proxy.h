@@ -29,6 +29,7 @@
 #include "proxy/runtime/migration.h"
 #include "proxy/runtime/name_refresh.h"
 #include "proxy/runtime/reload_log.h"
+#include "proxy/runtime/stats_token_source.h"
 #include "proxy/runtime/worker.h"
 #include "proxy/support/timer.h"
 
@@ -46,9 +47,10 @@ struct ProxyOptions {
   // Every worker takes connections all the time; otherwise as few as keep
   // up with the load (worker_governor.h), `threads` at most.
   bool fixed_threads = false;
-  // When not empty, every HTTP request on the stats port must carry it
-  // (admin/stats_token.h; --stats-token-file).
-  std::string stats_token;
+  // --stats-token-file: when given, the file holding the stats token, over
+  // the config's stats_token and stats_token_file (stats_token_source.h);
+  // read at start and at every reload.
+  std::string stats_token_file;
 };
 
 class Proxy final : public StatsView, public WorkerHost {
@@ -138,6 +140,12 @@ class Proxy final : public StatsView, public WorkerHost {
   std::vector<std::pair<std::string, double>> log_changes(const Topology& next) const;
   // A reload that changed nothing, and why.
   bool refuse_reload(std::string why);
+  // The stats token of `config` (stats_token_source.h); throws
+  // std::runtime_error when its file does not load.
+  StatsTokenSource stats_token_of(const conf::Config& config) const;
+  // Puts `next` in force for the stats port's next request, and says so
+  // when it differs from the token in force (never the token itself).
+  void use_stats_token(StatsTokenSource next, bool at_start);
   // A lookup of a server's name came back (name_refresh.h).
   void apply_resolved(const NameRefresh::Result& result);
 
@@ -155,6 +163,7 @@ class Proxy final : public StatsView, public WorkerHost {
   // Before the stats server, which shares its descriptor reserve.
   std::unique_ptr<Listeners> listeners_;
   std::unique_ptr<StatsServer> stats_server_;
+  StatsTokenSource stats_token_;  // in force
   void install_on_workers();
   std::unique_ptr<Timer> drain_timer_;  // set once draining
   std::unique_ptr<Timer> warmup_timer_;

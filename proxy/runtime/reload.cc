@@ -26,8 +26,10 @@ bool Proxy::reload() {
   }
   std::shared_ptr<const Topology> next;
   std::vector<std::string> notes;
+  StatsTokenSource token;
   const uint64_t now = monotonic_usec();
   try {
+    token = stats_token_of(*loaded.config);
     next = build_topology(*loaded.config, generation() + 1, topology_.get(), now, std::nullopt,
                           &notes);
   } catch (const std::exception& e) {
@@ -44,6 +46,7 @@ bool Proxy::reload() {
   topology_ = next;
   note_switches(*before, now);
   install_on_workers();
+  use_stats_token(std::move(token), false);
   listeners_->set_budget(*topology_, workers_.size(), false);
   generation_.store(next->generation, std::memory_order_relaxed);
   reloads_.fetch_add(1, std::memory_order_relaxed);

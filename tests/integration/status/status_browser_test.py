@@ -137,9 +137,10 @@ class Browser(unittest.TestCase):
                 row = 'tr[data-server="%s"]' % s["address"]
                 page[s["address"]] = (self.shown(row + ' [data-field="state"]')[0],
                                       self.shown(row + ' [data-field="weight"]')[0],
-                                      self.shown(row + ' [data-field="share"]')[0])
+                                      self.shown(row + ' [data-field="share"]')[0],
+                                      self.shown(row + ' [data-field="shed"]')[0])
                 want[s["address"]] = (s["state"], str(s["weight"]),
-                                      "%.1f%%" % (100 * s["share"]))
+                                      "%.1f%%" % (100 * s["share"]), str(s["requests_shed"]))
             return page == want or (page, want)
         result = u.wait_until(lambda: same() is True, limit=10)
         self.assertTrue(result, same())

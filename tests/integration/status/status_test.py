@@ -14,6 +14,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -52,6 +53,7 @@ class Fleet(unittest.TestCase):
 
     directives = ("timeout: 400",)
     extra = ()
+    top_level = ""  # lines of the config beside the pool (stats_token)
 
     @classmethod
     def setUpClass(cls):
@@ -59,7 +61,7 @@ class Fleet(unittest.TestCase):
         cls.port = u.free_port()
         cls.config = u.pool_yaml("alpha", cls.port, [
             (cls.servers[0].address, 1), (cls.servers[1].address, 1),
-            (cls.servers[2].address, 2, "gamma")], cls.directives)
+            (cls.servers[2].address, 2, "gamma")], cls.directives) + cls.top_level
         cls.proxy = Memshard(cls.config, cls.port, cls.extra)
 
     @classmethod
@@ -216,6 +218,117 @@ class Token(Fleet):
                            timeout=30)
         self.assertEqual(r.returncode, 1)
         self.assertIn("stats token file", r.stderr)
+
+
+class ConfigToken(Fleet):
+    """The config's stats_token and stats_token_file: in force from the
+    start, changed by a reload, kept when a reload cannot read the file."""
+
+    top_level = "stats_token: first-token\n"
+
+    def bearer(self, token):
+        return {"Authorization": "Bearer " + token}
+
+    def only(self, token, wrong=()):
+        """The stats port takes `token` and refuses none or `wrong` ones."""
+        port = self.proxy.stats_port
+        for path in ("/status", "/status.json", "/metrics"):
+            self.assertEqual(u.http(port, path)[0], 401, path)
+            for w in wrong:
+                self.assertEqual(u.http(port, path, self.bearer(w))[0], 401, (path, w))
+            self.assertEqual(u.http(port, path, self.bearer(token))[0], 200, (path, token))
+
+    def reload(self, config, token):
+        """Writes `config`, sends SIGHUP and waits until the reload counters
+        move, read with `token`, the one in force after the reload. True when
+        the reload was taken."""
+        port = self.proxy.stats_port
+        before = u.status_json(port, self.bearer(self.token))["config"]
+        if config is not None:
+            self.proxy.write_config(config)
+        self.proxy.proc.send_signal(signal.SIGHUP)
+        def moved():
+            status, _, body = u.http(port, "/status.json", self.bearer(token))
+            if status != 200:
+                return False
+            c = json.loads(body)["config"]
+            return (c["reloads"] + c["reload_failures"] >
+                    before["reloads"] + before["reload_failures"]) and c
+        after = u.wait_until(moved)
+        self.assertTrue(after, "no reload with the token in force:\n" +
+                        self.proxy.log_text()[-2000:])
+        self.token = token
+        return after["reloads"] > before["reloads"]
+
+    def test_a_reload_changes_the_token_and_a_broken_file_keeps_it(self):
+        pool = self.config[:-len(self.top_level)]
+        self.token = "first-token"
+        self.only("first-token")
+        self.assertIn("stats port: HTTP requests must carry the stats token, from stats_token "
+                      "(%s:" % self.proxy.config, self.proxy.log_text())
+
+        # The token itself, changed in the config.
+        self.assertTrue(self.reload(pool + "stats_token: second-token\n", "second-token"))
+        self.only("second-token", ["first-token"])
+        self.assertIn("stats token, changed, from stats_token", self.proxy.log_text())
+
+        # A file, named relative to the config: its neighbour.
+        token_file = os.path.join(self.proxy.dir, "stats.token")
+        with open(token_file, "w") as f:
+            f.write("third-token\n")
+        with_file = pool + "stats_token_file: stats.token\n"
+        self.assertTrue(self.reload(with_file, "third-token"))
+        self.only("third-token", ["second-token"])
+        self.assertIn("from stats_token_file %s" % token_file, self.proxy.log_text())
+
+        # The file changed, the config not: a SIGHUP reads it again.
+        with open(token_file, "w") as f:
+            f.write("fourth-token\n")
+        self.assertTrue(self.reload(None, "fourth-token"))
+        self.only("fourth-token", ["third-token"])
+
+        # A broken file: the reload is refused and the token in force stays.
+        with open(token_file, "w") as f:
+            f.write("two words\n")
+        self.assertFalse(self.reload(None, "fourth-token"))
+        self.only("fourth-token", ["third-token"])
+        last = u.status_json(self.proxy.stats_port, self.bearer("fourth-token"))["config"]
+        self.assertEqual(last["reload_failures"], 1)
+        self.assertIn("reload refused: %s:%d: stats_token_file:" % (
+            self.proxy.config, with_file.count("\n")), self.proxy.log_text())
+        self.assertNotIn("two words", self.proxy.log_text())
+        # A missing one alike, and `memshard -t` says so too.
+        os.unlink(token_file)
+        self.assertFalse(self.reload(None, "fourth-token"))
+        self.only("fourth-token")
+        t = subprocess.run([u.MEMSHARD, "-t", "-c", self.proxy.config], capture_output=True,
+                           text=True, timeout=30)
+        self.assertEqual(t.returncode, 1)
+        self.assertIn("stats_token_file", t.stderr)
+
+        # Neither key: the port asks for no token again.
+        self.assertTrue(self.reload(pool, "fourth-token"))  # a token not asked for is ignored
+        self.assertEqual(u.http(self.proxy.stats_port, "/status")[0], 200)
+        self.assertIn("stats port: now no stats token", self.proxy.log_text())
+
+    def test_the_flag_overrides_the_config(self):
+        with tempfile.TemporaryDirectory(prefix="memshard-token-") as d:
+            flag_file = os.path.join(d, "token")
+            with open(flag_file, "w") as f:
+                f.write("flag-token\n")
+            port = u.free_port()
+            other = Memshard(self.config.replace("127.0.0.1:%d" % self.port,
+                                                 "127.0.0.1:%d" % port, 1), port,
+                             ("--stats-token-file", flag_file))
+            try:
+                for path in ("/status.json", "/metrics"):
+                    self.assertEqual(u.http(other.stats_port, path)[0], 401)
+                    self.assertEqual(u.http(other.stats_port, path,
+                                            self.bearer("first-token"))[0], 401)
+                    self.assertEqual(u.http(other.stats_port, path,
+                                            self.bearer("flag-token"))[0], 200)
+            finally:
+                other.stop()
 
 
 class Top(Fleet):

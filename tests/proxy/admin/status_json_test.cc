@@ -131,6 +131,7 @@ TEST(StatusJson, ServersOfTheConfigThenDrainingOnes) {
   EXPECT_DOUBLE_EQ(beta["share"].as<double>(), 0.75);
   EXPECT_EQ(beta["requests"].as<uint64_t>(), 600u);
   EXPECT_EQ(beta["errors"].as<uint64_t>(), 5u);
+  EXPECT_EQ(beta["requests_shed"].as<uint64_t>(), 0u);
   const YAML::Node out = server(p, "10.0.0.3:11211");
   EXPECT_EQ(out["state"].as<std::string>(), "ejected");
   EXPECT_EQ(out["ejected_at"].as<uint64_t>(), 1'700'000'000'000'000u);
@@ -140,6 +141,16 @@ TEST(StatusJson, ServersOfTheConfigThenDrainingOnes) {
   EXPECT_EQ(gone["state"].as<std::string>(), "draining");
   EXPECT_EQ(gone["requests"].as<uint64_t>(), 9u);
   EXPECT_DOUBLE_EQ(gone["share"].as<double>(), 0.0);
+}
+
+TEST(StatusJson, RequestsShedPerServer) {
+  FakeStatsView v = alpha_fleet();
+  v.server_counter("alpha", "beta", "10.0.0.2:11211", "requests_shed", 42);
+  const YAML::Node p = render(v)["pools"][0];
+  EXPECT_EQ(server(p, "10.0.0.2:11211")["requests_shed"].as<uint64_t>(), 42u);
+  // Not among the errors: a shed request never reached the server.
+  EXPECT_EQ(server(p, "10.0.0.2:11211")["errors"].as<uint64_t>(), 5u);
+  EXPECT_EQ(server(p, "10.0.0.1:11211")["requests_shed"].as<uint64_t>(), 0u);
 }
 
 TEST(StatusJson, HotKeysOnlyWhenAllowed) {

@@ -5,7 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
+#include <vector>
 
 #include "../admin/fake_stats_view.h"
 #include "proxy/admin/status_json.h"
@@ -88,6 +90,56 @@ TEST(TopFrame, ErrorsInTheIntervalAreAnAlert) {
   StatusSample now = sample_of(v, 2000);
   const std::vector<std::string> alerts = top_alerts(now, &before);
   EXPECT_NE(std::find(alerts.begin(), alerts.end(), "pool alpha: 10.0 errors/s"), alerts.end());
+}
+
+TEST(TopSample, ReadsRequestsShed) {
+  FakeStatsView v = alpha_fleet();
+  v.server_counter("alpha", "beta", "10.0.0.2:11211", "requests_shed", 42);
+  StatusSample s = sample_of(v, 1000);
+  ASSERT_NE(s.pools[0].server("10.0.0.2:11211"), nullptr);
+  EXPECT_EQ(s.pools[0].server("10.0.0.2:11211")->requests_shed, 42u);
+  EXPECT_EQ(s.pools[0].server("10.0.0.1:11211")->requests_shed, 0u);
+  EXPECT_EQ(s.pools[0].server("10.0.0.7:11211"), nullptr);
+}
+
+TEST(TopFrame, RequestsShedPerServerInTheirColumn) {
+  FakeStatsView v = alpha_fleet();
+  v.server_counter("alpha", "beta", "10.0.0.2:11211", "requests_shed", 4321);
+  StatusSample now = sample_of(v, 1000);
+  const std::string frame = render_top_frame(now, nullptr, TopStyle{false, 120});
+  // The header's SHED over each server's count, right-aligned alike.
+  const size_t head = frame.find("SHED");
+  ASSERT_NE(head, std::string::npos) << frame;
+  const size_t head_line = frame.rfind('\n', head) + 1;
+  auto column_end = [&](const std::string& row_start, const std::string& value) {
+    const size_t row = frame.find(row_start);
+    EXPECT_NE(row, std::string::npos) << frame;
+    const size_t at = frame.find(" " + value + "  [", row);
+    EXPECT_NE(at, std::string::npos) << row_start << " " << value << "\n" << frame;
+    return at + 1 + value.size() - row;
+  };
+  EXPECT_EQ(column_end("  10.0.0.2:11211", "4321"), head + 4 - head_line);
+  EXPECT_EQ(column_end("  10.0.0.1:11211", "0"), head + 4 - head_line);
+}
+
+TEST(TopFrame, ServersSheddingInTheIntervalAreAnAlertInRed) {
+  FakeStatsView v = alpha_fleet();
+  v.server_counter("alpha", "beta", "10.0.0.2:11211", "requests_shed", 100);
+  StatusSample before = sample_of(v, 1000);
+  // The same count again: shed before, not now; no alert.
+  StatusSample same = sample_of(v, 2000);
+  for (const std::string& a : top_alerts(same, &before)) EXPECT_EQ(a.find("shedding"), a.npos);
+  v.server_counter("alpha", "beta", "10.0.0.2:11211", "requests_shed", 150);  // +50 in 2 s
+  StatusSample now = sample_of(v, 3000);
+  const std::vector<std::string> alerts = top_alerts(now, &before);
+  EXPECT_NE(std::find(alerts.begin(), alerts.end(),
+                      "pool alpha: server 10.0.0.2:11211 shedding 25.0 requests/s "
+                      "(server_queue_limit reached)"),
+            alerts.end());
+  const std::string frame = render_top_frame(now, &before, TopStyle{true, 120});
+  EXPECT_NE(frame.find("\x1b[31;1m     150\x1b[0m"), std::string::npos) << frame;
+  EXPECT_EQ(render_top_frame(same, &before, TopStyle{true, 120}).find("\x1b[31;1m     100"),
+            std::string::npos);
 }
 
 TEST(LatencyQuantile, LinearWithinTheBucketItFallsIn) {

@@ -410,7 +410,7 @@ void PoolReader::check_routing_pool(int servers_line) {
 // A scheduled switch falls back on the old servers after it, for as long
 // as reload_warmup says: without that window, instances whose clocks differ
 // by a little would read and write different servers with nothing to
-// reconcile them (README "Changing a fleet of instances").
+// reconcile them (docs/fleet.md).
 void PoolReader::check_switch(const PoolConfig& p) {
   if (p.reload_switch_at_line != 0 && p.reload_switch_at_ms != 0 && p.reload_warmup_ms == 0) {
     errors_.add(p.reload_switch_at_line, "reload_switch_at",

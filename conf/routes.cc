@@ -1,4 +1,4 @@
-// Routing across pools (README "Routing across pools"): reading a pool's
+// Routing across pools (docs/routing.md): reading a pool's
 // `routes` list, and the checks that need every pool of the file (a route
 // or gutter names a pool that exists, routes do not nest, a pool without a
 // listener is reached by something).

@@ -1,5 +1,5 @@
 // Capping what a request sets an item's expiry to, for a gutter pool
-// (README "Routing across pools"): the keys of a server that is down are
+// (docs/failures.md, "Gutter"): the keys of a server that is down are
 // kept there for gutter_ttl seconds at most, so that a value written
 // meanwhile does not outlive the server's return by long.
 #pragma once

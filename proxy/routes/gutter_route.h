@@ -1,5 +1,5 @@
-// A pool with a gutter (conf: gutter, gutter_ttl; README "Routing across
-// pools"): the keys of a server that is down go to a small spare pool for
+// A pool with a gutter (conf: gutter, gutter_ttl; docs/failures.md,
+// "Gutter"): the keys of a server that is down go to a small spare pool for
 // a short while, instead of to the ring's next server, which would be cold
 // for them, loaded with them, and left holding stale copies once the
 // server is back.

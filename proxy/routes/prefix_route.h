@@ -1,4 +1,4 @@
-// A routing pool's routes (conf: routes; README "Routing across pools"):
+// A routing pool's routes (conf: routes; docs/routing.md):
 // each key goes to the route of the longest prefix it starts with, or to
 // the route without a prefix, and on into that route's pool (or its zone
 // copies), with a shadow copy where the route has one. A key no route

@@ -1,4 +1,4 @@
-// Counting a routing pool's routes (README "Routing across pools"): a
+// Counting a routing pool's routes (docs/routing.md): a
 // reply's hits, misses and errors, on the counters of the route it took.
 #pragma once
 

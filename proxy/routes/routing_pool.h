@@ -1,5 +1,5 @@
 // What a routing pool's routes are made of on one worker (conf: routes;
-// README "Routing across pools"): per route, the way into its pool, or
+// docs/routing.md): per route, the way into its pool, or
 // into each of its zone copies with the replicated routes over them, its
 // shadow and its counters; the prefix table; and the routes the client
 // sends on (key, multi_get, all), which PoolRoute owns.

@@ -1,5 +1,5 @@
-// Shadow traffic (conf: a route's shadow and shadow_share; README "Routing
-// across pools"): a copy of a share of a route's requests, reads and
+// Shadow traffic (conf: a route's shadow and shadow_share; docs/routing.md,
+// "Shadow"): a copy of a share of a route's requests, reads and
 // writes, also goes to another pool: a new pool or a new memcached version
 // sees live traffic before it takes any. The copy's answer is dropped
 // unread, so a shadow never delays, fails or changes what a client sees,

@@ -164,7 +164,7 @@ struct ServerStats {
   }
 };
 
-// Per route of a routing pool (README "Routing across pools"), per worker.
+// Per route of a routing pool (docs/routing.md), per worker.
 #define MEMSHARD_ROUTE_COUNTERS(X)                                                \
   X(requests)       /* requests routed (a multi-get once per route it reaches) */ \
   X(hits)           /* keys read and found */                                     \

@@ -18,7 +18,7 @@
 //
 // What each saved, and the system calls per request now, are measured by
 // scripts/bench's syscall pass; the figures of the last measurement are in
-// README.md ("How a request travels").
+// docs/design.md ("Reading and writing sockets").
 //
 // Neither ever waits: each is made with MSG_DONTWAIT, so a full socket (or
 // an empty one) comes back as -EAGAIN and the caller waits for readiness as

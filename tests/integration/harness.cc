@@ -529,7 +529,7 @@ void RawClient::send(std::string_view bytes) {
   while (!bytes.empty()) {
     // TLS: a record ends at every line's end, so memcached -Z reads each
     // request whole; its TLS leaves what OpenSSL holds past a request
-    // unread until the socket is readable again (README, TLS), and a
+    // unread until the socket is readable again (docs/tls.md), and a
     // request that ends mid-record would wait for ever.
     size_t piece = std::min(bytes.find('\n') + 1, bytes.size());
     ssize_t n = ssl_ != nullptr ? SSL_write(ssl_, bytes.data(), static_cast<int>(piece))

@@ -453,7 +453,7 @@ TEST_P(BinaryLibmemcached, LongKeys) {
 
   // Over 186 bytes with a byte a text line cannot hold: memcached takes
   // them; memshard, whose servers get the key base64-encoded in a meta
-  // command (at most 250 bytes there), refuses them on purpose (README,
+  // command (at most 250 bytes there), refuses them on purpose (docs/compatibility.md,
   // "Where memshard differs from memcached"), and the connection goes on.
   std::vector<std::string> keys = {std::string(187, ' '), std::string(250, ' '),
                                    std::string(249, '\x01') + "z"};

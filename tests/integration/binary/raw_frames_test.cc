@@ -463,8 +463,8 @@ TEST_P(BinaryRaw, KeyOver250IsInvalidAndCloses) {
 // A key of more than 186 bytes holding a byte a text line cannot: memcached
 // takes it; memshard's servers would get it base64-encoded in a meta
 // command, longer than memcached's 250 bytes there, so memshard answers
-// "invalid arguments" on purpose (README, "Where memshard differs from
-// memcached"), and the connection goes on (memcached closes only on a key
+// "invalid arguments" on purpose (docs/compatibility.md, "Where memshard differs
+// from memcached"), and the connection goes on (memcached closes only on a key
 // over 250 bytes).
 TEST_P(BinaryRaw, LongKeyMetaCannotCarry) {
   const std::string key(187, ' ');

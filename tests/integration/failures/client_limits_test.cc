@@ -144,8 +144,8 @@ TEST_F(ClientLimits, ClientPipeliningBigGetsWithoutReadingKeepsMemshardBounded) 
             << " of " << kGets << "\n";
   std::cout << "memshard RSS: " << base / kMiB << " MiB before, peak " << peak / kMiB
             << " MiB while a client owed " << kGets << " x 512 KiB replies reads nothing: +"
-            << growth / kMiB << " MiB (bound asserted: +200 MiB; the README promises 1024 pending "
-            << "replies and 8 MiB of unsent output)\n";
+            << growth / kMiB << " MiB (bound asserted: +200 MiB; docs/operations.md promises "
+            << "1024 pending replies and 8 MiB of unsent output)\n";
   EXPECT_LT(growth, 200 * kMiB) << "memshard buffered " << growth / kMiB
                                 << " MiB for one client that does not read";
 

@@ -1,4 +1,4 @@
-// The fixture of the routing tests (README "Routing across pools"): a
+// The fixture of the routing tests (docs/routing.md): a
 // memcached per pool of the example, a listener `front` routing
 // over them, and reads straight from each server, so every placement is
 // checked on the servers themselves.

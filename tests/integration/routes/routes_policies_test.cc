@@ -1,4 +1,4 @@
-// Routing across pools (README "Routing across pools"), continued: the
+// Routing across pools (docs/routing.md), continued: the
 // route and gutter counters in every output (`stats`, the JSON documents,
 // /metrics), a shadow's reads and its bounded queue, zone copies' writes,
 // deletes and read_failover_on_miss, and a frozen server's keys in the
@@ -432,7 +432,7 @@ TEST_F(Routes, AFrozenServersKeysGoToTheGutterAfterTheTimeout) {
 // Without auto_eject_hosts a frozen server is never ejected: each of its
 // keys' requests waits for the timeout and is then tried again on the
 // gutter (issue 37: "timed out ... the key's requests then go to the
-// gutter pool"; README: "the client gets the gutter's answer rather than
+// gutter pool"; docs/failures.md: "the client gets the gutter's answer rather than
 // the failure"), reads as well as writes, and never on the ring's other
 // server.
 // (A text get once answered "SERVER_ERROR backend timeout" here: a live

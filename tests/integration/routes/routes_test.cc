@@ -1,5 +1,5 @@
-// Routing across pools behind one listener (README "Routing across
-// pools"): the real memshard binary in front of real memcached servers, one
+// Routing across pools behind one listener (docs/routing.md):
+// the real memshard binary in front of real memcached servers, one
 // or more per pool, every placement checked on the servers themselves.
 // Counters, shadow reads and queue, zone copies' policies and a frozen
 // server's gutter: routes_policies_test.cc.

@@ -369,7 +369,7 @@ TEST_F(GutterRouteTest, AMultiGetSpanningLiveAndDownServersIsSplitAndMergedInOrd
   EXPECT_EQ(copy_all(both.reply()), "VALUE " + b + " 0 1\r\nB\r\nEND\r\n");
 }
 
-// README "Routing across pools", Gutter: a request that fails on its way
+// docs/failures.md, "Gutter": a request that fails on its way
 // (timed out, connection lost, a SERVER_ERROR) is tried again on the
 // gutter, retrievals too: a live server's share of a get is asked of the
 // gutter when it fails (156f51f; before, the client got the failure).

@@ -10,7 +10,7 @@ it, and the page keeps working.
 Run as: status_browser_test.py MEMSHARD_BINARY [unittest args]. Exits 77
 (skipped) when chromium, chromedriver or selenium is missing. With
 MEMSHARD_STATUS_SCREENSHOT=path, the last check saves a screenshot there
-(the README's docs/status-page.png)."""
+(docs/status-page.png is scripts/screenshot's, from a demo with load)."""
 
 import os
 import shutil

@@ -56,28 +56,32 @@ POOLS = ("plain", "replicas2", "replicas3", "zone", "gutter")
 MODES = ("none", "freeze", "kill", "cut", "warm")
 SERVERS = {"plain": 3, "replicas2": 3, "replicas3": 3, "zone": 4, "gutter": 4}
 
+# md5, as twemproxy's fnv1a_64 crowds keys this alike onto few servers.
 # The issue's settings: a server is ejected after two 200 ms timeouts (or
 # refusals) and probed back every second.
-TARGET = ("hash: fnv1a_64", "distribution: ketama", "auto_eject_hosts: true",
+TARGET = ("hash: md5", "distribution: ketama", "auto_eject_hosts: true",
           "server_failure_limit: 2", "timeout: 200", "server_retry_timeout: 1000")
 
 
 def config_for(kind, addrs):
     """The YAML every instance shares (LISTEN is each one's own port).
-    addrs[0] is the victim as memshard reaches it: itself or its relay."""
-    def pool(name, addrs, extra=(), listen=True):
+    addrs[0] is the victim as memshard reaches it: itself or its relay.
+    Servers are named (s0, s1, ...), so that ketama places keys by name
+    and the victim's share of keys is the same in every run, whatever
+    ports it and its relay got."""
+    def pool(name, addrs, extra=(), listen=True, first=0):
         lines = [name + ":"] + (["  listen: LISTEN"] if listen else [])
         lines += ["  " + d for d in TARGET + tuple(extra)] + ["  servers:"]
-        lines += ["   - %s:1" % a for a in addrs]
+        lines += ["   - %s:1 s%d" % (a, first + i) for i, a in enumerate(addrs)]
         return "\n".join(lines) + "\n"
     if kind == "zone":
         # Reads go to zone_a first, where the victim is.
         return ("front:\n  listen: LISTEN\n  write_policy: first\n  routes:\n"
                 "    - pools: [zone_a, zone_b]\n"
-                + pool("zone_a", addrs[:2], listen=False) + pool("zone_b", addrs[2:], listen=False))
+                + pool("zone_a", addrs[:2], listen=False) + pool("zone_b", addrs[2:], listen=False, first=2))
     if kind == "gutter":
         return (pool("main", addrs[:3], ("gutter: spare", "gutter_ttl: 10"))
-                + pool("spare", addrs[3:], listen=False))
+                + pool("spare", addrs[3:], listen=False, first=3))
     extra = ("replicas: %s" % kind[-1], "write_policy: first") if kind.startswith("replicas") else ()
     return pool("main", addrs, extra)
 
@@ -338,6 +342,14 @@ def run_cell(args, kind, mode, instances):
         if any(t.is_alive() for t in threads):
             raise RuntimeError("a client thread did not stop")
         ejections = sum(s.metric_sum("memshard_pool_server_ejections_total") for s in shards)
+        if args.verbose:  # memshard's own account: ejections, probes, readmissions
+            wall = time.time() - (time.monotonic() - cell.t0)  # wall clock at t0, as in the log
+            print("  %s/%s: the failure ended at %s" % (kind, mode, ", ".join(
+                time.strftime("%H:%M:%S", time.localtime(wall + r)) + ".%03d" % ((wall + r) % 1 * 1000)
+                for r in returns)))
+            for i, s in enumerate(shards):
+                for line in s.log_text().splitlines()[5:]:
+                    print("    memshard %d: %s" % (i, line))
     finally:
         for p in shards + servers + ([relay] if relay else []):
             p.close()
@@ -415,6 +427,7 @@ def parse_args():
     p.add_argument("--after", type=float, default=None, help="seconds kept after each return")
     p.add_argument("--rounds", type=int, default=None)
     p.add_argument("--client-timeout", type=float, default=1.0)
+    p.add_argument("--verbose", action="store_true", help="print memshard's log after each run")
     a = p.parse_args()
     a.warmup = a.warmup if a.warmup is not None else (5.0 if a.long else 0.8)
     a.after = a.after if a.after is not None else (60.0 if a.long else 2.5)

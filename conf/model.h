@@ -105,6 +105,21 @@ struct PoolConfig {
   bool auto_eject_hosts = false;
   int server_retry_timeout_ms = 30000;
   uint32_t server_failure_limit = 2;
+  // memshard extension (docs/failures.md): at most this share of the
+  // pool's servers is ejected at once. Past it a failing server stays in
+  // the ring and its keys fail fast: moving them onto the rest would load
+  // those with more than they were sized for, and one failure would
+  // cascade into the next. 0.5: a pool keeps at least half of its servers.
+  double auto_eject_max = 0.5;
+  // memshard extension: a server ejected again within this many ms of its
+  // re-admission flaps: its next probe waits twice as long as the last,
+  // up to server_flap_backoff_max ms.
+  int server_flap_time_ms = 30000;
+  int server_flap_backoff_max_ms = 300000;
+  // memshard extension (docs/failures.md): MB of keys recorded per server
+  // as written while it missed them, deleted from it before it serves
+  // again. Past it, the server is flushed before it serves again.
+  uint32_t repair_record_mb = 64;
   uint32_t client_connections = 0;  // 0 = no limit
   bool tcpkeepalive = false;
   // memshard extension: largest value accepted from a client (memcached's -I).

@@ -52,7 +52,7 @@ std::string mode_names() {
 }
 
 // Every directive nutcracker 0.5 accepts, then memshard's extensions.
-constexpr std::array<std::string_view, 37> kDirectives = {
+constexpr std::array<std::string_view, 41> kDirectives = {
     "listen",
     "hash",
     "hash_tag",
@@ -90,11 +90,15 @@ constexpr std::array<std::string_view, 37> kDirectives = {
     "gutter_ttl",
     "reload_switch_at",
     "reload_switch_window",
+    "repair_record",
+    "auto_eject_max",
+    "server_flap_time",
+    "server_flap_backoff_max",
 };
 
 // What only a pool with servers of its own uses: refused in a pool that
 // routes its keys to other pools, where it would silently do nothing.
-constexpr std::array<std::string_view, 25> kServerDirectives = {
+constexpr std::array<std::string_view, 29> kServerDirectives = {
     "hash",
     "hash_tag",
     "distribution",
@@ -120,6 +124,10 @@ constexpr std::array<std::string_view, 25> kServerDirectives = {
     "gutter",
     "gutter_ttl",
     "server_tls",
+    "repair_record",
+    "auto_eject_max",
+    "server_flap_time",
+    "server_flap_backoff_max",
 };
 
 // Reads one pool's directives into a PoolConfig, reporting into `errors`.
@@ -259,6 +267,16 @@ void PoolReader::scalar_directive(const std::string& text) {
     set_number(p.server_retry_timeout_ms, text);
   } else if (key == "server_failure_limit") {
     set_number(p.server_failure_limit, text);
+  } else if (key == "auto_eject_max") {
+    const Parsed<double> share = parse_share(text);  // "50%" or the fraction 0.5
+    if (!share.value) return error(share.error + found(text));
+    p.auto_eject_max = *share.value;
+  } else if (key == "server_flap_time") {
+    set_number(p.server_flap_time_ms, text, 0, 24 * 3600 * 1000);
+  } else if (key == "server_flap_backoff_max") {
+    set_number(p.server_flap_backoff_max_ms, text, 0, 24 * 3600 * 1000);
+  } else if (key == "repair_record") {
+    set_number(p.repair_record_mb, text, 0, 65536);  // MB
   } else if (key == "client_connections") {
     set_number(p.client_connections, text);
   } else if (key == "tcpkeepalive") {

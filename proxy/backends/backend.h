@@ -48,6 +48,9 @@ struct ServerSettings {
   // server_queue_limit: past this many operations waiting on a connection,
   // its outbox refuses more (0: no limit).
   uint32_t queue_limit = 0;
+  // repair_record: the most memory the server's repair log may take
+  // (repair_log.h).
+  size_t repair_limit_bytes = size_t{64} << 20;
 };
 
 class BackendConn;
@@ -81,6 +84,7 @@ class BackendServer final : public Server {
     return retry_after_usec_ != 0 && context_.now_usec() < retry_after_usec_;
   }
   ServerStats* counters() override { return stats_.get(); }
+  RepairLog* repairs() const override { return repairs_; }
   // Ends a reconnect back-off now: for a caller that spaces its own tries
   // (a health probe, every server_retry_timeout).
   void forget_backoff() { retry_after_usec_ = 0; }
@@ -113,6 +117,7 @@ class BackendServer final : public Server {
   uint64_t backoff_usec_ = 0;
   uint32_t failures_in_a_row_ = 0;
   std::string_view refusal_;  // why outbox() last gave none
+  RepairLog* repairs_;         // the process's log of this server
 };
 
 class BackendConn final : public Outbox {
@@ -166,6 +171,13 @@ class BackendConn final : public Outbox {
   void count_enqueued(BackendOp& op);
   void fail(std::string_view reason);
   void arm_timer();
+  // A write `op` failed or succeeded: its key(s) go to, or leave, the
+  // server's repair log (repair_log.h).
+  void note_write(const BackendOp& op, bool failed);
+  std::string_view key_of(const BackendOp& op) const {
+    return std::string_view(keys_).substr(op.key_at, op.key_len);
+  }
+  void keep_key(BackendOp& op);
 
   BackendServer& server_;
   std::unique_ptr<Stream> stream_;  // null until the first request
@@ -177,6 +189,9 @@ class BackendConn final : public Outbox {
   std::string_view own_fault_;  // ... for want of descriptors or memory here (a reply line)
   uint64_t connect_started_usec_ = 0;
   Fifo<BackendOp> ops_;
+  // The keys of the writes in ops_ (BackendOp::key_at), back to back;
+  // emptied whenever ops_ is.
+  std::string keys_;
   // The multi-get line still taking keys ("get k1 k2", no "\r\n" yet),
   // which ops_.back() and the operations before it sharing the line own;
   // closed before any other output and when the loop writes.

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "proxy/backends/backend.h"
+#include "proxy/backends/repair_log.h"
 #include "proxy/backends/reply_slot.h"
 #include "proxy/protocol/replies.h"
 #include "proxy/protocol/reply_status.h"
@@ -41,6 +42,9 @@ constexpr size_t kReadChunk = 32 * 1024;
 // a line up to 2048 bytes in its fast path (longer get lines move to a
 // separate buffer), and a line this long already carries dozens of keys.
 constexpr size_t kMaxSharedLine = 2048;
+
+// The keys of writes in flight on one connection are compacted past this.
+constexpr size_t kMaxKeptKeys = 64 * 1024;
 
 // Two bits of a 1024-bit Bloom filter per key (FNV-1a).
 std::pair<uint32_t, uint32_t> key_bits(std::string_view key) {
@@ -106,6 +110,7 @@ const SocketAddress* BackendConn::peer() const {
 }
 
 void BackendConn::enqueue(BackendOp op) {
+  keep_key(op);
   op.request_bytes = static_cast<uint32_t>(evbuffer_get_length(stream_->output()) - output_mark_);
   stream_->end_record();  // memcached's TLS (Stream::end_record)
   count_enqueued(op);
@@ -152,6 +157,55 @@ void BackendConn::enqueue_retrieval(std::string_view verb, std::span<const std::
   op.request_bytes = static_cast<uint32_t>(added);
   if (join) server_.stats().requests_joined.add();
   count_enqueued(op);
+}
+
+// A write's key is kept until its reply, to be recorded if it fails.
+// Copied into one buffer per connection, emptied when nothing is in
+// flight: a write costs a memcpy of its key, not an allocation.
+void BackendConn::keep_key(BackendOp& op) {
+  if (op.key.empty()) return;
+  if (!op.writes || server_.repairs() == nullptr) {
+    op.key = {};
+    return;
+  }
+  if (keys_.size() > kMaxKeptKeys && !ops_.empty()) {
+    // Never empty under a steady pipeline: drop the keys of operations
+    // already answered.
+    size_t first = keys_.size();
+    for (size_t i = 0; i < ops_.size(); ++i) {
+      if (ops_[i].key_len != 0) first = std::min<size_t>(first, ops_[i].key_at);
+    }
+    keys_.erase(0, first);
+    for (size_t i = 0; i < ops_.size(); ++i) {
+      if (ops_[i].key_len != 0) ops_[i].key_at -= static_cast<uint32_t>(first);
+    }
+  }
+  op.key_at = static_cast<uint32_t>(keys_.size());
+  op.key_len = static_cast<uint16_t>(op.key.size());
+  keys_.append(op.key);
+  op.key = {};
+}
+
+void BackendConn::note_write(const BackendOp& op, bool failed) {
+  RepairLog* log = server_.repairs();
+  if (log == nullptr || !op.writes) return;
+  if (op.mode == ReplyMode::retrieval) {
+    // gat, gats: the fragment's keys, which the slot keeps.
+    if (!failed) return;
+    const Fragment& frag = op.slot->fragment(op.fragment);
+    for (uint32_t pos : frag.key_positions) log->record(op.slot->key(pos));
+    return;
+  }
+  if (op.key_len == 0) {
+    // A write with no key is a flush_all (BroadcastRoute).
+    if (failed) log->record_flush();
+    return;
+  }
+  if (failed) {
+    log->record(key_of(op));
+  } else if (op.repair_seq != 0) {
+    log->replaced(key_of(op), op.repair_seq);
+  }
 }
 
 void BackendConn::close_open_line() {
@@ -292,6 +346,10 @@ void BackendConn::fail(std::string_view reason) {
   // may come back to this (now fresh) connection: fail from a private list.
   Fifo<BackendOp> owed;
   std::swap(owed, ops_);
+  // Every write owed may still be applied, or not: recorded before any
+  // slot completes (a completion may send more here, reusing keys_).
+  for (size_t i = 0; i < owed.size(); ++i) note_write(owed[i], true);
+  keys_.clear();
   server_.context().stats().forward_error.add(owed.size());
   server_.pool_stats().forward_error.add(owed.size());
   while (!owed.empty()) {

@@ -356,6 +356,7 @@ void BackendConn::finish_retrieval(std::string_view error) {
     server_.stats().replies_miss.add(misses);
   } else {
     frag.failed = true;
+    if (ops_.front().writes) note_write(ops_.front(), true);
     slot->note_error(error);
     for (uint32_t pos : frag.key_positions) slot->key_ref(pos).block_bytes = 0;
     evbuffer_drain(frag.values, evbuffer_get_length(frag.values));
@@ -366,6 +367,13 @@ void BackendConn::finish_retrieval(std::string_view error) {
 void BackendConn::finish_op() {
   server_.on_success();
   BackendOp op = ops_.pop_front();
+  if (op.writes) {
+    // A SERVER_ERROR may come with the write applied or not (memcached
+    // answers one for a value it could not store, and the old stays).
+    note_write(op, op.mode != ReplyMode::retrieval &&
+                       op.slot->status() == proto::ReplyStatus::server_error);
+  }
+  if (ops_.empty()) keys_.clear();
   ServerStats& st = server_.stats();
   st.responses.add();
   st.out_queue.sub();

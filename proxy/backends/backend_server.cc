@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "proxy/backends/backend.h"
+#include "proxy/backends/repair_log.h"
 #include "proxy/protocol/replies.h"
 
 namespace memshard::proxy {
@@ -25,13 +26,17 @@ BackendServer::BackendServer(BackendContext& context, std::string identity, Addr
       addresses_(std::move(addresses)),
       settings_(std::move(settings)),
       stats_(std::move(stats)),
-      pool_stats_(std::move(pool_stats)) {}
+      pool_stats_(std::move(pool_stats)),
+      repairs_(&RepairLog::of(settings_.pool, identity_)) {
+  repairs_->set_limit(settings_.repair_limit_bytes);
+}
 
 BackendServer::~BackendServer() = default;
 
 void BackendServer::update_settings(ServerSettings s, std::shared_ptr<PoolStats> pool_stats) {
   bool new_timeout = s.timeout_ms != settings_.timeout_ms;
   settings_ = std::move(s);
+  repairs_->set_limit(settings_.repair_limit_bytes);
   if (new_timeout) {
     for (auto& c : conns_) c->rearm_timer();
   }

@@ -15,6 +15,7 @@
 namespace memshard::proxy {
 
 struct ServerStats;
+class RepairLog;
 
 struct ReplySlot;
 
@@ -37,6 +38,19 @@ struct BackendOp {
   // Retrieval: the next operation's keys are on this one's request line,
   // and the END after them ends both (see BackendConn::enqueue_retrieval).
   bool shares_line_with_next = false;
+  // The request changes its key(s) (repair_log.h): if it fails, the server
+  // may hold the old value, or take the write later, so the key is
+  // recorded. A retrieval's keys are its fragment's; another request's key
+  // is `key`, which the outbox keeps until the reply.
+  bool writes = false;
+  std::string_view key{};
+  // A write that replaces the value (set, delete, ...), sent while the
+  // server's repair log was not clear: the log's sequence then, so that its
+  // success forgets what was recorded before (0: none).
+  uint64_t repair_seq = 0;
+  // The outbox's own: where it keeps `key` until the reply.
+  uint32_t key_at = 0;
+  uint16_t key_len = 0;
 };
 
 class Outbox {
@@ -68,6 +82,8 @@ class Server {
   // Refusing connections now: outbox() would give none until a retry is
   // due. (A server whose queue is full is not down: it is slow.)
   virtual bool down() const { return false; }
+  // What the server may hold stale (repair_log.h); null in tests.
+  virtual RepairLog* repairs() const { return nullptr; }
 
  protected:
   ~Server() = default;

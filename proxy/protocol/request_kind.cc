@@ -45,6 +45,24 @@ bool is_read(const Request& r) {
   }
 }
 
+bool returns_value(Command c) {
+  return is_multi_key(c) || c == Command::meta_get;
+}
+
+bool replaces_value(const Request& r) {
+  switch (r.command) {
+    case Command::set:
+    case Command::cas:
+    case Command::delete_:
+    case Command::meta_delete:
+      return true;
+    case Command::meta_set:
+      return r.mode == Mode::set;
+    default:
+      return false;
+  }
+}
+
 bool is_multi_key(Command c) {
   return c == Command::get || c == Command::gets || c == Command::gat || c == Command::gats;
 }

@@ -23,6 +23,15 @@ inline bool changes_key(const Request& r) {
   return !is_read(r);
 }
 
+// A request whose reply may carry its key's value: get, gets, gat, gats,
+// mg (whatever else it does). Its server must not answer it with a value
+// the server may hold stale (proxy/backends/repair_log.h).
+bool returns_value(Command c);
+
+// A write whose success leaves the key without any value it held before:
+// set, cas, delete, md, ms in set mode.
+bool replaces_value(const Request& r);
+
 // Retrievals (get, gets, gat, gats): one request, any number of keys.
 bool is_multi_key(Command c);
 

@@ -1,5 +1,6 @@
 #include "proxy/routes/broadcast_route.h"
 
+#include "proxy/backends/repair_log.h"
 #include "proxy/protocol/own_requests.h"
 #include "proxy/protocol/replies.h"
 
@@ -12,6 +13,8 @@ void BroadcastRoute::send(RouteRequest& req, ReplySlot& slot) {
   for (size_t i = 0; i < placement_.size(); ++i) {
     Outbox* outbox = placement_.server(i).outbox(req.affinity);
     if (outbox == nullptr) {
+      // A flush it missed: the server must be flushed before it serves.
+      if (RepairLog* log = placement_.server(i).repairs()) log->record_flush();
       slot.note_error(placement_.server(i).refusal());
       req.count_error();
       continue;
@@ -26,7 +29,9 @@ void BroadcastRoute::send(RouteRequest& req, ReplySlot& slot) {
     }
     slot.expect();
     req.count_fragment();
-    outbox->enqueue(BackendOp{&slot, 0, mode, req.now_usec});
+    BackendOp op{&slot, 0, mode, req.now_usec};
+    op.writes = true;  // failed: recorded as a flush owed (BackendConn::note_write)
+    outbox->enqueue(op);
   }
   evbuffer_drain(req.in, req.header_bytes);
   if (slot.outstanding() == 0) slot.complete_unsent();

@@ -59,6 +59,7 @@ Work GutterKeyRoute::via_server(RouteRequest& req, ReplySlot& client, Server& se
     co_return;
   }
   count_gutter(held.request(), held.pool_stats());
+  held.set_home(server.repairs());  // the gutter takes it in the server's place
   Reply second = co_await Call(held, gutter_.key);
   second.pass_to(client);
 }
@@ -76,7 +77,13 @@ void GutterKeyRoute::send(RouteRequest& req, ReplySlot& slot) {
   const size_t server = placement_.place(req.request.keys[0]);
   if (server == Placement::npos) {
     count_gutter(req.request, req.pool_stats);
-    return gutter_.key.send(req, slot);
+    // The gutter takes it in the home's place (repair_log.h).
+    const size_t home = placement_.home(req.request.keys[0]);
+    RepairLog* const outer = req.home;
+    if (home != Placement::npos) req.home = placement_.server(home).repairs();
+    gutter_.key.send(req, slot);
+    req.home = outer;
+    return;
   }
   slot.add_fragment();
   via_server(req, slot, placement_.server(server)).start(slot, life_);
@@ -84,7 +91,14 @@ void GutterKeyRoute::send(RouteRequest& req, ReplySlot& slot) {
 
 void GutterKeyRoute::invalidate(RouteRequest& req, ReplySlot& slot) {
   const size_t server = placement_.place(req.request.keys[0]);
-  if (server == Placement::npos) return gutter_.key.invalidate(req, slot);
+  if (server == Placement::npos) {
+    const size_t home = placement_.home(req.request.keys[0]);
+    RepairLog* const outer = req.home;
+    if (home != Placement::npos) req.home = placement_.server(home).repairs();
+    gutter_.key.invalidate(req, slot);
+    req.home = outer;
+    return;
+  }
   send_delete(placement_.server(server), req, slot);
 }
 

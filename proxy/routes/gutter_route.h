@@ -36,6 +36,9 @@ class GutterPlacement final : public Placement {
   size_t place(std::string_view key) const override;
   size_t size() const override { return servers_.size(); }
   Server& server(size_t index) const override { return *servers_[index]; }
+  // Every key's home is on the ring, live or not (place() gives npos
+  // while it is down, and its requests go to the gutter).
+  size_t home(std::string_view key) const override { return ring_.lookup(key); }
 
  private:
   const ketama::Ring& ring_;

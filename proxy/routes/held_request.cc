@@ -13,7 +13,8 @@ HeldRequest::HeldRequest(RouteRequest& req)
       scratch_(req.scratch),
       slots_(req.slots),
       worker_stats_(req.worker_stats),
-      pool_stats_(req.pool_stats) {
+      pool_stats_(req.pool_stats),
+      home_(req.home) {
   bytes_.resize(req.bytes());
   evbuffer_remove(req.in, bytes_.data(), bytes_.size());
   parse();
@@ -26,7 +27,8 @@ HeldRequest::HeldRequest(const RouteRequest& context, std::string bytes, size_t 
       scratch_(context.scratch),
       slots_(context.slots),
       worker_stats_(context.worker_stats),
-      pool_stats_(context.pool_stats) {
+      pool_stats_(context.pool_stats),
+      home_(context.home) {
   replace(std::move(bytes), header_bytes);
 }
 
@@ -73,8 +75,8 @@ void HeldRequest::send_copy(Route& route, ReplySlot& slot) {
   evbuffer_add(in_, bytes_.data(), bytes_.size());
   const uint64_t now = sent_ ? slots_.now_usec() : now_usec_;
   sent_ = true;
-  RouteRequest req{request_, in_,      header_bytes_, line_,         affinity_,
-                   now,      scratch_, slots_,        worker_stats_, pool_stats_};
+  RouteRequest req{request_, in_,      header_bytes_, line_,         affinity_,   now,
+                   scratch_, slots_,   worker_stats_, pool_stats_,   home_};
   route.send(req, slot);
 }
 

@@ -41,6 +41,9 @@ class HeldRequest {
   // The data block without its "\r\n" (storage requests), else empty.
   std::string_view value() const;
   WorkerStats& worker_stats() const { return worker_stats_; }
+  // The sends after this go in place of the key's home server, whose
+  // repair log this is (RouteRequest::home).
+  void set_home(RepairLog* home) { home_ = home; }
   PoolStats& pool_stats() const { return pool_stats_; }
 
  private:
@@ -63,6 +66,7 @@ class HeldRequest {
   SlotSource& slots_;
   WorkerStats& worker_stats_;
   PoolStats& pool_stats_;
+  RepairLog* home_ = nullptr;
 };
 
 }  // namespace memshard::proxy

@@ -14,6 +14,10 @@ namespace memshard::proxy {
 // for noreply).
 void send_to(Server& server, RouteRequest& req, ReplySlot& slot);
 
+// Deletes `key` quietly on `outbox` before what req sends there next, as
+// one more fragment of `slot` (the read gate: repair_log.h).
+void enqueue_delete(Outbox& outbox, std::string_view key, RouteRequest& req, ReplySlot& slot);
+
 // Deletes req's key on `server` (md ... q, then mn), as one more fragment
 // of `slot`; nothing when the server is unavailable.
 void send_delete(Server& server, RouteRequest& req, ReplySlot& slot);

@@ -19,8 +19,9 @@ struct PoolRoutes {
 
 // `req` with `stats` as the pool it counts on; everything else is req's.
 inline RouteRequest entering(const RouteRequest& req, PoolStats& stats) {
-  return RouteRequest{req.request,  req.in,      req.header_bytes, req.line,         req.affinity,
-                      req.now_usec, req.scratch, req.slots,        req.worker_stats, stats};
+  return RouteRequest{req.request,      req.in,      req.header_bytes, req.line,
+                      req.affinity,     req.now_usec, req.scratch,      req.slots,
+                      req.worker_stats, stats,        req.home};
 }
 
 // One of a pool's routes, entered from outside: counts the request as the

@@ -40,7 +40,7 @@ void PoolRoute::build_switch() {
   if (!past) return;  // no guard: the topology always gives a waiting switch one
   const PendingSwitch& p = *pool->pending;
   next_pool = std::make_unique<Pool>(
-      Pool{p.config, p.ring, p.servers, pool->listen, p.live, {}, pool->guard, {}, {}});
+      Pool{p.config, p.ring, p.servers, pool->listen, p.live, {}, {}, pool->guard, {}, {}});
   const uint64_t warmup_usec = static_cast<uint64_t>(p.config.reload_warmup_ms) * 1000;
   next_pool->past.push_back(PastRing{pool->ring, pool->servers, pool->live,
                                      p.ends_usec() + warmup_usec, 0, pool->config.replicas, false,
@@ -125,7 +125,7 @@ void PoolRoute::build_gutter(std::vector<Server*> servers) {
 
 void PoolRoute::build_plain_routes() {
   std::vector<Server*> servers(backends.begin(), backends.end());
-  placement = std::make_unique<RingPlacement>(pool->ring, servers);
+  placement = std::make_unique<RingPlacement>(pool->ring, servers, pool->home_ring.get());
   all = std::make_unique<BroadcastRoute>(*placement);
   const conf::PoolConfig& pc = pool->config;
   if (pc.replicas <= 1 && gutter_pool.key != nullptr) {

@@ -24,6 +24,18 @@ size_t ReplicaPlacement::copies(std::string_view key, std::span<size_t, kMaxRepl
   return live;
 }
 
+size_t ReplicaPlacement::ejected_copies(std::string_view key,
+                                        std::span<size_t, kMaxReplicas> out) const {
+  if (live_.empty()) return 0;
+  std::array<size_t, kMaxReplicas> all;
+  const size_t n = ring_.preference_list(key, std::span<size_t>(all.data(), replicas_));
+  size_t out_count = 0;
+  for (size_t i = 0; i < n; ++i) {
+    if (!live_[all[i]]) out[out_count++] = all[i];
+  }
+  return out_count;
+}
+
 ServerStats* ReplicaPlacement::counters(std::string_view key, size_t copy) const {
   std::array<size_t, kMaxReplicas> all;
   return copy < copies(key, all) ? servers_[all[copy]]->counters() : nullptr;

@@ -30,6 +30,9 @@ class ReplicaPlacement {
   // The live copies of `key`, first copy first; returns how many (at most
   // replicas(), fewer when some are ejected).
   size_t copies(std::string_view key, std::span<size_t, kMaxReplicas> out) const;
+  // The copies of `key` that are ejected (their servers miss its writes
+  // until they are back); returns how many.
+  size_t ejected_copies(std::string_view key, std::span<size_t, kMaxReplicas> out) const;
   size_t replicas() const { return replicas_; }
   // The counters of the server holding `key`'s copy `copy`; null when the
   // key has no such live copy (or the server keeps none).

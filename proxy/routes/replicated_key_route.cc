@@ -1,5 +1,8 @@
 #include "proxy/routes/replicated_key_route.h"
 
+#include <array>
+
+#include "proxy/backends/repair_log.h"
 #include "proxy/protocol/request_kind.h"
 #include "proxy/support/stats.h"
 
@@ -22,8 +25,19 @@ ReplicatedKeyRoute::ReplicatedKeyRoute(std::vector<SingleKeyRoute*> copies, Repl
       write_(as_routes(copies_), policy, life, replicas),
       decided_write_(as_routes(copies_), policy, write_, life, replicas) {}
 
+// A copy that is ejected misses the write: recorded for its repair.
+void ReplicatedKeyRoute::record_ejected(const RouteRequest& req) const {
+  if (replicas_ == nullptr) return;
+  std::array<size_t, kMaxReplicas> out;
+  const size_t n = replicas_->ejected_copies(req.request.keys[0], out);
+  for (size_t i = 0; i < n; ++i) {
+    if (RepairLog* log = replicas_->server(out[i]).repairs()) log->record(req.request.keys[0]);
+  }
+}
+
 void ReplicatedKeyRoute::send(RouteRequest& req, ReplySlot& slot) {
   if (proto::is_read(req.request)) return read_.send(req, slot);
+  record_ejected(req);
   if (proto::may_be_refused(req.request)) return decided_write_.send(req, slot);
   req.pool_stats.replica_writes.add(copies_.size() - 1);
   if (replicas_ != nullptr) {
@@ -35,6 +49,7 @@ void ReplicatedKeyRoute::send(RouteRequest& req, ReplySlot& slot) {
 }
 
 void ReplicatedKeyRoute::invalidate(RouteRequest& req, ReplySlot& slot) {
+  record_ejected(req);
   for (SingleKeyRoute* copy : copies_) copy->invalidate(req, slot);
 }
 

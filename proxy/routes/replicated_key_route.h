@@ -32,6 +32,7 @@ class ReplicatedKeyRoute final : public SingleKeyRoute {
   void invalidate(RouteRequest& req, ReplySlot& slot) override;
 
  private:
+  void record_ejected(const RouteRequest& req) const;
   std::vector<SingleKeyRoute*> copies_;
   const ReplicaPlacement* replicas_;
   FailoverRoute read_;

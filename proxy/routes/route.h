@@ -23,6 +23,8 @@
 
 namespace memshard::proxy {
 
+class RepairLog;
+
 // One request on its way, with what routes need around it.
 struct RouteRequest {
   const proto::Request& request;  // parsed, views into `line`
@@ -35,6 +37,10 @@ struct RouteRequest {
   SlotSource& slots;
   WorkerStats& worker_stats;
   PoolStats& pool_stats;
+  // Set when the request goes to another server in place of its key's
+  // home (ejected or down): the home's repair log, which records a write
+  // of the key together with where it went (repair_log.h).
+  RepairLog* home = nullptr;
 
   // Line, terminator and data block.
   size_t bytes() const { return header_bytes + request.data_bytes; }

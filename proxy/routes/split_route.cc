@@ -2,7 +2,10 @@
 
 #include <span>
 
+#include "proxy/backends/repair_log.h"
 #include "proxy/protocol/replies.h"
+#include "proxy/protocol/request_kind.h"
+#include "proxy/routes/key_route.h"
 
 namespace memshard::proxy {
 
@@ -36,9 +39,22 @@ void SplitRoute::send(RouteRequest& req, ReplySlot& slot) {
   if (req.request.command == proto::Command::gets) shared_verb = "gets";
   bool whole_line = work.server_of_fragment.size() == 1 && shared_verb.empty();
   if (!whole_line) evbuffer_drain(req.in, req.header_bytes);
-  for (uint32_t f = 0; f < slot.fragment_count(); ++f) {
+  const bool writes = proto::changes_key(req.request);  // gat, gats
+  const uint32_t fragments = static_cast<uint32_t>(slot.fragment_count());
+  for (uint32_t f = 0; f < fragments; ++f) {
     size_t server = work.server_of_fragment[f];
     Outbox* outbox = server < nservers ? placement_.server(server).outbox(req.affinity) : nullptr;
+    RepairLog* log = server < nservers ? placement_.server(server).repairs() : nullptr;
+    if (outbox == nullptr && writes && log != nullptr) {
+      for (uint32_t pos : slot.fragment(f).key_positions) log->record(slot.key(pos));
+    }
+    // The read gate (key_route.h): keys the server may hold stale are
+    // deleted there first, on the connection the retrieval takes.
+    if (outbox != nullptr && log != nullptr && !log->clear()) {
+      for (uint32_t pos : slot.fragment(f).key_positions) {
+        if (log->gates(slot.key(pos))) enqueue_delete(*outbox, slot.key(pos), req, slot);
+      }
+    }
     if (outbox == nullptr) {
       slot.fragment(f).failed = true;
       slot.note_error(server < nservers ? placement_.server(server).refusal()
@@ -72,7 +88,9 @@ void SplitRoute::send(RouteRequest& req, ReplySlot& slot) {
     }
     slot.expect();
     req.count_fragment();
-    outbox->enqueue(BackendOp{&slot, f, ReplyMode::retrieval, req.now_usec});
+    BackendOp op{&slot, f, ReplyMode::retrieval, req.now_usec};
+    op.writes = writes;
+    outbox->enqueue(op);
   }
   if (whole_line && slot.outstanding() == 0) evbuffer_drain(req.in, req.header_bytes);
   if (slot.outstanding() == 0) slot.complete_unsent();

@@ -7,8 +7,10 @@
 #include <ctime>
 
 #include "proxy/backends/backend.h"
+#include "proxy/backends/repair_log.h"
 #include "proxy/backends/reply_slot.h"
 #include "proxy/protocol/own_requests.h"
+#include "proxy/support/clock.h"
 #include "proxy/support/log.h"
 #include "proxy/support/timer.h"
 
@@ -66,7 +68,12 @@ ServerHealth::ServerHealth(MainLoop& loop, std::function<void()> on_change)
       loop_(loop),
       on_change_(std::move(on_change)),
       mailbox_(base_),
-      free_answered_(base_, [this] { answered_.clear(); }) {}
+      free_answered_(base_, [this] { answered_.clear(); }),
+      repairer_(loop) {
+  repairer_.pool_has_ejections = [this](const std::string& pool) {
+    return ejected_count(pool) != 0;
+  };
+}
 
 ServerHealth::~ServerHealth() {
   probes_.clear();
@@ -83,9 +90,51 @@ void ServerHealth::on_report(const Key& key) {
   {
     std::lock_guard<std::mutex> lock(state_mu_);
     if (ejected_.contains(key)) return;
+    if (!within_cap(*pool)) {
+      auto [it, fresh] = capped_.try_emplace(key, 0);
+      it->second = monotonic_usec();
+      if (fresh) {
+        log_warn("pool '%s': server %s keeps failing, but %zu of its %zu servers are out "
+                 "already (auto_eject_max %.0f%%): it stays in the ring, and its keys fail fast",
+                 key.first.c_str(), key.second.c_str(), ejected_count_locked(key.first),
+                 pool->servers.size(), pool->config.auto_eject_max * 100);
+      }
+      return;
+    }
+    capped_.erase(key);
   }
   eject(key);
   on_change_();
+}
+
+size_t ServerHealth::ejected_count_locked(const std::string& pool) const {
+  size_t n = 0;
+  for (const auto& [key, at] : ejected_) n += key.first == pool;
+  return n;
+}
+
+size_t ServerHealth::ejected_count(const std::string& pool) const {
+  std::lock_guard<std::mutex> lock(state_mu_);
+  return ejected_count_locked(pool);
+}
+
+bool ServerHealth::within_cap(const Pool& pool) const {
+  const size_t allowed = static_cast<size_t>(
+      static_cast<double>(pool.servers.size()) * pool.config.auto_eject_max + 1e-9);
+  return ejected_count_locked(pool.config.name) + 1 <= allowed;
+}
+
+uint64_t ServerHealth::held_by_cap(const std::string& pool) const {
+  std::lock_guard<std::mutex> lock(state_mu_);
+  const Pool* p = base_topology_ ? base_topology_->find_pool(pool) : nullptr;
+  // Reported in the last two probe intervals (workers report a failing
+  // server at every streak of server_failure_limit failures).
+  const uint64_t window =
+      p == nullptr ? 0 : uint64_t(std::max(1000, 2 * p->config.server_retry_timeout_ms)) * 1000;
+  const uint64_t now = monotonic_usec();
+  uint64_t n = 0;
+  for (const auto& [key, at] : capped_) n += key.first == pool && now - at <= window;
+  return n;
 }
 
 const Pool* ServerHealth::pool_of(const Key& key) const {
@@ -109,9 +158,16 @@ void ServerHealth::eject(const Key& key) {
     ++pool_ejections_[key.first];
   }
   ++ejections_;
-  log_warn("pool '%s': server %s ejected after %u consecutive failures; probing it every %d ms",
-           key.first.c_str(), key.second.c_str(), pool_of(key)->config.server_failure_limit,
-           pool_of(key)->config.server_retry_timeout_ms);
+  const conf::PoolConfig& config = pool_of(key)->config;
+  Flaps& f = flaps_[key];
+  const uint64_t now = monotonic_usec();
+  const bool flapped = f.readmitted_usec != 0 &&
+                       now - f.readmitted_usec < uint64_t(config.server_flap_time_ms) * 1000;
+  f.count = flapped ? f.count + 1 : 0;
+  RepairLog::of(key.first, key.second).set_out(true);
+  log_warn("pool '%s': server %s ejected after %u consecutive failures; probing it every %d ms%s",
+           key.first.c_str(), key.second.c_str(), config.server_failure_limit,
+           probe_interval_ms(key), flapped ? " (it flaps: failed again soon after its return)" : "");
   schedule_probe(key);
 }
 
@@ -121,7 +177,7 @@ void ServerHealth::schedule_probe(const Key& key) {
   if (!probe) probe = std::make_unique<Probe>(*this, key);
   ServerSettings settings{
       pool->config.name, pool->config.timeout_ms.value_or(1000), 1, 0, pool->config.item_size_max,
-      pool->server_tls};
+      pool->server_tls, 0, size_t{pool->config.repair_record_mb} << 20};
   for (const ServerInfo& s : pool->servers) {
     if (s.identity != key.second) continue;
     if (!probe->server) {
@@ -133,7 +189,18 @@ void ServerHealth::schedule_probe(const Key& key) {
       probe->server->update_addresses(s.addresses);
     }
   }
-  probe->arm(std::max(1, pool->config.server_retry_timeout_ms));
+  probe->arm(probe_interval_ms(key));
+}
+
+// server_retry_timeout, doubled for each flap in a row, up to
+// server_flap_backoff_max (and never below server_retry_timeout).
+int ServerHealth::probe_interval_ms(const Key& key) const {
+  const conf::PoolConfig& config = pool_of(key)->config;
+  const int64_t base = std::max(1, config.server_retry_timeout_ms);
+  auto it = flaps_.find(key);
+  const uint32_t n = it == flaps_.end() ? 0 : std::min<uint32_t>(it->second.count, 30);
+  const int64_t damped = std::min<int64_t>(base << n, config.server_flap_backoff_max_ms);
+  return static_cast<int>(std::max(base, damped));
 }
 
 void ServerHealth::probe_done(const Key& key, bool healthy) {
@@ -141,14 +208,28 @@ void ServerHealth::probe_done(const Key& key, bool healthy) {
     if (pool_of(key) != nullptr) schedule_probe(key);
     return;
   }
+  // Repaired first: it takes reads only once it holds nothing stale.
+  repairer_.repair_before_readmission(key.first, key.second, [this, key](bool repaired) {
+    if (pool_of(key) == nullptr) return;
+    std::lock_guard<std::mutex> lock(state_mu_);
+    const bool still_out = ejected_.contains(key);
+    if (!still_out) return;
+    if (!repaired) return schedule_probe(key);
+    mailbox_.post([this, key] { readmit(key); });  // out of the repairer's callback
+  });
+}
+
+void ServerHealth::readmit(const Key& key) {
   {
     std::lock_guard<std::mutex> lock(state_mu_);
+    if (!ejected_.contains(key)) return;
     ejected_.erase(key);
     probing_.erase(key);
   }
   ++readmissions_;
-  log_notice("pool '%s': server %s answered a probe; back in the ring", key.first.c_str(),
-             key.second.c_str());
+  flaps_[key].readmitted_usec = monotonic_usec();
+  log_notice("pool '%s': server %s answered a probe and is repaired; back in the ring",
+             key.first.c_str(), key.second.c_str());
   auto it = probes_.find(key);
   if (it != probes_.end()) {
     answered_.push_back(std::move(it->second));
@@ -156,16 +237,33 @@ void ServerHealth::probe_done(const Key& key, bool healthy) {
     free_answered_.fire_soon();
   }
   on_change_();
+  // It serves its keys again: the guest copies written elsewhere in its
+  // place are stale-capable now, and are recorded where they are. With no
+  // server of the pool out any more, so are the keys a rebuilt ring had
+  // moved between the others.
+  RepairLog& log = RepairLog::of(key.first, key.second);
+  log.set_out(false);
+  size_t guests = log.release_fallbacks();
+  if (const Pool* pool = pool_of(key); pool != nullptr && ejected_count(key.first) == 0) {
+    for (const ServerInfo& s : pool->servers)
+      guests += RepairLog::of(key.first, s.identity).release_fallbacks();
+  }
+  if (guests != 0) {
+    log_notice("pool '%s': %zu guest cop(ies) of server %s's keys recorded for repair",
+               key.first.c_str(), guests, key.second.c_str());
+  }
 }
 
 void ServerHealth::set_topology(std::shared_ptr<const Topology> base) {
   std::lock_guard<std::mutex> lock(state_mu_);
   base_topology_ = std::move(base);
+  repairer_.set_topology(base_topology_);
   for (auto it = ejected_.begin(); it != ejected_.end();) {
     const Key& key = it->first;
     if (pool_of(key) == nullptr || !pool_of(key)->config.auto_eject_hosts) {
       probes_.erase(key);
       probing_.erase(key);
+      RepairLog::of(key.first, key.second).set_out(false);
       it = ejected_.erase(it);
     } else {
       schedule_probe(key);  // settings or address may have changed
@@ -250,6 +348,7 @@ std::shared_ptr<const Topology> ServerHealth::with_ejections() const {
     }
     // The ring is rebuilt from the live servers only (W and N change), as
     // twemproxy does, so keys of the ejected server spread over the rest.
+    pool.home_ring = std::make_shared<const ketama::Ring>(pool.ring);
     pool.ring = ketama::Ring::build(pool.ring.servers(), pool.config.ring, std::move(live));
   }
   return t;

@@ -7,6 +7,13 @@
 // agree where a key lives) and, every server_retry_timeout, probes it with
 // `version`: it is re-admitted only once it answers, so a dead host is
 // never retried by live traffic (twemproxy sends real requests to it).
+// Before it is, the repairer deletes from it every key written while it
+// was out (repairer.h), so that it serves no value those writes replaced.
+//
+// At most auto_eject_max of a pool's servers are out at once: past the
+// cap a failing server stays in (its keys fail fast), and is counted as
+// held by the cap. A server that fails again within server_flap_time of
+// its re-admission flaps: its next probe waits twice as long as the last.
 #pragma once
 
 #include <event2/buffer.h>
@@ -25,6 +32,7 @@
 
 #include "proxy/routes/topology.h"
 #include "proxy/runtime/main_loop.h"
+#include "proxy/runtime/repairer.h"
 #include "proxy/support/mailbox.h"
 #include "proxy/support/timer.h"
 
@@ -57,6 +65,10 @@ class ServerHealth {
   uint64_t pool_ejections(const std::string& pool) const;
   // Whether a probe of the ejected server is out now.
   bool probing(const std::string& pool, const std::string& identity) const;
+  // Servers of the pool failing now and kept in the ring by auto_eject_max.
+  uint64_t held_by_cap(const std::string& pool) const;
+  // Servers of the pool that are out now.
+  size_t ejected_count(const std::string& pool) const;
 
  private:
   using Key = std::pair<std::string, std::string>;  // pool, server identity
@@ -65,6 +77,11 @@ class ServerHealth {
   void eject(const Key& key);
   void schedule_probe(const Key& key);
   void probe_done(const Key& key, bool healthy);
+  void readmit(const Key& key);
+  // Whether ejecting one more server of `pool` stays within auto_eject_max.
+  bool within_cap(const Pool& pool) const;
+  size_t ejected_count_locked(const std::string& pool) const;
+  int probe_interval_ms(const Key& key) const;
   void set_probing(const Key& key, bool out);
   const Pool* pool_of(const Key& key) const;
   void eject_pending(PendingSwitch& pending, const std::string& pool) const;
@@ -79,12 +96,23 @@ class ServerHealth {
   std::shared_ptr<const Topology> base_topology_;  // read unlocked on the main thread
   std::set<Key> probing_;
   std::map<Key, uint64_t> ejected_;  // -> when it was ejected (us since the epoch)
+  // Flap damping: per server, when it was last re-admitted (monotonic us)
+  // and how many times in a row it failed again soon after.
+  struct Flaps {
+    uint64_t readmitted_usec = 0;
+    uint32_t count = 0;
+  };
+  std::map<Key, Flaps> flaps_;
+  // Servers reported failing that the cap kept in: -> when last reported
+  // (monotonic us); forgotten when not reported again for a while.
+  std::map<Key, uint64_t> capped_;
   std::map<std::string, uint64_t> pool_ejections_;
   std::map<Key, std::unique_ptr<Probe>> probes_;
   // Probes that answered, freed on the loop's next turn: the answer comes
   // inside one of the probe's own callbacks.
   std::vector<std::unique_ptr<Probe>> answered_;
   Timer free_answered_;
+  Repairer repairer_;  // repairs a server before its re-admission
   std::atomic<uint64_t> ejections_{0};
   std::atomic<uint64_t> readmissions_{0};
 };

@@ -69,7 +69,8 @@ void WorkerRoutes::apply(std::shared_ptr<const Topology> topology) {
                             pool.config.auto_eject_hosts ? pool.config.server_failure_limit : 0,
                             pool.config.item_size_max,
                             pool.server_tls,
-                            pool.config.server_queue_limit};
+                            pool.config.server_queue_limit,
+                            size_t{pool.config.repair_record_mb} << 20};
     // The worker's backend for a server of this pool: kept from the last
     // topology when it had one (same connections), else new.
     const auto backend_for = [&](const ServerInfo& server) -> BackendServer* {

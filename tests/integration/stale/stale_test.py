@@ -11,10 +11,13 @@ one server of the fleet (the "victim", the first server of the pool):
 
   freeze  SIGSTOP for a while (memshard times it out and ejects it),
           then SIGCONT: it comes back holding everything it had, and
-          applies whatever it had read but not yet done
+          then runs the requests that waited in its sockets
   kill    SIGKILL, then a restart on the same port: it comes back empty
   cut     a relay between memshard and it black-holes both directions,
           then forwards again: it comes back holding everything
+  split   (not in the default modes; with several memshards) the same
+          cut, between the victim and the first memshard only: the
+          others never see it fail, and read what the first wrote around it
   warm    memcached's warm restart (-e memory file; SIGUSR1 saves and
           exits, the next start reloads): it comes back holding everything
   none    nothing happens, on the same schedule: the control run (it
@@ -29,12 +32,13 @@ leftovers cannot be blamed on the next. The table gives, per cell:
 acknowledged writes, hits, misses, stale reads, errors (timeouts,
 SERVER_ERROR, closed connections: allowed while a server is out),
 memshard's ejections, and the hit ratio in the window after the server
-returned beside the `none` run's in the same window. "stale until" is how
+returned beside the `none` run's in the same window. "(while out)" counts
+the stale reads sent while the victim was failed; "stale until" is how
 long after the return the last stale read was sent.
 
 Run:  stale_test.py --memshard build/proxy/memshard --short
-      stale_test.py --long                     (60 s after each return,
-                                                two rounds, 1 and 3 instances)
+      stale_test.py --long      (60 s after each return, 1 and 3 instances,
+                                 and split; about an hour)
       stale_test.py --pools plain,gutter --modes none,freeze --instances 3
 Exit: 0; 1 with --expect-zero-stale when a single-instance cell read
 anything stale; 2 when the harness itself failed (nothing measured)."""
@@ -53,7 +57,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from fleet import Memcached, Memshard, Relay  # noqa: E402
 
 POOLS = ("plain", "replicas2", "replicas3", "zone", "gutter")
-MODES = ("none", "freeze", "kill", "cut", "warm")
+MODES = ("none", "freeze", "kill", "cut", "warm", "split")
+DEFAULT_MODES = MODES[:5]
 SERVERS = {"plain": 3, "replicas2": 3, "replicas3": 3, "zone": 4, "gutter": 4}
 
 # md5, as twemproxy's fnv1a_64 crowds keys this alike onto few servers.
@@ -65,10 +70,10 @@ TARGET = ("hash: md5", "distribution: ketama", "auto_eject_hosts: true",
 
 def config_for(kind, addrs):
     """The YAML every instance shares (LISTEN is each one's own port).
-    addrs[0] is the victim as memshard reaches it: itself or its relay.
-    Servers are named (s0, s1, ...), so that ketama places keys by name
-    and the victim's share of keys is the same in every run, whatever
-    ports it and its relay got."""
+    addrs[0] is VICTIM, each instance's way to the victim: itself or that
+    instance's relay. Servers are named (s0, s1, ...), so that ketama
+    places keys by name: the victim's share of keys is the same in every
+    run and every instance, whatever ports it and its relays got."""
     def pool(name, addrs, extra=(), listen=True, first=0):
         lines = [name + ":"] + (["  listen: LISTEN"] if listen else [])
         lines += ["  " + d for d in TARGET + tuple(extra)] + ["  servers:"]
@@ -78,7 +83,8 @@ def config_for(kind, addrs):
         # Reads go to zone_a first, where the victim is.
         return ("front:\n  listen: LISTEN\n  write_policy: first\n  routes:\n"
                 "    - pools: [zone_a, zone_b]\n"
-                + pool("zone_a", addrs[:2], listen=False) + pool("zone_b", addrs[2:], listen=False, first=2))
+                + pool("zone_a", addrs[:2], listen=False)
+                + pool("zone_b", addrs[2:], listen=False, first=2))
     if kind == "gutter":
         return (pool("main", addrs[:3], ("gutter: spare", "gutter_ttl: 10"))
                 + pool("spare", addrs[3:], listen=False, first=3))
@@ -276,7 +282,7 @@ def curr_items(port):
     return 0
 
 
-def nemesis(mode, victim, relay, down):
+def nemesis(mode, victim, relays, down):
     """One failure of the victim, `down` seconds long; returns when the
     server is back (memshard still has to probe it back in)."""
     if mode == "freeze":
@@ -287,10 +293,12 @@ def nemesis(mode, victim, relay, down):
         victim.kill()
         time.sleep(down)
         victim.start()
-    elif mode == "cut":
-        relay.cut()
+    elif mode in ("cut", "split"):
+        for r in relays:
+            r.cut()
         time.sleep(down)
-        relay.heal()
+        for r in relays:
+            r.heal()
     elif mode == "warm":
         began = time.time()
         stopped = victim.warm_stop()
@@ -305,16 +313,17 @@ def nemesis(mode, victim, relay, down):
 
 
 def run_cell(args, kind, mode, instances):
-    servers, relay, shards = [], None, []
+    servers, relays, shards = [], [], []
     try:
         for i in range(SERVERS[kind]):
             servers.append(Memcached(warm=(i == 0 and mode == "warm")))
         victim = servers[0]
-        if mode == "cut":
-            relay = Relay(victim.port)
-        addrs = [relay.address if relay else victim.address] + [s.address for s in servers[1:]]
-        config = config_for(kind, addrs)
-        shards = [Memshard(args.memshard, config) for _ in range(instances)]
+        if mode in ("cut", "split"):
+            relays = [Relay(victim.port) for _ in range(instances)]
+        config = config_for(kind, ["VICTIM"] + [s.address for s in servers[1:]])
+        shards = [Memshard(args.memshard, config.replace("VICTIM", relays[i].address if relays
+                                                        else victim.address))
+                  for i in range(instances)]
         prefill(shards[0].port, args.keys)
 
         cell = Cell(args)
@@ -331,9 +340,10 @@ def run_cell(args, kind, mode, instances):
             t.start()
 
         time.sleep(args.warmup)
-        returns = []
+        began, returns = [], []
         for _ in range(args.rounds):
-            nemesis(mode, victim, relay, args.down)
+            began.append(time.monotonic() - cell.t0)
+            nemesis(mode, victim, relays[:1] if mode == "split" else relays, args.down)
             returns.append(time.monotonic() - cell.t0)
             time.sleep(args.after)
         cell.stop.set()
@@ -351,7 +361,7 @@ def run_cell(args, kind, mode, instances):
                 for line in s.log_text().splitlines()[5:]:
                     print("    memshard %d: %s" % (i, line))
     finally:
-        for p in shards + servers + ([relay] if relay else []):
+        for p in shards + servers + relays:
             p.close()
 
     n = Counter()
@@ -367,6 +377,9 @@ def run_cell(args, kind, mode, instances):
         for tenth in range(int(r * 10), int((r + args.after) * 10)):
             for outcome in ("hit", "miss"):
                 window[outcome] += by_tenth[(tenth, outcome)]
+    # Each stale read is either sent while the server was out, or some
+    # time after its latest return.
+    during = sum(any(b <= t < r for b, r in zip(began, returns)) for t in stale_at)
     after_return = [t - max(r for r in returns if r <= t) for t in stale_at
                     if any(r <= t for r in returns)]
     return {
@@ -375,7 +388,7 @@ def run_cell(args, kind, mode, instances):
         "errors": n["write_errors"] + n["read_errors"], "ejections": ejections,
         "window_hits": window["hit"], "window_reads": window["hit"] + window["miss"],
         "stale_until": max(after_return) if after_return else None,
-        "stale_before_return": len(stale_at) - len(after_return),
+        "stale_during": during,
     }
 
 
@@ -384,7 +397,8 @@ def ratio(hits, reads):
 
 
 def print_table(results):
-    head = ("pool", "mode", "inst", "acked", "hits", "misses", "stale", "errors", "ejects",
+    head = ("pool", "mode", "inst", "acked", "hits", "misses", "stale", "(while out)", "errors",
+            "ejects",
             "hit% after", "hit% no-fail", "stale until")
     rows = []
     for r in results:
@@ -392,7 +406,8 @@ def print_table(results):
                      and b["instances"] == r["instances"]), None)
         until = "-" if r["stale_until"] is None else "+%.1fs" % r["stale_until"]
         rows.append((r["pool"], r["mode"], str(r["instances"]), str(r["acked"]), str(r["hits"]),
-                     str(r["misses"]), str(r["stale"]), str(r["errors"]), str(r["ejections"]),
+                     str(r["misses"]), str(r["stale"]), str(r["stale_during"]), str(r["errors"]),
+                     str(r["ejections"]),
                      ratio(r["window_hits"], r["window_reads"]),
                      ratio(base["window_hits"], base["window_reads"]) if base else "-", until))
     widths = [max(len(x) for x in col) for col in zip(head, *rows)]
@@ -407,9 +422,10 @@ def parse_args():
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--short", action="store_true", help="the CI run (the default)")
     p.add_argument("--long", action="store_true",
-                   help="60 s after each return, two rounds, 1 and 3 instances")
+                   help="60 s after each return, 1 and 3 instances, and split")
     p.add_argument("--pools", default=",".join(POOLS))
-    p.add_argument("--modes", default=",".join(MODES))
+    p.add_argument("--modes", default=None,
+                   help="default: %s (--long: and split)" % ",".join(DEFAULT_MODES))
     p.add_argument("--instances", default=None, help="e.g. 1,3 (default: 1; --long: 1,3)")
     p.add_argument("--memshard", default=None, help="the binary (default: found under build/)")
     p.add_argument("--expect-zero-stale", action="store_true",
@@ -431,10 +447,10 @@ def parse_args():
     a = p.parse_args()
     a.warmup = a.warmup if a.warmup is not None else (5.0 if a.long else 0.8)
     a.after = a.after if a.after is not None else (60.0 if a.long else 2.5)
-    a.rounds = a.rounds if a.rounds is not None else (2 if a.long else 1)
+    a.rounds = a.rounds if a.rounds is not None else 1
     a.instances = [int(x) for x in (a.instances or ("1,3" if a.long else "1")).split(",")]
     a.pools = a.pools.split(",")
-    a.modes = a.modes.split(",")
+    a.modes = (a.modes or ",".join(MODES if a.long else DEFAULT_MODES)).split(",")
     for name, given, known in (("pool", a.pools, POOLS), ("mode", a.modes, MODES)):
         bad = [x for x in given if x not in known]
         if bad:
@@ -459,6 +475,8 @@ def main():
         for instances in a.instances:
             for kind in a.pools:
                 for mode in a.modes:
+                    if mode == "split" and instances == 1:
+                        continue  # the same as cut
                     r = run_cell(a, kind, mode, instances)
                     results.append(r)
                     print("  %-9s %-6s x%d: %d stale, %d hits, %d misses, %d errors, %d acked"

@@ -88,8 +88,9 @@ def config_for(kind, addrs):
     if kind == "gutter":
         return (pool("main", addrs[:3], ("gutter: spare", "gutter_ttl: 10"))
                 + pool("spare", addrs[3:], listen=False, first=3))
-    extra = ("replicas: %s" % kind[-1], "write_policy: first") if kind.startswith("replicas") else ()
-    return pool("main", addrs, extra)
+    if kind.startswith("replicas"):
+        return pool("main", addrs, ("replicas: %s" % kind[-1], "write_policy: first"))
+    return pool("main", addrs)
 
 
 class ClientError(Exception):
@@ -354,9 +355,10 @@ def run_cell(args, kind, mode, instances):
         ejections = sum(s.metric_sum("memshard_pool_server_ejections_total") for s in shards)
         if args.verbose:  # memshard's own account: ejections, probes, readmissions
             wall = time.time() - (time.monotonic() - cell.t0)  # wall clock at t0, as in the log
+            ended = [wall + r for r in returns]
             print("  %s/%s: the failure ended at %s" % (kind, mode, ", ".join(
-                time.strftime("%H:%M:%S", time.localtime(wall + r)) + ".%03d" % ((wall + r) % 1 * 1000)
-                for r in returns)))
+                time.strftime("%H:%M:%S", time.localtime(e)) + ".%03d" % (e % 1 * 1000)
+                for e in ended)))
             for i, s in enumerate(shards):
                 for line in s.log_text().splitlines()[5:]:
                     print("    memshard %d: %s" % (i, line))

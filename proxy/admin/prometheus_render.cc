@@ -280,6 +280,11 @@ void render_prometheus(const StatsView& p, std::string& out) {
   for (const auto& [pool, t] : snap.pools) {
     f.sample("memshard_pool_server_ejections_total", pool_label(pool), p.pool_ejections(pool));
   }
+  f.header("memshard_pool_servers_held_by_cap", "gauge",
+           "Servers failing now that auto_eject_max keeps in the ring (their keys fail fast).");
+  for (const auto& [pool, t] : snap.pools) {
+    f.sample("memshard_pool_servers_held_by_cap", pool_label(pool), p.held_by_cap(pool));
+  }
   f.header("memshard_request_duration_seconds", "histogram",
            "Time from a request's arrival to its reply being ready, per pool.");
   for (const auto& [pool, t] : snap.pools) {
@@ -388,6 +393,34 @@ void render_prometheus(const StatsView& p, std::string& out) {
     for (const auto& [name, s] : t.servers) {
       f.sample("memshard_server_ejected", server_labels(pool, name, s),
                uint64_t{p.ejected_at(pool, s.identity) != 0});
+    }
+  }
+  struct RepairMetric {
+    std::string_view name, type, help;
+    uint64_t RepairCounts::*field;
+  };
+  static constexpr RepairMetric kRepair[] = {
+      {"memshard_server_repair_keys", "gauge",
+       "Keys recorded as missed by the server, to be deleted from it before it serves them.",
+       &RepairCounts::keys},
+      {"memshard_server_repair_recorded_total", "counter",
+       "Writes the server missed (it was out, refused, failed, or the write went elsewhere).",
+       &RepairCounts::recorded},
+      {"memshard_server_repairs_total", "counter", "Recorded keys deleted from the server.",
+       &RepairCounts::repairs},
+      {"memshard_server_repair_overflow_flushes_total", "counter",
+       "Times the server's repair record overflowed repair_record (each owes a flush).",
+       &RepairCounts::overflow_flushes},
+      {"memshard_server_repair_flushes_total", "counter",
+       "flush_all sent to the server by the repair (an overflow, or a flush_all it missed).",
+       &RepairCounts::flushes},
+  };
+  for (const RepairMetric& m : kRepair) {
+    f.header(m.name, m.type, m.help);
+    for (const auto& [pool, t] : snap.pools) {
+      for (const auto& [name, s] : t.servers) {
+        f.sample(m.name, server_labels(pool, name, s), p.repair_counts(pool, s.identity).*m.field);
+      }
     }
   }
   append_hot_keys_prometheus(snap, out);

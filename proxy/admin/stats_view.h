@@ -140,6 +140,16 @@ inline std::string_view reload_outcome_name(ReloadRecord::Outcome o) {
   return "applied";
 }
 
+// What a server may hold stale, and its repair (docs/failures.md): from
+// its repair log (proxy/backends/repair_log.h).
+struct RepairCounts {
+  uint64_t keys = 0;              // recorded now, to be deleted from it
+  uint64_t recorded = 0;          // writes it missed, since the start
+  uint64_t repairs = 0;           // keys deleted from it by the repair
+  uint64_t overflow_flushes = 0;  // times its record overflowed (each owes a flush)
+  uint64_t flushes = 0;           // flush_all made by the repair (overflow or missed flush)
+};
+
 class StatsView {
  public:
   virtual uint64_t uptime_seconds() const = 0;
@@ -164,6 +174,13 @@ class StatsView {
   virtual uint64_t pool_ejections(const std::string& pool) const = 0;
   // When the server was ejected (us since the epoch), 0 when it is in.
   virtual uint64_t ejected_at(const std::string& pool, const std::string& identity) const = 0;
+  // The server's repair record.
+  virtual RepairCounts repair_counts(const std::string& /*pool*/,
+                                     const std::string& /*identity*/) const {
+    return {};
+  }
+  // Servers of the pool failing and kept in the ring by auto_eject_max.
+  virtual uint64_t held_by_cap(const std::string& /*pool*/) const { return 0; }
   // Per pool whose reload started one, its background migration.
   virtual std::map<std::string, MigrationStatus> migrations() const { return {}; }
   // Per pool that has had one, its scheduled switch.

@@ -168,6 +168,11 @@ void write_servers(JsonWriter& w, const StatsView& v, const PoolLayout& layout,
     w.field("replica_write_failures", server_counter(c, "replica_write_failures"));
     w.field("read_failovers", server_counter(c, "read_failovers"));
     w.field("ejected_at", v.ejected_at(layout.name, s.address));
+    const RepairCounts r = v.repair_counts(layout.name, s.address);
+    w.field("repair_keys", r.keys);
+    w.field("repairs", r.repairs);
+    w.field("repair_overflow_flushes", r.overflow_flushes);
+    w.field("repair_flushes", r.flushes);
     w.end_object();
   }
   w.end_array();
@@ -241,6 +246,7 @@ void write_pool(JsonWriter& w, const StatsView& v, const PoolLayout& layout, boo
   w.field("misses", misses);
   w.field("hot_key_hits", pool_counter(t, "hot_key_hits"));
   w.field("server_ejections", v.pool_ejections(layout.name));
+  w.field("servers_held_by_cap", v.held_by_cap(layout.name));
   w.key("latency");
   w.begin_array();
   for (size_t b = 0; b < kLatencyBuckets; ++b)

@@ -35,6 +35,13 @@ RepairLog& RepairLog::of(const std::string& pool, const std::string& identity) {
   return *log;
 }
 
+const RepairLog* RepairLog::find(const std::string& pool, const std::string& identity) {
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mu);
+  auto it = r.logs.find({pool, identity});
+  return it == r.logs.end() ? nullptr : it->second.get();
+}
+
 std::vector<RepairLog*> RepairLog::all() {
   Registry& r = registry();
   std::lock_guard<std::mutex> lock(r.mu);
@@ -79,6 +86,7 @@ void RepairLog::record(std::string_view key, RepairLog* fallback) {
     // entry before sees a newer sequence and leaves it.
     e.seq = seq_.fetch_add(1, std::memory_order_acq_rel) + 1;
     e.recorded_usec = monotonic_usec();
+    e.home_clean = false;
     if (fallback != nullptr && fallback != this &&
         std::find(e.fallbacks.begin(), e.fallbacks.end(), fallback) == e.fallbacks.end()) {
       e.fallbacks.push_back(fallback);
@@ -157,7 +165,7 @@ void RepairLog::take(size_t max, uint64_t after_seq, uint64_t before_usec, bool 
     std::lock_guard<std::mutex> lock(shard.mu);
     for (const auto& [key, e] : shard.entries) {
       if (out.size() >= max) return;
-      if (e.seq <= after_seq || e.recorded_usec > before_usec) continue;
+      if (e.seq <= after_seq || e.recorded_usec > before_usec || e.home_clean) continue;
       if (!with_fallbacks && !e.fallbacks.empty()) continue;
       out.push_back(Item{key, e.seq, e.recorded_usec, e.fallbacks});
     }
@@ -171,7 +179,11 @@ std::vector<RepairLog*> RepairLog::repaired(const Item& item, bool release_guest
     std::lock_guard<std::mutex> lock(shard.mu);
     auto it = shard.entries.find(item.key);
     if (it == shard.entries.end() || it->second.seq != item.seq) return {};
-    if (!release_guests && !it->second.fallbacks.empty()) return {};
+    if (!release_guests && !it->second.fallbacks.empty()) {
+      it->second.home_clean = true;
+      repairs_.fetch_add(1, std::memory_order_relaxed);
+      return {};
+    }
     fallbacks = std::move(it->second.fallbacks);
     erase_locked(shard, it);
   }
@@ -184,11 +196,16 @@ size_t RepairLog::release_fallbacks() {
   std::vector<std::pair<std::string, std::vector<RepairLog*>>> moved;
   for (Shard& shard : shards_) {
     std::lock_guard<std::mutex> lock(shard.mu);
-    for (auto& [key, e] : shard.entries) {
-      if (!e.fallbacks.empty()) moved.emplace_back(key, std::move(e.fallbacks));
+    for (auto it = shard.entries.begin(); it != shard.entries.end();) {
+      auto next = std::next(it);
+      Entry& e = it->second;
+      if (!e.fallbacks.empty()) moved.emplace_back(it->first, std::move(e.fallbacks));
       e.fallbacks.clear();
+      if (e.home_clean) erase_locked(shard, it);  // nothing left to do here
+      it = next;
     }
   }
+  update_state();
   size_t n = 0;
   for (auto& [key, logs] : moved) {
     for (RepairLog* f : logs) {

@@ -56,6 +56,8 @@ class RepairLog {
   static RepairLog& of(const std::string& pool, const std::string& identity);
   // Every log made so far (for the stats and the repairer).
   static std::vector<RepairLog*> all();
+  // The server's log if one was made, else null.
+  static const RepairLog* find(const std::string& pool, const std::string& identity);
 
   const std::string& pool() const { return pool_; }
   const std::string& identity() const { return identity_; }
@@ -124,6 +126,9 @@ class RepairLog {
     uint64_t seq = 0;
     uint64_t recorded_usec = 0;
     std::vector<RepairLog*> fallbacks;
+    // Deleted on the server since its last record, kept for its guests
+    // (repaired before re-admission): goes when they are released.
+    bool home_clean = false;
   };
   struct Hash {
     using is_transparent = void;

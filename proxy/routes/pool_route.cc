@@ -40,7 +40,7 @@ void PoolRoute::build_switch() {
   if (!past) return;  // no guard: the topology always gives a waiting switch one
   const PendingSwitch& p = *pool->pending;
   next_pool = std::make_unique<Pool>(
-      Pool{p.config, p.ring, p.servers, pool->listen, p.live, {}, {}, pool->guard, {}, {}});
+      Pool{p.config, p.ring, p.servers, pool->listen, p.live, {}, pool->guard, {}, {}});
   const uint64_t warmup_usec = static_cast<uint64_t>(p.config.reload_warmup_ms) * 1000;
   next_pool->past.push_back(PastRing{pool->ring, pool->servers, pool->live,
                                      p.ends_usec() + warmup_usec, 0, pool->config.replicas, false,

@@ -80,11 +80,6 @@ struct Pool {
   // (empty: all live). Their ring keeps every server (ReplicaPlacement);
   // an unreplicated pool's ring is rebuilt without the ejected ones instead.
   std::vector<bool> live;
-  // An unreplicated pool with servers ejected: the ring of every server,
-  // where each key's home is (`ring` leaves the ejected out). Writes that
-  // land elsewhere are recorded for their home (repair_log.h). Null when
-  // none is ejected.
-  std::shared_ptr<const ketama::Ring> home_ring;
   // reload_warmup: the rings of the configs still inside their window,
   // newest first, and what orders fallback reads after writes (shared by
   // every worker's routes and the migration, kept across the window).
@@ -98,6 +93,11 @@ struct Pool {
   // it waits, `config` holds the new config's settings with the servers,
   // ring options and replicas of the placement in force (`ring`).
   std::optional<PendingSwitch> pending{};
+  // An unreplicated pool with servers ejected: the ring of every server,
+  // where each key's home is (`ring` leaves the ejected out). Writes that
+  // land elsewhere are recorded for their home (repair_log.h). Null when
+  // none is ejected.
+  std::shared_ptr<const ketama::Ring> home_ring{};
 };
 
 }  // namespace memshard::proxy

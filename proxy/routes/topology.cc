@@ -52,7 +52,7 @@ std::shared_ptr<const Topology> build_topology(const conf::Config& config, uint6
     SocketAddress listen;  // none for a pool only routes reach
     if (pc.has_listen()) listen = resolve_address(l.is_unix ? l.path : l.host, l.port, l.is_unix);
     topo->pools.push_back(
-        Pool{pc, std::move(ring), std::move(servers), listen, {}, {}, {}, {}, {}, {}});
+        Pool{pc, std::move(ring), std::move(servers), listen, {}, {}, {}, {}, {}});
     load_pool_tls(config.file, topo->pools.back());
     const Pool* old = previous != nullptr ? previous->find_pool(pc.name) : nullptr;
     if (old != nullptr) {

@@ -1,5 +1,7 @@
 #include "proxy/runtime/proxy.h"
 
+#include "proxy/backends/repair_log.h"
+
 #include <algorithm>
 #include <csignal>
 #include <cstring>
@@ -89,6 +91,13 @@ void Proxy::use_stats_token(StatsTokenSource next, bool at_start) {
                same_source ? ", changed" : (at_start ? "" : " now"), next.describe().c_str());
   }
   stats_token_ = std::move(next);
+}
+
+RepairCounts Proxy::repair_counts(const std::string& pool, const std::string& identity) const {
+  const RepairLog* log = RepairLog::find(pool, identity);
+  if (log == nullptr) return {};
+  return RepairCounts{log->keys(), log->recorded(), log->repairs(), log->overflows(),
+                      log->flushes()};
 }
 
 uint64_t Proxy::uptime_seconds() const {

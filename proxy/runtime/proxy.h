@@ -89,6 +89,10 @@ class Proxy final : public StatsView, public WorkerHost {
   std::vector<TlsCertificate> tls_certificates() const override;
   uint64_t ejections() const override { return health_->ejections(); }
   uint64_t readmissions() const override { return health_->readmissions(); }
+  RepairCounts repair_counts(const std::string& pool, const std::string& identity) const override;
+  uint64_t held_by_cap(const std::string& pool) const override {
+    return health_->held_by_cap(pool);
+  }
   uint64_t pool_ejections(const std::string& pool) const override {
     return health_->pool_ejections(pool);
   }

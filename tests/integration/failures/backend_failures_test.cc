@@ -696,6 +696,7 @@ TEST_F(BackendFailures, AllServersDownFailFastWithoutGrowingAndServiceResumes) {
 TEST_F(BackendFailures, AllServersEjectedFailFastWithoutGrowingAndAreReadmitted) {
   start({{"timeout", "300"},
          {"auto_eject_hosts", "true"},
+         {"auto_eject_max", "100%"},  // every server may go (the default keeps half)
          {"server_failure_limit", "2"},
          {"server_retry_timeout", "300"}});
   pick_keys(4, "ae");

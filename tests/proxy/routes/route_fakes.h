@@ -92,9 +92,11 @@ class FakeServer final : public Server {
     affinities.push_back(affinity);
     return down ? nullptr : &box;
   }
+  RepairLog* repairs() const override { return log; }
   FakeOutbox box;
   bool down = false;
   std::vector<uint64_t> affinities;
+  RepairLog* log = nullptr;  // the server's repair log, when a test gives it one
 };
 
 // Keys placed by a map; a key not in it has no live server.
@@ -107,7 +109,14 @@ class FakePlacement final : public Placement {
   }
   size_t size() const override { return servers_.size(); }
   Server& server(size_t index) const override { return *servers_[index]; }
+  bool moves_keys() const override { return !homes.empty(); }
+  size_t home(std::string_view key) const override {
+    auto it = homes.find(std::string(key));
+    return it == homes.end() ? npos : it->second;
+  }
   std::map<std::string, size_t> where;
+  // With servers ejected: where keys live with every server in.
+  std::map<std::string, size_t> homes;
 
  private:
   std::vector<Server*> servers_;

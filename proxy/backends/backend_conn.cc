@@ -369,6 +369,8 @@ void BackendConn::fail(std::string_view reason) {
       case ReplyMode::broadcast:
         slot->note_error(reason);
         break;
+      case ReplyMode::quiet_ignore:
+        break;
       case ReplyMode::quiet_drop:
         // Nothing for the client, who asked for silence; the status tells
         // a route that may try elsewhere.

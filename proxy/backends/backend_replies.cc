@@ -279,12 +279,14 @@ bool BackendConn::take_line(evbuffer* in, std::string_view line, size_t total,
       }
       return false;
     case ReplyMode::quiet_keep:
-    case ReplyMode::quiet_drop: {
+    case ReplyMode::quiet_drop:
+    case ReplyMode::quiet_ignore: {
+      const bool ignore = op.mode == ReplyMode::quiet_ignore;
       evbuffer* dest = op.mode == ReplyMode::quiet_keep ? slot->reply() : nullptr;
       if (r.kind == proto::ReplyKind::meta_noop) {
         evbuffer_drain(in, total);
         // Nothing said before the MN: the server had nothing to say.
-        if (slot->status() == proto::ReplyStatus::none) slot->set_status(status);
+        if (!ignore && slot->status() == proto::ReplyStatus::none) slot->set_status(status);
         finish_op();
         return true;
       }
@@ -299,7 +301,7 @@ bool BackendConn::take_line(evbuffer* in, std::string_view line, size_t total,
       } else {
         evbuffer_drain(in, total);
       }
-      slot->set_status(status);
+      if (!ignore) slot->set_status(status);
       if (r.kind == proto::ReplyKind::meta_value) begin_data(dest, r.data_bytes, false);
       return true;
     }

@@ -26,6 +26,11 @@ enum class ReplyMode : uint8_t {
   meta,        // one line, or VA + data (mg, ms, md, ma, me)
   quiet_keep,  // everything up to the MN that follows a quiet meta request
   quiet_drop,  // everything up to MN, discarded (classic noreply)
+  // Everything up to MN, discarded, leaving the slot as it is: the read
+  // gate's delete before a read (repair_log.h), which shares the read's
+  // slot and must not change what the client is told. (If its connection
+  // fails, the read after it fails with it.)
+  quiet_ignore,
   broadcast,   // one line, "OK" expected (flush_all)
 };
 

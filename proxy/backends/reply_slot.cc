@@ -82,11 +82,17 @@ void ReplySlot::complete_unsent() {
 
 void ReplySlot::assemble() {
   if (kind_ == SlotKind::retrieval) {
-    size_t failed = 0;
-    for (size_t i = 0; i < fragment_count_; ++i) failed += fragments_[i].failed ? 1 : 0;
+    // Fragments with no keys (the read gate's deletes: repair_log.h) take
+    // no part in the answer.
+    size_t failed = 0, reading = 0;
+    for (size_t i = 0; i < fragment_count_; ++i) {
+      if (fragments_[i].key_positions.empty()) continue;
+      ++reading;
+      failed += fragments_[i].failed ? 1 : 0;
+    }
     // When every server failed there is no partial answer to give; when
     // only some did, their keys read as misses (a miss is always safe).
-    if (failed == fragment_count_ && !error_.empty()) {
+    if (failed == reading && !error_.empty()) {
       append(reply_, error_);
       status_ = first_line_status(error_);
       return;

@@ -48,7 +48,7 @@ void enqueue_delete(Outbox& outbox, std::string_view key, RouteRequest& req, Rep
   const uint32_t fragment = static_cast<uint32_t>(slot.fragment_count());
   slot.add_fragment();
   req.count_fragment();
-  outbox.enqueue(BackendOp{&slot, fragment, ReplyMode::quiet_drop, req.now_usec});
+  outbox.enqueue(BackendOp{&slot, fragment, ReplyMode::quiet_ignore, req.now_usec});
 }
 
 namespace {

@@ -13,6 +13,8 @@ const KeyNames& key_names() {
     n.pool = detail::pool_directive_names();
     const std::vector<std::string_view> tls = detail::tls_directives();
     n.pool.insert(n.pool.end(), tls.begin(), tls.end());
+    const std::vector<std::string_view> discovery = detail::discovery_directives();
+    n.pool.insert(n.pool.end(), discovery.begin(), discovery.end());
     n.route = detail::route_field_names();
     return n;
   }();

@@ -76,6 +76,33 @@ struct RouteConfig {
   std::string name() const { return is_default ? "(default)" : prefix; }
 };
 
+// memshard extension (docs/discovery.md): a pool whose servers come from
+// DNS by themselves. `servers_srv: NAME`: every target:port of NAME's SRV
+// records is a server; `servers_dns: NAME:PORT`: every A/AAAA address of
+// NAME is one, on PORT. Looked up every refresh_ms; a change is applied
+// once it has been seen for hold_ms, at most max_change of the pool at a
+// time (the rest in later steps). The lookups are the proxy's.
+struct DiscoveryConfig {
+  enum class Kind : uint8_t { none, srv, dns };
+  Kind kind = Kind::none;
+  std::string name;   // the SRV name, or the host name of servers_dns
+  uint16_t port = 0;  // servers_dns: the port every address serves on
+  int refresh_ms = 5000;
+  int hold_ms = 30000;
+  double max_change = 0.5;  // share of the pool's servers per step
+  int line = 0;             // of servers_srv or servers_dns; 0: not given
+  // The discovery directives given, with their lines.
+  std::vector<std::pair<std::string, int>> lines;
+
+  bool enabled() const { return kind != Kind::none; }
+  // "servers_srv NAME" or "servers_dns NAME:PORT": how logs and stats name
+  // the source.
+  std::string describe() const;
+  bool same_source(const DiscoveryConfig& o) const {
+    return kind == o.kind && name == o.name && port == o.port;
+  }
+};
+
 // Defaults are nutcracker 0.5's. A loaded config guarantees: listen set
 // (port 1..65535, or a unix path of at most 107 bytes, perm <= 0777); at
 // least one server, each with weight >= 1, port 1..65535 (0 for a unix
@@ -184,6 +211,8 @@ struct PoolConfig {
   uint32_t gutter_ttl_s = 10;
   std::vector<ServerConfig> servers;
   TlsConfig tls;
+  // servers_srv / servers_dns: `servers` is filled by the proxy from DNS.
+  DiscoveryConfig discovery;
 
   bool has_listen() const { return !listen.text.empty(); }
   bool routes_keys() const { return !routes.empty(); }

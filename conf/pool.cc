@@ -152,6 +152,7 @@ class PoolReader {
     const std::optional<std::string> text = scalar(value);
     if (!text) return;
     if (tls_directive(out_.pool, key, *text, line, errors_)) return;
+    if (discovery_directive(out_.pool, key, *text, line, errors_)) return;
     scalar_directive(*text);
   }
 
@@ -454,11 +455,12 @@ ParsedPool PoolReader::finish(int servers_line) {
   // A missing listen is checked across pools (check_routes): a pool that
   // only routes reach needs none.
   out_.listen_given = listen_given_;
+  check_discovery(p, servers_line, errors_);
   if (p.routes_keys() || p.routes_line != 0) {
     check_routing_pool(servers_line);
     return std::move(out_);
   }
-  if (p.servers.empty() && !servers_reported_) {
+  if (p.servers.empty() && !servers_reported_ && p.discovery.line == 0) {
     errors_.add(servers_line ? servers_line : p.line, "servers",
                 "pool '" + p.name +
                     "' has no servers; expected a list of \"host:port:weight [name]\" entries");
@@ -546,10 +548,10 @@ ParsedPool parse_pool(const std::string& name, int line, const YAML::Node& body,
     }
     const std::string& key = it->first.Scalar();
     if (std::find(kDirectives.begin(), kDirectives.end(), key) == kDirectives.end() &&
-        !is_tls_directive(key)) {
-      errors.add(
-          key_line, key,
-          "unknown directive; expected one of " + join(kDirectives) + ", " + tls_directive_names());
+        !is_tls_directive(key) && !is_discovery_directive(key)) {
+      errors.add(key_line, key,
+                 "unknown directive; expected one of " + join(kDirectives) + ", " +
+                     tls_directive_names() + ", " + join(discovery_directives()));
       continue;
     }
     // yaml-cpp keeps both entries of a repeated key; nutcracker refuses them.

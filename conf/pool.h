@@ -64,4 +64,14 @@ bool tls_directive(PoolConfig& pool, const std::string& key, const std::string& 
                    ErrorList& errors);
 void check_tls(const PoolConfig& pool, ErrorList& errors);
 
+// conf/discovery.cc: servers_srv, servers_dns and their discovery_*
+// settings. discovery_directive() reads one (false when `key` is not one of
+// them); check_discovery() checks them against the pool (`servers_line`:
+// of its `servers`, 0 when none).
+bool is_discovery_directive(std::string_view key);
+std::vector<std::string_view> discovery_directives();
+bool discovery_directive(PoolConfig& pool, const std::string& key, const std::string& text,
+                         int line, ErrorList& errors);
+void check_discovery(const PoolConfig& pool, int servers_line, ErrorList& errors);
+
 }  // namespace memshard::conf::detail

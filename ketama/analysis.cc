@@ -14,12 +14,17 @@
 //   random x any     the key is ignored, so the numbers are expectations: a
 //                    value owned by address a elsewhere stays on a with the
 //                    probability that the random pick chooses a.
-// Everything except `random` is exact.
+//   ch3, wch3, crc32 x any   mcrouter's hashes place each key by itself, with
+//                    no ring of values to compare: both rings look up the
+//                    same kDiffSampleKeys keys, and the counts are scaled to
+//                    the 2^32 values (sampled, so not exact).
+// Everything except `random` and the sampled ones is exact.
 #include "ketama/analysis.h"
 
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <string>
 #include <unordered_map>
 
 namespace memshard::ketama {
@@ -174,6 +179,37 @@ std::vector<double> same_by_address(const Side& a, const Side& b, size_t address
   return same;
 }
 
+constexpr size_t kDiffSampleKeys = 100000;
+
+// ch3, wch3, crc32 on either side: old_owned, new_owned and same from a
+// sample of keys looked up on both rings.
+void sample_both(const Side& a, const Side& b, size_t addresses, std::vector<double>& old_owned,
+                 std::vector<double>& new_owned, std::vector<double>& same) {
+  std::vector<uint64_t> in_old(addresses, 0), in_new(addresses, 0), in_both(addresses, 0);
+  std::string key;
+  for (size_t i = 0; i < kDiffSampleKeys; ++i) {
+    key = "memshard:diff:" + std::to_string(i);
+    const size_t x = a.ring.lookup(key);
+    const size_t y = b.ring.lookup(key);
+    if (x != Ring::npos) ++in_old[a.address[x]];
+    if (y != Ring::npos) ++in_new[b.address[y]];
+    if (x != Ring::npos && y != Ring::npos && a.address[x] == b.address[y]) {
+      ++in_both[a.address[x]];
+    }
+  }
+  // Counted whole, then scaled, so that rings that agree on every key
+  // give exactly nothing moved.
+  const double value = static_cast<double>(kHashSpace) / static_cast<double>(kDiffSampleKeys);
+  auto scaled = [value](const std::vector<uint64_t>& counts) {
+    std::vector<double> out;
+    for (uint64_t c : counts) out.push_back(static_cast<double>(c) * value);
+    return out;
+  };
+  old_owned = scaled(in_old);
+  new_owned = scaled(in_new);
+  same = scaled(in_both);
+}
+
 }  // namespace
 
 RingReport describe(const Ring& ring) {
@@ -217,10 +253,15 @@ RingDiff diff(const Ring& before, const Ring& after) {
   std::vector<double> old_owned = owned_by_address(old_side, addresses);
   std::vector<double> new_owned = owned_by_address(new_side, addresses);
   constexpr double kSpace = static_cast<double>(kHashSpace);
+  const bool sampled = is_mcrouter_distribution(before.options().distribution) ||
+                       is_mcrouter_distribution(after.options().distribution);
   bool rehashed = before.key_hash_function() != after.key_hash_function() ||
                   before.options().hash_tag != after.options().hash_tag;
   std::vector<double> same(addresses, 0.0);
-  if (rehashed) {
+  if (sampled) {
+    rehashed = false;
+    sample_both(old_side, new_side, addresses, old_owned, new_owned, same);
+  } else if (rehashed) {
     for (size_t id = 0; id < addresses; ++id) same[id] = old_owned[id] * new_owned[id] / kSpace;
   } else {
     same = same_by_address(old_side, new_side, addresses);
@@ -236,7 +277,8 @@ RingDiff diff(const Ring& before, const Ring& after) {
   }
 
   RingDiff result;
-  result.exact = !rehashed;
+  result.exact = !rehashed && !sampled;
+  result.sampled_keys = sampled ? kDiffSampleKeys : 0;
   double kept = 0;
   for (size_t id = 0; id < addresses; ++id) {
     kept += same[id];

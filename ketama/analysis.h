@@ -2,7 +2,9 @@
 // Exact: computed from the point lists (merge of two sorted continua), never
 // by sampling keys. modula is exact too (residue arithmetic, see
 // analysis.cc); `random` ignores the key, so for it the numbers are the
-// expected fractions of requests.
+// expected fractions of requests. ch3, wch3 and crc32 (mcrouter's hashes)
+// have no ring of values: their shares are expectations (owned_hashes())
+// and a diff with one of them is sampled over keys.
 #pragma once
 
 #include <cstdint>
@@ -46,6 +48,10 @@ struct RingDiff {
   // two hashes are independent (a key stays with probability
   // share_before(s) * share_after(s) summed over the servers s).
   bool exact = true;
+  // Not 0 when either ring is ch3, wch3 or crc32, whose placement has no
+  // ring to compare: the figures come from this many sample keys looked up
+  // on both (exact is false).
+  size_t sampled_keys = 0;
   std::vector<ServerMove> servers;  // union of both, old config order then new ones
 };
 RingDiff diff(const Ring& before, const Ring& after);

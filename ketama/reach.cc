@@ -8,7 +8,10 @@ Reach reach(const Ring& ring, uint32_t hash_max) {
   Reach r;
   r.owned.assign(ring.servers().size(), 0);
   const uint64_t values = uint64_t{hash_max} + 1;
-  if (ring.options().distribution == Distribution::ketama) {
+  if (is_mcrouter_distribution(ring.options().distribution)) {
+    // Their hash is not the pool's key hash: every index is in reach.
+    r.owned = ring.owned_hashes();
+  } else if (ring.options().distribution == Distribution::ketama) {
     uint64_t start = 0;
     for (const Arc& arc : ring.arcs()) {
       if (start >= values) break;

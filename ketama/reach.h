@@ -19,7 +19,8 @@ struct Reach {
 };
 
 // For `random`, which ignores the key, every live server is reachable and
-// `owned` is the expected split.
+// `owned` is the expected split. So for ch3, wch3 and crc32, which hash
+// keys with their own function whatever `hash_max` says: owned_hashes().
 Reach reach(const Ring& ring, uint32_t hash_max);
 
 // reach() for the range of the function the ring hashes keys with.

@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "ketama/continuum.h"
+#include "ketama/mcrouter_hash.h"
 #include "ketama/ring_names.h"
 
 namespace memshard::ketama {
@@ -66,8 +67,10 @@ struct Ring::State {
   // twemproxy sends every key of a one-server pool to it without hashing.
   bool single_server = false;
 
-  // modula and random distributions
+  // modula, random and mcrouter's distributions
   std::vector<uint32_t> slots;
+  // wch3: the weight (0 to 1) of each slot's server
+  std::vector<double> slot_weights;
 };
 
 namespace {
@@ -95,6 +98,40 @@ std::string_view apply_hash_tag(std::string_view key, const std::string& tag) {
   return key.substr(open + 1, close - open - 1);
 }
 
+// wch3: an attempt picks each index with probability 1/L and keeps it with
+// its weight w; a = mean weight keeps an attempt. After 32 attempts the
+// last index stands, kept or not. So index i owns
+//   w_i / L * (1 + (1-a) + ... + (1-a)^31)  +  (1-a)^31 * (1 - w_i) / L
+// of the keys: the expectation for keys whose hashes are independent.
+// Rounded to whole values summing to 2^32.
+std::vector<uint64_t> wch3_expected_owned(size_t servers, const std::vector<uint32_t>& slots,
+                                          const std::vector<double>& weights) {
+  std::vector<uint64_t> owned(servers, 0);
+  const size_t length = slots.size();
+  if (length == 0) return owned;
+  double mean = 0;
+  for (double w : weights) mean += w;
+  mean /= static_cast<double>(length);
+  double kept_series = 0;  // 1 + (1-a) + ... + (1-a)^31
+  double miss = 1;         // (1-a)^t
+  for (int t = 0; t < 32; ++t) {
+    kept_series += miss;
+    if (t < 31) miss *= 1 - mean;
+  }
+  const double space = static_cast<double>(kHashSpace);
+  uint64_t given = 0;
+  for (size_t j = 0; j < length; ++j) {
+    const double share =
+        (weights[j] * kept_series + miss * (1 - weights[j])) / static_cast<double>(length);
+    const auto values = std::min(static_cast<uint64_t>(share * space), kHashSpace - given);
+    owned[slots[j]] += values;
+    given += values;
+  }
+  // What rounding left over: one value each from the first slot on.
+  for (size_t j = 0; given < kHashSpace; j = (j + 1) % length, ++given) ++owned[slots[j]];
+  return owned;
+}
+
 size_t random_index(size_t n) {
   thread_local std::minstd_rand rng(std::random_device{}());
   return std::uniform_int_distribution<size_t>(0, n - 1)(rng);
@@ -102,12 +139,13 @@ size_t random_index(size_t n) {
 
 // modula: each live server `weight` times, in the mode's server order
 // (twemproxy: sorted by name; the others: list order). random: each live
-// server once.
+// server once. ch3, wch3, crc32: each live server once, in list order (the
+// index mcrouter's hash picks).
 std::vector<uint32_t> build_slots(const std::vector<ServerEntry>& servers,
                                   const std::vector<std::string>& names,
                                   const std::vector<bool>& live, const RingOptions& options) {
   std::vector<uint32_t> order;
-  if (options.mode == Mode::twemproxy) {
+  if (options.mode == Mode::twemproxy && !is_mcrouter_distribution(options.distribution)) {
     order = detail::twemproxy_order(names);
   } else {
     for (uint32_t i = 0; i < servers.size(); ++i) {
@@ -140,6 +178,16 @@ Ring Ring::build(std::vector<ServerEntry> servers, RingOptions options, std::vec
   if (servers.size() > std::numeric_limits<uint32_t>::max() / 2) {
     throw std::invalid_argument("too many servers");
   }
+  if (is_mcrouter_distribution(options.distribution) && servers.size() > kFurcMaxPoolSize) {
+    throw std::invalid_argument("ch3, wch3 and crc32 take at most 8388608 servers");
+  }
+  if (options.distribution == Distribution::wch3) {
+    for (const ServerEntry& server : servers) {
+      if (!(server.fraction >= 0 && server.fraction <= 1)) {
+        throw std::invalid_argument("distribution wch3 takes weights from 0 to 1");
+      }
+    }
+  }
 
   auto s = std::make_shared<State>();
   s->servers = std::move(servers);
@@ -158,6 +206,9 @@ Ring Ring::build(std::vector<ServerEntry> servers, RingOptions options, std::vec
   } else {
     s->point_counts.assign(s->servers.size(), 0);
     s->slots = build_slots(s->servers, s->names, s->live, s->options);
+    if (s->options.distribution == Distribution::wch3) {
+      for (uint32_t server : s->slots) s->slot_weights.push_back(s->servers[server].fraction);
+    }
   }
   s->index = SearchIndex(s->points);
   return Ring(std::move(s));
@@ -170,13 +221,75 @@ Ring Ring::none(RingOptions options) {
   return Ring(std::move(s));
 }
 
+namespace {
+
+// mcrouter hashes a key's "routing key": the key up to its first "|#|".
+std::string_view before_hash_stop(std::string_view key) {
+  const size_t stop = key.find("|#|");
+  return stop == std::string_view::npos ? key : key.substr(0, stop);
+}
+
+}  // namespace
+
 uint32_t Ring::hash_key(std::string_view key) const {
   key = apply_hash_tag(key, s_->options.hash_tag);
+  if (is_mcrouter_distribution(s_->options.distribution)) {
+    return mcrouter_index(before_hash_stop(key));
+  }
   // twemproxy's server_pool_hash() returns 0 for an empty key unhashed.
   if (s_->options.mode == Mode::twemproxy && key.empty()) {
     return 0;
   }
   return hash(key_hash_function(), key);
+}
+
+uint32_t Ring::mcrouter_index(std::string_view key) const {
+  const State& s = *s_;
+  const size_t n = s.slots.size();
+  if (n == 0) return 0;
+  // The salt follows the key: on the stack for any key memcached takes.
+  char stack[512];
+  std::string heap;
+  std::string_view hashed = key;
+  if (!s.options.hash_salt.empty()) {
+    const size_t length = key.size() + s.options.hash_salt.size();
+    char* out = stack;
+    if (length > sizeof(stack)) {
+      heap.resize(length);
+      out = heap.data();
+    }
+    std::copy(key.begin(), key.end(), out);
+    std::copy(s.options.hash_salt.begin(), s.options.hash_salt.end(), out + key.size());
+    hashed = std::string_view(out, length);
+  }
+  switch (s.options.distribution) {
+    case Distribution::ch3:
+      return furc_hash(hashed, static_cast<uint32_t>(n));
+    case Distribution::wch3:
+      return static_cast<uint32_t>(weighted_ch3(hashed, s.slot_weights));
+    case Distribution::crc32:
+      return static_cast<uint32_t>(mcrouter_crc32(hashed, n));
+    case Distribution::ketama:
+    case Distribution::modula:
+    case Distribution::random:
+      break;
+  }
+  return 0;
+}
+
+std::string_view Ring::key_hash_name() const {
+  switch (s_->options.distribution) {
+    case Distribution::ch3:
+    case Distribution::wch3:
+      return "furc_hash";
+    case Distribution::crc32:
+      return "mcrouter_crc32";
+    case Distribution::ketama:
+    case Distribution::modula:
+    case Distribution::random:
+      break;
+  }
+  return hash_name(key_hash_function());
 }
 
 HashFunction Ring::key_hash_function() const {
@@ -201,6 +314,10 @@ size_t Ring::server_for_hash(uint32_t h) const {
       return s.points[i == s.points.size() ? 0 : i].server;
     }
     case Distribution::modula:
+    case Distribution::ch3:
+    case Distribution::wch3:
+    case Distribution::crc32:
+      // mcrouter's: the hash is the slot's index already.
       return s.slots.empty() ? npos : s.slots[h % s.slots.size()];
     case Distribution::random:
       return s.slots[random_index(s.slots.size())];
@@ -255,7 +372,8 @@ size_t Ring::preference_list_for_hash(uint32_t hash, std::span<size_t> out) cons
     }
   } else if (!s.slots.empty()) {
     size_t start = std::find(s.slots.begin(), s.slots.end(), owner) - s.slots.begin();
-    if (s.options.distribution == Distribution::modula) {
+    if (s.options.distribution == Distribution::modula ||
+        is_mcrouter_distribution(s.options.distribution)) {
       start = hash % s.slots.size();
     }
     for (size_t step = 0; step < s.slots.size() && filled < n; ++step) {
@@ -337,13 +455,28 @@ std::vector<uint64_t> Ring::owned_hashes() const {
       }
       break;
     }
-    case Distribution::random: {
+    case Distribution::random:
+    case Distribution::ch3: {
+      // furc_hash spreads keys evenly over the indexes.
       uint64_t length = s.slots.size();
       for (uint64_t j = 0; j < length; ++j) {
         owned[s.slots[j]] += kHashSpace / length + (j < kHashSpace % length ? 1 : 0);
       }
       break;
     }
+    case Distribution::crc32: {
+      // 31 bits of CRC modulo the slots: index j takes the values
+      // v < 2^31 with v % L == j, each counted twice to fill 2^32.
+      const uint64_t values = kHashSpace / 2;
+      const uint64_t length = s.slots.size();
+      for (uint64_t j = 0; j < length && j < values; ++j) {
+        owned[s.slots[j]] += 2 * ((values - 1 - j) / length + 1);
+      }
+      break;
+    }
+    case Distribution::wch3:
+      owned = wch3_expected_owned(s.servers.size(), s.slots, s.slot_weights);
+      break;
   }
   return owned;
 }

@@ -32,6 +32,8 @@ class Ring {
   // server `weight` times for modula, in name order for twemproxy and list
   // order otherwise); libmemcached's MODULA ignores weights, so it matches
   // only with all weights 1. A weight of 0 gives a server no points/slots.
+  // Distributions ch3, wch3, crc32 (mcrouter's): the live servers in list
+  // order, each once, whatever the mode; wch3 reads ServerEntry::fraction.
   // Throws std::invalid_argument for an empty server list, a bad hash_tag or
   // a `live` of the wrong size.
   static Ring build(std::vector<ServerEntry> servers, RingOptions options,
@@ -42,10 +44,16 @@ class Ring {
   static Ring none(RingOptions options = {});
 
   // The value a key is placed by, after hash_tag, with the mode's key hash.
+  // ch3, wch3, crc32: the index in slots() mcrouter's hash picks for the
+  // key up to its first "|#|" with hash_salt appended (mcrouter_hash.h).
   uint32_t hash_key(std::string_view key) const;
   // The function hash_key() applies (the pool's hash, or MD5 for the modes
-  // whose originals always hash keys with MD5).
+  // whose originals always hash keys with MD5). Not used by ch3, wch3 and
+  // crc32, which hash keys their own way: see key_hash_name().
   HashFunction key_hash_function() const;
+  // How the ring hashes keys, by name: hash_name(key_hash_function()), or
+  // "furc_hash" (ch3, wch3) or "mcrouter_crc32" (crc32).
+  std::string_view key_hash_name() const;
   // Owner of a hash value; npos when no server is live.
   size_t server_for_hash(uint32_t hash) const;
   // Owner of a key; npos when no server is live.
@@ -59,7 +67,9 @@ class Ring {
   size_t preference_list(std::string_view key, std::span<size_t> out) const;
   // The list of the keys whose hash_key() is `hash`: preference_list(key, out)
   // is preference_list_for_hash(hash_key(key), out). Constant over each of
-  // arcs() (ketama) and each residue hash % slots().size() (modula). random
+  // arcs() (ketama) and each residue hash % slots().size() (modula, and
+  // mcrouter's, whose hash is the index: the owner, then the next servers
+  // of the list). random
   // ignores the hash, as lookup() does: a random owner, then its successors.
   size_t preference_list_for_hash(uint32_t hash, std::span<size_t> out) const;
 
@@ -75,19 +85,22 @@ class Ring {
   // modula: exact count of values v with slots()[v % slots().size()] == server.
   // random: the key is ignored, so this is the expected number, 2^32 split
   // evenly over the live servers (the remainder to the first ones in slot order).
+  // ch3, wch3, crc32: the expected number for keys that hash independently
+  // (even for ch3; crc32's 2^31 values modulo the servers; wch3 by weight).
   std::vector<uint64_t> owned_hashes() const;
   // Ketama distribution: the keyspace 0 .. 2^32-1 as arcs in ascending order,
   // covering every value exactly once (empty when no server is live).
   // Empty for modula and random.
   std::vector<Arc> arcs() const;
   // modula and random: the list a hash indexes (modula: slots[hash % size]),
-  // live servers only, each server `weight` times for modula, once for random.
-  // Empty for ketama.
+  // live servers only, each server `weight` times for modula, once for random
+  // and mcrouter's distributions. Empty for ketama.
   const std::vector<uint32_t>& slots() const;
 
  private:
   struct State;
   explicit Ring(std::shared_ptr<const State> s) : s_(std::move(s)) {}
+  uint32_t mcrouter_index(std::string_view routing_key) const;
   std::shared_ptr<const State> s_;
 };
 

@@ -2,6 +2,8 @@
 #include "ketama/ring_names.h"
 
 #include <array>
+#include <charconv>
+#include <system_error>
 #include <utility>
 
 namespace memshard::ketama {
@@ -18,10 +20,10 @@ constexpr std::array<std::pair<Mode, std::string_view>, 6> kModeNames = {{
     {Mode::spymemcached, "spymemcached"},
 }};
 
-constexpr std::array<std::pair<Distribution, std::string_view>, 3> kDistributionNames = {{
-    {Distribution::ketama, "ketama"},
-    {Distribution::modula, "modula"},
-    {Distribution::random, "random"},
+constexpr std::array<std::pair<Distribution, std::string_view>, 6> kDistributionNames = {{
+    {Distribution::ketama, "ketama"}, {Distribution::modula, "modula"},
+    {Distribution::random, "random"}, {Distribution::ch3, "ch3"},
+    {Distribution::wch3, "wch3"},     {Distribution::crc32, "crc32"},
 }};
 
 std::string host_port(const ServerEntry& s) {
@@ -74,6 +76,14 @@ std::optional<Distribution> parse_distribution_name(std::string_view name) {
 
 std::string ServerEntry::address() const {
   return is_unix ? host : host_port(*this);
+}
+
+std::string ServerEntry::weight_text() const {
+  if (fraction == static_cast<double>(weight)) return std::to_string(weight);
+  // The shortest text that reads back as the same double: "0.5", "0.333".
+  char buf[32];
+  const auto [end, ec] = std::to_chars(buf, buf + sizeof(buf), fraction);
+  return ec == std::errc() ? std::string(buf, end) : std::to_string(fraction);
 }
 
 namespace detail {

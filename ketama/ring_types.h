@@ -29,19 +29,31 @@ enum class Mode {
 std::string_view mode_name(Mode m);
 std::optional<Mode> parse_mode_name(std::string_view name);
 
-enum class Distribution { ketama, modula, random };
+// ketama, modula and random are twemproxy's. ch3, wch3 and crc32 are
+// mcrouter's hash functions (mcrouter_hash.h): the key itself picks a live
+// server by its index in the list, with no ring of hash values.
+enum class Distribution { ketama, modula, random, ch3, wch3, crc32 };
 std::string_view distribution_name(Distribution d);
 std::optional<Distribution> parse_distribution_name(std::string_view name);
+// ch3, wch3 or crc32.
+constexpr bool is_mcrouter_distribution(Distribution d) {
+  return d == Distribution::ch3 || d == Distribution::wch3 || d == Distribution::crc32;
+}
 
 struct ServerEntry {
   std::string host;       // hostname or IP literal as written (never resolved), or socket path
   uint16_t port = 11211;  // ignored for unix sockets
   uint32_t weight = 1;
+  // The weight as a real number: `weight` for a whole-number weight, else
+  // what distribution wch3 reads (0 to 1, written "0.5"; `weight` is then 0).
+  double fraction = 1;
   std::string name;  // explicit name from the config, empty when none
   bool is_unix = false;
 
   // "host:port", or the socket path: how an operator names the server.
   std::string address() const;
+  // The weight as written: the whole number, or the fraction ("0.5").
+  std::string weight_text() const;
 };
 
 struct RingOptions {
@@ -57,6 +69,9 @@ struct RingOptions {
   // Empty, or exactly two characters such as "{}". Applied in every mode
   // (only twemproxy has it; leave it empty to match a client library).
   std::string hash_tag;
+  // Distributions ch3, wch3 and crc32: appended to the key (after hash_tag
+  // and the "|#|" hash stop) before it is hashed, as mcrouter's `salt`.
+  std::string hash_salt;
 };
 
 struct Point {

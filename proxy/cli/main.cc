@@ -21,6 +21,7 @@
 #include "proxy/admin/stats_token.h"
 #include "proxy/cli/ring_tools.h"
 #include "proxy/cli/top.h"
+#include "proxy/runtime/dns_client.h"
 #include "proxy/runtime/proxy.h"
 #include "proxy/runtime/ring_warnings.h"
 #include "proxy/runtime/stats_token_source.h"
@@ -211,6 +212,12 @@ int main(int argc, char** argv) {
                  "then carry it (Authorization: Bearer TOKEN, or as a browser's password); "
                  "over the config's stats_token and stats_token_file, and read again at every "
                  "reload");
+  std::vector<std::string> dns_servers;
+  app.add_option("--dns-server", dns_servers,
+                 "the DNS server (IP:PORT, [IPv6]:PORT or IP) that looks up the pools' "
+                 "servers_srv and servers_dns; repeatable, tried in turn; without it, those of "
+                 "/etc/resolv.conf")
+      ->check([](const std::string& v) { return memshard::proxy::check_dns_server(v); });
   memshard::proxy::TopOptions top_options;
   CLI::App* top = app.add_subcommand(
       "top", "a live view of a running memshard's status page numbers, in the terminal");
@@ -313,7 +320,7 @@ int main(int argc, char** argv) {
   try {
     memshard::proxy::Proxy proxy(memshard::proxy::ProxyOptions{
         conf_file, threads, watch, drain_timeout_ms, stats_addr, static_cast<uint16_t>(stats_port),
-        park_after_ms, !no_io_uring, fixed_threads, stats_token_file});
+        park_after_ms, !no_io_uring, fixed_threads, stats_token_file, dns_servers});
     proxy.start();
     if (!pid_file.empty() && !write_pid_file(pid_file)) {
       return fail("cannot write pid file '" + pid_file + "': " + strerror(errno));

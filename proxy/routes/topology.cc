@@ -29,7 +29,8 @@ uint64_t next_window_end(const Topology& t) {
 std::shared_ptr<const Topology> build_topology(const conf::Config& config, uint64_t generation,
                                                const Topology* previous, uint64_t now_usec,
                                                std::optional<int64_t> unix_usec,
-                                               std::vector<std::string>* notes) {
+                                               std::vector<std::string>* notes,
+                                               const std::map<std::string, AddressList>* known) {
   const WallClock clock{now_usec, unix_usec ? *unix_usec : wall_clock_at(now_usec)};
   auto topo = std::make_shared<Topology>();
   topo->generation = generation;
@@ -44,8 +45,14 @@ std::shared_ptr<const Topology> build_topology(const conf::Config& config, uint6
       std::string stats_name = pc.ring.mode == ketama::Mode::twemproxy ? ring.ring_name(i)
                                : e.name.empty()                        ? e.address()
                                                                        : e.name;
+      const AddressList* have = nullptr;
+      if (known != nullptr) {
+        const auto it = known->find(e.address());
+        if (it != known->end()) have = &it->second;
+      }
       servers.push_back(ServerInfo{e.address(), std::move(stats_name),
-                                   resolve_addresses(e.host, e.port, e.is_unix),
+                                   have != nullptr ? *have
+                                                   : resolve_addresses(e.host, e.port, e.is_unix),
                                    !e.is_unix && !is_ip_literal(e.host), e.host, e.port});
     }
     const conf::ListenAddress& l = pc.listen;

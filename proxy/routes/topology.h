@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -33,11 +34,15 @@ void load_pool_tls(const std::string& file, Pool& pool);
 // pool_carry.h) at `now_usec`; `unix_usec` is the wall clock then (read
 // when not given), which reload_switch_at is read against. What the build
 // decided about scheduled switches is added to `notes`, for the log.
+// `known`: addresses already looked up (DNS discovery, by the server's
+// "host:port"), used instead of resolving those servers again.
 std::shared_ptr<const Topology> build_topology(const conf::Config& config, uint64_t generation,
                                                const Topology* previous = nullptr,
                                                uint64_t now_usec = 0,
                                                std::optional<int64_t> unix_usec = {},
-                                               std::vector<std::string>* notes = nullptr);
+                                               std::vector<std::string>* notes = nullptr,
+                                               const std::map<std::string, AddressList>* known =
+                                                   nullptr);
 // The earliest end of a warm-up window or of a scheduled switch's window
 // in `t`, 0 when none is open.
 uint64_t next_window_end(const Topology& t);

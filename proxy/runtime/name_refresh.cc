@@ -32,6 +32,8 @@ void NameRefresh::set_topology(const Topology& topology) {
   timers_.clear();
   std::map<Key, Name> names;
   for (const Pool& pool : topology.pools) {
+    // DNS discovery looks its own servers' names up (discovery.h).
+    if (pool.config.discovery.enabled()) continue;
     bool any = false;
     for (const ServerInfo& s : pool.servers) {
       if (!s.named) continue;

@@ -53,6 +53,7 @@ Proxy::~Proxy() {
   stats_server_.reset();
   active_.reset();
   workers_.clear();
+  discovery_.reset();
   names_.reset();
   health_.reset();
   watch_.reset();
@@ -119,11 +120,19 @@ void Proxy::start() {
     for (const auto& e : loaded.errors) msg += e.to_string() + "\n";
     throw std::runtime_error(msg);
   }
-  for (const auto& w : ring_warnings(*loaded.config)) log_warn("%s", w.c_str());
-  StatsTokenSource token = stats_token_of(*loaded.config);
+  discovery_ = std::make_unique<Discovery>(
+      base_, options_.dns_servers,
+      Discovery::Hooks{[this](const std::string& pool) { return apply_discovery(pool); },
+                       [this](const std::string& pool) { apply_discovered_addresses(pool); }});
+  conf::Config config = *loaded.config;
+  std::map<std::string, AddressList> known;
+  if (std::string why; !discovery_->fill(config, known, why)) throw std::runtime_error(why);
+  for (const auto& w : ring_warnings(config)) log_warn("%s", w.c_str());
+  StatsTokenSource token = stats_token_of(config);
   generation_ = 1;
-  topology_ = build_topology(*loaded.config, 1);
-  warn_switch_at_start(*loaded.config);
+  topology_ = build_topology(config, 1, nullptr, 0, {}, nullptr, &known);
+  warn_switch_at_start(config);
+  config_ = *loaded.config;
   reload_log_.started(1);
 
   std::vector<int> cpus = allowed_cpus();
@@ -145,6 +154,7 @@ void Proxy::start() {
   names_ = std::make_unique<NameRefresh>(
       base_, [this](const NameRefresh::Result& r) { apply_resolved(r); });
   names_->set_topology(*topology_);
+  discovery_->commit(config);
   main_loop_->on_unreachable = [this](const std::string& pool, const std::string& identity) {
     names_->connect_failed(pool, identity);
   };
@@ -208,6 +218,28 @@ void Proxy::apply_resolved(const NameRefresh::Result& r) {
   auto next = std::make_shared<Topology>(*topology_);
   for (Pool& p : next->pools) {
     if (p.config.name == r.pool) p.servers[index].addresses = *r.addresses;
+  }
+  topology_ = next;
+  health_->set_topology(next);
+  install_on_workers();
+}
+
+void Proxy::apply_discovered_addresses(const std::string& pool_name) {
+  const std::map<std::string, AddressList>* found = discovery_->addresses(pool_name);
+  if (found == nullptr || topology_->find_pool(pool_name) == nullptr) return;
+  // The same config in a new value, as for a server's name that moved
+  // (apply_resolved): workers switch between two requests; no ring changes.
+  auto next = std::make_shared<Topology>(*topology_);
+  const auto update = [&](std::vector<ServerInfo>& servers) {
+    for (ServerInfo& s : servers) {
+      auto it = found->find(s.identity);
+      if (it != found->end() && !it->second.empty()) s.addresses = it->second;
+    }
+  };
+  for (Pool& p : next->pools) {
+    if (p.config.name != pool_name) continue;
+    update(p.servers);
+    if (p.pending) update(p.pending->servers);
   }
   topology_ = next;
   health_->set_topology(next);

@@ -23,6 +23,7 @@
 #include "proxy/routes/topology.h"
 #include "proxy/runtime/active_workers.h"
 #include "proxy/runtime/config_watch.h"
+#include "proxy/runtime/discovery.h"
 #include "proxy/runtime/health.h"
 #include "proxy/runtime/listeners.h"
 #include "proxy/runtime/main_loop.h"
@@ -51,6 +52,9 @@ struct ProxyOptions {
   // the config's stats_token and stats_token_file (stats_token_source.h);
   // read at start and at every reload.
   std::string stats_token_file;
+  // --dns-server: the DNS servers of DNS discovery's lookups (HOST:PORT);
+  // empty: those of /etc/resolv.conf.
+  std::vector<std::string> dns_servers;
 };
 
 class Proxy final : public StatsView, public WorkerHost {
@@ -120,6 +124,9 @@ class Proxy final : public StatsView, public WorkerHost {
   uint64_t dns_failures() const override { return dns_failures_.load(std::memory_order_relaxed); }
   std::map<std::string, MigrationStatus> migrations() const override;
   std::map<std::string, SwitchStatus> switches() const override;
+  std::map<std::string, DiscoveryStatus> discoveries() const override {
+    return discovery_ ? discovery_->status() : std::map<std::string, DiscoveryStatus>{};
+  }
   // The status page's view of the config in force (pool_layout.h).
   std::vector<PoolLayout> pool_layouts() const override;
   std::vector<ReloadRecord> reload_history() const override { return reload_log_.records(); }
@@ -127,6 +134,9 @@ class Proxy final : public StatsView, public WorkerHost {
   // Re-reads the config file and switches every worker to it; a config that
   // does not load, resolve or bind changes nothing. Main thread only.
   bool reload();
+  // DNS discovery decided a step for `pool` (discovery.h): the config in
+  // force is applied again with the pool's new servers, as a reload.
+  bool apply_discovery(const std::string& pool);
 
  private:
   static void on_signal(evutil_socket_t sig, short, void* self);
@@ -152,6 +162,11 @@ class Proxy final : public StatsView, public WorkerHost {
   void use_stats_token(StatsTokenSource next, bool at_start);
   // A lookup of a server's name came back (name_refresh.h).
   void apply_resolved(const NameRefresh::Result& result);
+  // Applies `file` (the config file as loaded) with DNS discovery's
+  // servers: every reload's path.
+  bool apply_config(const conf::Config& file);
+  // Members of a discovery pool moved to new addresses.
+  void apply_discovered_addresses(const std::string& pool);
 
   ProxyOptions options_;
   event_base* base_ = nullptr;
@@ -160,6 +175,10 @@ class Proxy final : public StatsView, public WorkerHost {
   std::unique_ptr<ConfigWatch> watch_;
   std::unique_ptr<ServerHealth> health_;
   std::unique_ptr<NameRefresh> names_;
+  std::unique_ptr<Discovery> discovery_;
+  // The config file as last loaded (DNS discovery fills its pools' servers
+  // anew at each reload).
+  std::optional<conf::Config> config_;
   // Names whose last lookup failed (pool, identity): said once a streak.
   std::set<std::pair<std::string, std::string>> unresolved_;
   std::atomic<uint64_t> dns_changes_{0};

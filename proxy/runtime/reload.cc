@@ -24,22 +24,43 @@ bool Proxy::reload() {
       why += " (and " + std::to_string(loaded.errors.size() - 1) + " more error(s))";
     return refuse_reload(std::move(why));
   }
+  return apply_config(*loaded.config);
+}
+
+bool Proxy::apply_discovery(const std::string& pool) {
+  log_notice("reloading configuration: DNS discovery changes the servers of pool '%s'",
+             pool.c_str());
+  if (!config_) return false;
+  return apply_config(*config_);
+}
+
+// The path of every reload, from SIGHUP, --watch or DNS discovery: `file`
+// is the config file as loaded, which discovery gives its pools' servers.
+bool Proxy::apply_config(const conf::Config& file) {
+  conf::Config config = file;
+  std::map<std::string, AddressList> known;
+  if (std::string why; !discovery_->fill(config, known, why)) {
+    log_error("reload refused: %s", why.c_str());
+    return refuse_reload(std::move(why));
+  }
   std::shared_ptr<const Topology> next;
   std::vector<std::string> notes;
   StatsTokenSource token;
   const uint64_t now = monotonic_usec();
   try {
-    token = stats_token_of(*loaded.config);
-    next = build_topology(*loaded.config, generation() + 1, topology_.get(), now, std::nullopt,
-                          &notes);
+    token = stats_token_of(config);
+    next = build_topology(config, generation() + 1, topology_.get(), now, std::nullopt, &notes,
+                          &known);
   } catch (const std::exception& e) {
     log_error("reload refused: %s", e.what());
     return refuse_reload(e.what());
   }
   if (std::string why; !listeners_->swap(*next, why)) return refuse_reload(std::move(why));
-  for (const auto& w : ring_warnings(*loaded.config)) log_warn("%s", w.c_str());
+  for (const auto& w : ring_warnings(config)) log_warn("%s", w.c_str());
   std::vector<std::pair<std::string, double>> moved = log_changes(*next);
   for (const std::string& n : notes) log_notice("%s", n.c_str());
+  discovery_->commit(config);
+  if (!config_ || &file != &*config_) config_ = file;
   health_->set_topology(next);
   names_->set_topology(*next);
   const std::shared_ptr<const Topology> before = topology_;

@@ -105,7 +105,8 @@ struct DiscoveryConfig {
 
 // Defaults are nutcracker 0.5's. A loaded config guarantees: listen set
 // (port 1..65535, or a unix path of at most 107 bytes, perm <= 0777); at
-// least one server, each with weight >= 1, port 1..65535 (0 for a unix
+// least one server, each with weight >= 1 (with distribution wch3: a
+// weight from 0 to 1, ServerEntry::fraction), port 1..65535 (0 for a unix
 // socket), unique address and unique twemproxy ring name; pool weights sum
 // to at most 2^32-1 (2^24 with modula); hash_tag empty or 2 bytes; every
 // number in 0..INT_MAX; server_connections >= 1; item_size_max 1 KiB..1 GiB.
@@ -113,7 +114,8 @@ struct PoolConfig {
   std::string name;
   int line = 0;
   ListenAddress listen;
-  ketama::RingOptions ring;       // hash (fnv1a_64), hash_tag, distribution (ketama), ketama_compat
+  // hash (fnv1a_64), hash_tag, distribution (ketama), ketama_compat, hash_salt
+  ketama::RingOptions ring;
   int hash_line = 0;              // line of the hash directive; 0 when the default applies
   std::optional<int> timeout_ms;  // none = wait forever, as nutcracker (also for timeout: 0)
   int backlog = 512;

@@ -52,7 +52,7 @@ std::string mode_names() {
 }
 
 // Every directive nutcracker 0.5 accepts, then memshard's extensions.
-constexpr std::array<std::string_view, 41> kDirectives = {
+constexpr std::array<std::string_view, 42> kDirectives = {
     "listen",
     "hash",
     "hash_tag",
@@ -94,13 +94,15 @@ constexpr std::array<std::string_view, 41> kDirectives = {
     "auto_eject_max",
     "server_flap_time",
     "server_flap_backoff_max",
+    "hash_salt",
 };
 
 // What only a pool with servers of its own uses: refused in a pool that
 // routes its keys to other pools, where it would silently do nothing.
-constexpr std::array<std::string_view, 29> kServerDirectives = {
+constexpr std::array<std::string_view, 30> kServerDirectives = {
     "hash",
     "hash_tag",
+    "hash_salt",
     "distribution",
     "ketama_compat",
     "timeout",
@@ -198,6 +200,7 @@ class PoolReader {
   void hot_key_directive(PoolConfig& p, const std::string& key, const std::string& text);
   void servers(const YAML::Node& value);
   void check_servers();
+  void check_mcrouter_hash();
   void check_routing_pool(int servers_line);
   void check_switch(const PoolConfig& p);
 
@@ -209,6 +212,8 @@ class PoolReader {
   int redis_auth_line_ = 0;
   bool listen_given_ = false;  // even if its value was refused
   bool hash_given_ = false;
+  int hash_salt_line_ = 0;
+  int ketama_compat_line_ = 0;
   bool servers_reported_ = false;  // entries or their container already reported
   int read_repair_line_ = 0;
   // Directives of kServerDirectives given, for a pool that routes.
@@ -235,8 +240,14 @@ void PoolReader::scalar_directive(const std::string& text) {
     error("expected exactly two characters, such as \"{}\"" + found(text));
   } else if (key == "distribution") {
     if (auto d = ketama::parse_distribution_name(text)) return void(p.ring.distribution = *d);
-    error("expected ketama, modula or random" + found(text));
+    error(
+        "expected ketama, modula or random (twemproxy's), or ch3, wch3 or crc32 (mcrouter's)" +
+        found(text));
+  } else if (key == "hash_salt") {
+    p.ring.hash_salt = text;
+    hash_salt_line_ = line_;
   } else if (key == "ketama_compat") {
+    ketama_compat_line_ = line_;
     if (auto m = ketama::parse_mode_name(text)) return void(p.ring.mode = *m);
     error("expected one of " + mode_names() + found(text));
   } else if (key == "timeout") {
@@ -374,6 +385,9 @@ void PoolReader::check_servers() {
   uint64_t total_weight = 0;
   for (const ServerConfig& s : servers) {
     total_weight += s.entry.weight;
+    if (std::string e = check_weight(s.entry, out_.pool.ring.distribution); !e.empty()) {
+      errors_.add(s.line, "servers", e + found(s.text));
+    }
     const auto [addr_it, new_addr] = by_address.emplace(address_key(s.entry), &s);
     const std::string name = twemproxy_ring_name(s.entry);
     const auto [name_it, new_name] = by_name.emplace(name, &s);
@@ -405,6 +419,39 @@ void PoolReader::check_servers() {
                     std::to_string(total_weight) + "; expected at most " +
                     std::to_string(kMaxModulaTotalWeight) +
                     " with distribution modula, which lists each server weight times");
+  }
+}
+
+// mcrouter's hashes (distribution ch3, wch3, crc32) hash keys their own
+// way: a `hash` or `ketama_compat` beside them would be silently ignored,
+// and `hash_salt` is theirs alone.
+void PoolReader::check_mcrouter_hash() {
+  const PoolConfig& p = out_.pool;
+  const ketama::Distribution d = p.ring.distribution;
+  const std::string name(ketama::distribution_name(d));
+  if (!ketama::is_mcrouter_distribution(d)) {
+    if (hash_salt_line_ != 0) {
+      errors_.add(hash_salt_line_, "hash_salt",
+                  "hash_salt is appended to keys by mcrouter's hashes only, and pool '" + p.name +
+                      "' has distribution " + name +
+                      "; expected distribution ch3, wch3 or crc32, or no hash_salt");
+    }
+    return;
+  }
+  if (hash_given_) {
+    errors_.add(p.hash_line, "hash",
+                "distribution " + name + " hashes keys with " +
+                    (d == ketama::Distribution::crc32 ? "mcrouter's Crc32 (the whole CRC-32)"
+                                                      : "mcrouter's furc_hash") +
+                    ", not with hash:; expected no hash in pool '" + p.name +
+                    "' (twemproxy's hash: crc32 is another function, for ketama or modula)");
+  }
+  if (ketama_compat_line_ != 0) {
+    errors_.add(ketama_compat_line_, "ketama_compat",
+                "distribution " + name +
+                    " places keys as mcrouter does, by the servers' order in the list; "
+                    "expected no ketama_compat in pool '" +
+                    p.name + "'");
   }
 }
 
@@ -466,6 +513,7 @@ ParsedPool PoolReader::finish(int servers_line) {
                     "' has no servers; expected a list of \"host:port:weight [name]\" entries");
   }
   check_servers();
+  check_mcrouter_hash();
   check_tls(p, errors_);
   if (!p.servers.empty() && p.replicas > p.servers.size()) {
     errors_.add(p.replicas_line, "replicas",

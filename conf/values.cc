@@ -2,8 +2,11 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <climits>
 #include <cstdlib>
+#include <optional>
+#include <system_error>
 
 namespace memshard::conf::detail {
 namespace {
@@ -30,6 +33,20 @@ std::string check_host(std::string_view host) {
   }
   if (has_space(host)) return "expected a host name without spaces";
   return {};
+}
+
+// Digits, '.', digits ("0.25"), read to the nearest double (as mcrouter's
+// JSON parser reads its weights).
+std::optional<double> parse_decimal(std::string_view text) {
+  const size_t dot = text.find('.');
+  if (dot == std::string_view::npos || !is_digits(text.substr(0, dot)) ||
+      !is_digits(text.substr(dot + 1))) {
+    return std::nullopt;
+  }
+  double v = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  return v;
 }
 
 std::string check_unix_path(std::string_view path) {
@@ -222,14 +239,18 @@ Parsed<ketama::ServerEntry> parse_server(std::string_view text) {
   const size_t weight_colon = rest.rfind(':');
   if (weight_colon == std::string_view::npos) return Result::fail(std::string(kFormat));
   const std::string_view weight_text = rest.substr(weight_colon + 1);
+  // A whole number, or one with decimals ("0.5"), which only distribution
+  // wch3 takes (as 0 does): the pool checks that (check_weight()).
   const Parsed<int> weight = parse_number(weight_text);
-  if (!weight.value) {
+  if (weight.value) {
+    out.weight = static_cast<uint32_t>(*weight.value);
+    out.fraction = *weight.value;
+  } else if (std::optional<double> fraction = parse_decimal(weight_text)) {
+    out.weight = 0;
+    out.fraction = *fraction;
+  } else {
     return Result::fail("expected a whole number weight from 1 to 2147483647 after the last ':'");
   }
-  if (*weight.value == 0) {
-    return Result::fail("expected a weight of at least 1 (twemproxy refuses a zero weight)");
-  }
-  out.weight = static_cast<uint32_t>(*weight.value);
   const std::string_view address = rest.substr(0, weight_colon);
 
   if (!address.empty() && address.front() == '/') {
@@ -255,6 +276,20 @@ Parsed<ketama::ServerEntry> parse_server(std::string_view text) {
   out.host = std::string(address.substr(0, port_colon));
   out.port = *port.value;
   return Result::ok(std::move(out));
+}
+
+std::string check_weight(const ketama::ServerEntry& server, ketama::Distribution distribution) {
+  if (distribution == ketama::Distribution::wch3) {
+    if (server.fraction >= 0 && server.fraction <= 1) return {};
+    return "expected a weight from 0 to 1 with distribution wch3 (mcrouter's WeightedCh3: the "
+           "share of its keys a server keeps, such as 0.5)";
+  }
+  if (server.weight >= 1 && server.fraction == static_cast<double>(server.weight)) return {};
+  if (server.fraction == 0) {
+    return "expected a weight of at least 1 (twemproxy refuses a zero weight)";
+  }
+  return "expected a whole number weight from 1 to 2147483647 after the last ':' (a weight from "
+         "0 to 1 such as 0.5 is distribution wch3's only)";
 }
 
 std::string twemproxy_ring_name(const ketama::ServerEntry& server) {

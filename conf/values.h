@@ -48,7 +48,15 @@ Parsed<ListenAddress> parse_listen(std::string_view text);
 // "host:port:weight [name]" or "/path/to.sock:weight [name]", read from the
 // right as twemproxy does: name after the last space, weight after the
 // last ':', port after the ':' before it, and everything left is the host.
+// The weight is a whole number, or one with decimals ("0.5": weight 0,
+// ServerEntry::fraction 0.5); the pool decides which its distribution
+// takes (check_weight()).
 Parsed<ketama::ServerEntry> parse_server(std::string_view text);
+
+// Empty when `server`'s weight suits `distribution`, else what was
+// expected: a whole number of at least 1 (twemproxy's rule), or for wch3
+// (mcrouter's WeightedCh3) a number from 0 to 1.
+std::string check_weight(const ketama::ServerEntry& server, ketama::Distribution distribution);
 
 // reload_switch_at: a moment as unix seconds ("1767225600") or an RFC 3339
 // time in UTC ("2026-01-01T00:00:00Z", a fraction of a second and the

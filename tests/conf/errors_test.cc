@@ -74,7 +74,7 @@ TEST(ConfErrors, UnknownDirective) {
                "hot_key_log_share, hot_key_cache, hot_key_ttl, hot_key_spread, server_queue_limit, "
                "routes, gutter, gutter_ttl, reload_switch_at, reload_switch_window, "
                "repair_record, auto_eject_max, server_flap_time, server_flap_backoff_max, "
-               "tls_cert_file, tls_key_file, tls_ca_file, tls_verify_client, tls_min_version, "
+               "hash_salt, tls_cert_file, tls_key_file, tls_ca_file, tls_verify_client, tls_min_version, "
                "server_tls, server_tls_ca_file, server_tls_cert_file, server_tls_key_file, "
                "server_tls_name, server_tls_verify, servers_srv, servers_dns, discovery_refresh, "
                "discovery_hold, discovery_max_change");
@@ -258,7 +258,8 @@ TEST(ConfErrors, BadHash) {
 
 TEST(ConfErrors, BadDistribution) {
   expect_error(only_error(pool("  distribution: vnode\n")), 3, "distribution",
-               "expected ketama, modula or random, found \"vnode\"");
+               "expected ketama, modula or random (twemproxy's), or ch3, wch3 or crc32 "
+               "(mcrouter's), found \"vnode\"");
 }
 
 TEST(ConfErrors, BadKetamaCompat) {

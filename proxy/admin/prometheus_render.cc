@@ -243,6 +243,32 @@ void render_prometheus(const StatsView& p, std::string& out) {
       }
     }
   }
+  const std::map<std::string, DiscoveryStatus> discoveries = p.discoveries();
+  static constexpr PoolMetric kDiscovery[] = {
+      {"discovery_servers", "memshard_pool_discovery_servers", "gauge",
+       "servers_srv/servers_dns: the servers DNS discovery has in force."},
+      {"discovery_lookups", "memshard_pool_discovery_lookups_total", "counter",
+       "servers_srv/servers_dns: DNS lookups made."},
+      {"discovery_failures", "memshard_pool_discovery_failures_total", "counter",
+       "servers_srv/servers_dns: lookups that failed or found no records (nothing changed)."},
+      {"discovery_changes", "memshard_pool_discovery_changes_total", "counter",
+       "servers_srv/servers_dns: changes of servers applied (each step of a capped change one)."},
+      {"discovery_held", "memshard_pool_discovery_held_total", "counter",
+       "servers_srv/servers_dns: changes held back (shorter than discovery_hold, or cut by "
+       "discovery_max_change)."},
+      {"discovery_last_change", "memshard_pool_discovery_last_change_seconds", "gauge",
+       "servers_srv/servers_dns: when the servers last changed, unix seconds."},
+      {"discovery_pending", "memshard_pool_discovery_pending", "gauge",
+       "servers_srv/servers_dns: 1 while a change waits for discovery_hold."},
+  };
+  for (const PoolMetric& g : kDiscovery) {
+    f.header(g.name, g.type, g.help);
+    for (const auto& [pool, d] : discoveries) {
+      for (const auto& [name, value] : discovery_fields(d)) {
+        if (name == g.counter) f.sample(g.name, pool_label(pool), value);
+      }
+    }
+  }
   // TLS, per pool: handshakes by version, failures by cause, and how long
   // each certificate of our own has left (an alert fires before it lapses).
   auto labelled = [&](std::string_view name, std::string_view help, std::string_view key,

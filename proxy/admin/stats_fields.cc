@@ -30,6 +30,19 @@ std::vector<std::pair<std::string_view, uint64_t>> switch_fields(const SwitchSta
           {"switch_late_ms", static_cast<uint64_t>(std::max<int64_t>(0, s.late_ms))}};
 }
 
+std::vector<std::pair<std::string_view, uint64_t>> discovery_fields(const DiscoveryStatus& d) {
+  const auto seconds = [](int64_t ms) { return static_cast<uint64_t>(std::max<int64_t>(0, ms / 1000)); };
+  return {{"discovery_servers", d.servers},
+          {"discovery_lookups", d.lookups},
+          {"discovery_failures", d.failures},
+          {"discovery_changes", d.changes},
+          {"discovery_held", d.held},
+          {"discovery_last_change", seconds(d.last_change_ms)},
+          {"discovery_pending", static_cast<uint64_t>(d.pending_since_ms != 0)},
+          {"discovery_pending_since", seconds(d.pending_since_ms)},
+          {"discovery_failing", static_cast<uint64_t>(d.failing)}};
+}
+
 uint64_t counter(const std::vector<uint64_t>& values, size_t i) {
   return i < values.size() ? values[i] : 0;
 }

@@ -18,6 +18,9 @@ std::vector<std::pair<std::string_view, uint64_t>> migration_fields(const Migrat
 // A scheduled switch's figures as named in `stats` and the JSON stats:
 // the one that waits (or runs its window), else the last one.
 std::vector<std::pair<std::string_view, uint64_t>> switch_fields(const SwitchStatus& s);
+// A discovery pool's figures (servers_srv, servers_dns) as named in
+// `stats` and the JSON stats; times in unix seconds (0: never).
+std::vector<std::pair<std::string_view, uint64_t>> discovery_fields(const DiscoveryStatus& d);
 
 // values[i], 0 past the end (a counter a snapshot does not carry).
 uint64_t counter(const std::vector<uint64_t>& values, size_t i);

@@ -63,6 +63,7 @@ void render_twemproxy_json(const StatsView& p, std::string& out) {
   json_field(out, "dns_failures", p.dns_failures(), first);
   const std::map<std::string, MigrationStatus> migrations = p.migrations();
   const std::map<std::string, SwitchStatus> switches = p.switches();
+  const std::map<std::string, DiscoveryStatus> discoveries = p.discoveries();
   for (const auto& [pool, t] : snap.pools) {
     out.append(", ");
     json_string(out, pool);
@@ -82,6 +83,9 @@ void render_twemproxy_json(const StatsView& p, std::string& out) {
     }
     if (auto sw = switches.find(pool); sw != switches.end()) {
       for (const auto& [name, value] : switch_fields(sw->second)) json_field(out, name, value, pf);
+    }
+    if (auto d = discoveries.find(pool); d != discoveries.end()) {
+      for (const auto& [name, value] : discovery_fields(d->second)) json_field(out, name, value, pf);
     }
     for (const auto& [name, s] : t.servers) {
       out.append(", ");
@@ -176,6 +180,7 @@ void render_stat_pools(const StatsView& p, std::string& out) {
   StatsSnapshot snap = p.snapshot();
   const std::map<std::string, MigrationStatus> migrations = p.migrations();
   const std::map<std::string, SwitchStatus> switches = p.switches();
+  const std::map<std::string, DiscoveryStatus> discoveries = p.discoveries();
   for (const auto& [pool, t] : snap.pools) {
     for (size_t i = 0; i < std::size(kPoolCounterNames); ++i) {
       out.append("STAT ").append(pool).append(":").append(kPoolCounterNames[i]).append(" ");
@@ -204,6 +209,14 @@ void render_stat_pools(const StatsView& p, std::string& out) {
     }
     if (auto sw = switches.find(pool); sw != switches.end()) {
       for (const auto& [name, value] : switch_fields(sw->second)) {
+        out.append("STAT ").append(pool).append(":").append(name).append(" ");
+        out.append(std::to_string(value)).append("\r\n");
+      }
+    }
+    if (auto d = discoveries.find(pool); d != discoveries.end()) {
+      out.append("STAT ").append(pool).append(":discovery ").append(d->second.source);
+      out.append("\r\n");
+      for (const auto& [name, value] : discovery_fields(d->second)) {
         out.append("STAT ").append(pool).append(":").append(name).append(" ");
         out.append(std::to_string(value)).append("\r\n");
       }

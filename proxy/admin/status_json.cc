@@ -101,6 +101,31 @@ void write_config(JsonWriter& w, const StatsView& v) {
   } else {
     w.null();
   }
+  // Pools whose servers come from DNS (servers_srv, servers_dns): the name
+  // looked up, when the servers last changed and what waits; null when none.
+  w.key("discovery");
+  const std::map<std::string, DiscoveryStatus> discoveries = v.discoveries();
+  if (discoveries.empty()) {
+    w.null();
+  } else {
+    w.begin_object();
+    for (const auto& [pool, d] : discoveries) {
+      w.key(pool);
+      w.begin_object();
+      w.field("source", d.source);
+      w.field("servers", d.servers);
+      w.field("last_change", d.last_change_ms / 1000);
+      w.field("lookups", d.lookups);
+      w.field("failures", d.failures);
+      w.field("changes", d.changes);
+      w.field("held", d.held);
+      w.field("failing", static_cast<uint64_t>(d.failing));
+      w.field("pending_since", d.pending_since_ms / 1000);
+      w.field("pending", d.pending);
+      w.end_object();
+    }
+    w.end_object();
+  }
   w.key("history");
   w.begin_array();
   for (const ReloadRecord& r : v.reload_history()) {

@@ -106,6 +106,16 @@ std::optional<StatusSample> parse_status_sample(const std::string& json, std::st
     for (const YAML::Node& b : doc["latency_bounds_usec"])
       s.latency_bounds_usec.push_back(b.as<uint64_t>(0));
     for (const YAML::Node& p : doc["pools"]) s.pools.push_back(parse_pool(p));
+    if (const YAML::Node d = config["discovery"]; d && d.IsMap()) {
+      for (StatusSample::Pool& p : s.pools) {
+        const YAML::Node one = d[p.name];
+        if (!one || !one.IsMap()) continue;
+        p.discovery = get<std::string>(one, "source");
+        p.discovery_pending = get<std::string>(one, "pending");
+        p.discovery_last_change = get<int64_t>(one, "last_change");
+        p.discovery_failing = get<uint64_t>(one, "failing") != 0;
+      }
+    }
     for (const YAML::Node& c : doc["tls_certificates"]) {
       s.certificates.push_back({get<std::string>(c, "pool"), get<std::string>(c, "side"),
                                 get<int64_t>(c, "seconds_left")});

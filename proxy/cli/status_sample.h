@@ -25,6 +25,11 @@ struct StatusSample {
     uint64_t warmup_windows = 0, warmup_seconds_left = 0;
     bool migrating = false;
     uint64_t migrate_moved = 0, migrate_pending = 0, migrate_failed = 0;
+    // servers_srv / servers_dns: the name looked up ("" when none), when
+    // the servers last changed, whether lookups fail now, what change waits.
+    std::string discovery, discovery_pending;
+    int64_t discovery_last_change = 0;
+    bool discovery_failing = false;
     std::vector<Server> servers;
 
     const Server* server(const std::string& address) const;

@@ -147,6 +147,9 @@ std::vector<std::string> top_alerts(const StatusSample& now, const StatusSample*
     const Figures f = pool_figures(now, before, pool);
     if (f.eps && *f.eps > 0)
       out.push_back("pool " + pool.name + ": " + rate_text(f.eps) + " errors/s");
+    if (pool.discovery_failing)
+      out.push_back("pool " + pool.name + ": " + pool.discovery +
+                    " lookups fail; its servers stay as they were");
     if (pool.migrate_failed > 0)
       out.push_back("pool " + pool.name + ": migration failed to copy " +
                     std::to_string(pool.migrate_failed) + " key(s)");
@@ -213,6 +216,11 @@ std::string render_top_frame(const StatusSample& now, const StatusSample* before
     if (p.migrating || p.migrate_moved > 0 || p.migrate_pending > 0)
       title += "   migration: " + std::to_string(p.migrate_moved) + " moved, " +
                std::to_string(p.migrate_pending) + " pending";
+    if (!p.discovery.empty()) {
+      title += "   " + p.discovery + ", servers changed " +
+               (p.discovery_last_change > 0 ? clock_text(p.discovery_last_change) : "never");
+      if (!p.discovery_pending.empty()) title += " (waiting: " + p.discovery_pending + ")";
+    }
     out += paint(title, kBold, style) + "\n";
     const StatusSample::Pool* b = before ? before->pool(p.name) : nullptr;
     const double dt = before ? static_cast<double>(now.clock_ms - before->clock_ms) / 1000.0 : 0.0;

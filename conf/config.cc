@@ -17,6 +17,7 @@
 #include <sstream>
 #include <string_view>
 
+#include "conf/mcrouter.h"
 #include "conf/pool.h"
 
 namespace memshard::conf {
@@ -236,7 +237,7 @@ LoadResult parse_config(const std::string& text, const std::string& file) {
   return result;
 }
 
-LoadResult load_config_file(const std::string& path) {
+LoadResult load_config_file(const std::string& path, const LoadOptions& options) {
   auto unreadable = [&](const std::string& why) {
     LoadResult result;
     result.errors.push_back(ConfigError{path, 0, "", "cannot read the file: " + why});
@@ -248,6 +249,16 @@ LoadResult load_config_file(const std::string& path) {
   if (!in) return unreadable(std::strerror(errno));
   const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
   if (in.bad()) return unreadable(std::strerror(errno));
+  if (is_mcrouter_config(text, path))
+    return load_mcrouter(text, path, McrouterOptions{options.listen});
+  if (!options.listen.empty()) {
+    LoadResult result;
+    result.errors.push_back(ConfigError{
+        path, 0, "",
+        "a listen address from the command line (--listen) is for mcrouter's JSON config, "
+        "which has none; this file is memshard's, whose pools say where they listen"});
+    return result;
+  }
   return parse_config(text, path);
 }
 

@@ -13,11 +13,13 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <iterator>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "conf/config.h"
+#include "conf/mcrouter.h"
 #include "proxy/admin/stats_token.h"
 #include "proxy/cli/ring_tools.h"
 #include "proxy/cli/top.h"
@@ -41,8 +43,15 @@ LogLevel level_from_nutcracker(int v) {
   return LogLevel::debug;
 }
 
-int test_config(const std::string& file) {
-  memshard::conf::LoadResult r = memshard::conf::load_config_file(file);
+// Whether the file is mcrouter's JSON config (conf/mcrouter.h).
+bool is_mcrouter_file(const std::string& file) {
+  std::ifstream in(file, std::ios::binary);
+  const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  return memshard::conf::is_mcrouter_config(text, file);
+}
+
+int test_config(const std::string& file, const memshard::conf::LoadOptions& load) {
+  memshard::conf::LoadResult r = memshard::conf::load_config_file(file, load);
   if (!r.errors.empty()) {
     for (const auto& e : r.errors) std::cerr << e.to_string() << "\n";
     std::cerr << "memshard: configuration file '" << file << "' syntax is invalid\n";
@@ -58,7 +67,39 @@ int test_config(const std::string& file) {
   // Warnings do not fail the test: the config does what it says, and it may
   // be what a fleet already runs.
   for (const auto& w : memshard::proxy::ring_warnings(*r.config)) std::cerr << w << "\n";
+  if (load.listen.empty() && is_mcrouter_file(file)) {
+    std::cerr << "memshard: '" << file
+              << "' is mcrouter's config, which has no listen address: run it with --listen "
+                 "HOST:PORT (mcrouter's -p)\n";
+  }
   std::cout << "memshard: configuration file '" << file << "' syntax is ok\n";
+  return 0;
+}
+
+// `memshard convert FILE`: mcrouter's JSON config as memshard's YAML.
+int convert(const std::string& file, const std::string& listen) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) {
+    std::cerr << file << ": cannot read the file: " << std::strerror(errno) << "\n";
+    return 1;
+  }
+  const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  if (!memshard::conf::is_mcrouter_config(text, file)) {
+    std::cerr << file
+              << ": is not mcrouter's JSON config (it is read as memshard's YAML already)\n";
+    return 1;
+  }
+  memshard::conf::McrouterConversion c =
+      memshard::conf::convert_mcrouter(text, file, memshard::conf::McrouterOptions{listen});
+  // The YAML must load too: what memshard's own checks refuse is said here.
+  memshard::conf::LoadResult r =
+      memshard::conf::load_mcrouter(text, file, memshard::conf::McrouterOptions{listen});
+  if (!r.errors.empty()) {
+    for (const auto& e : r.errors) std::cerr << e.to_string() << "\n";
+    std::cerr << "memshard: '" << file << "' cannot be converted\n";
+    return 1;
+  }
+  std::cout << c.yaml;
   return 0;
 }
 
@@ -171,6 +212,10 @@ int main(int argc, char** argv) {
   size_t mbuf_size = 16384;
   app.add_option("-c,--conf-file", conf_file, "configuration file")->capture_default_str();
   app.add_flag("-t,--test-conf", test_conf, "check the configuration file and exit");
+  memshard::conf::LoadOptions load_options;
+  app.add_option("--listen", load_options.listen,
+                 "with mcrouter's JSON config, which has no listen address: where to listen, "
+                 "HOST:PORT (what mcrouter's -p gave)");
   app.add_flag("-d,--daemonize", daemon, "run as a daemon");
   app.add_option("-p,--pid-file", pid_file, "write the process id to this file");
   app.add_option("-o,--output", log_file, "log to this file instead of stderr");
@@ -228,6 +273,13 @@ int main(int argc, char** argv) {
   top->add_option("-n,--interval", top_options.interval_s, "seconds between refreshes")
       ->capture_default_str();
   top->add_flag("--once", top_options.once, "print one frame (rates over one interval) and exit");
+  std::string convert_file, convert_listen;
+  CLI::App* convert_cmd = app.add_subcommand(
+      "convert", "print mcrouter's JSON config as memshard's YAML (docs/mcrouter.md)");
+  convert_cmd->add_option("file", convert_file, "mcrouter's config")->required();
+  convert_cmd->add_option("--listen", convert_listen,
+                          "the address the YAML listens on, HOST:PORT (default 127.0.0.1:5000, "
+                          "marked to change)");
   CLI::App* ring = app.add_subcommand("ring", "inspect the rings a configuration builds");
   ring->require_subcommand(1);
   std::string ring_conf, ring_pool, diff_old, diff_new;
@@ -261,6 +313,7 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
 
   if (*top) return memshard::proxy::run_top(top_options, std::cout, std::cerr);
+  if (*convert_cmd) return convert(convert_file, convert_listen);
   if (*lookup)
     return memshard::proxy::ring_lookup(ring_conf, ring_pool, keys, lookup_all, std::cin, std::cout,
                                         std::cerr);
@@ -269,7 +322,13 @@ int main(int argc, char** argv) {
     return memshard::proxy::ring_load(ring_conf, ring_pool, load_hashes, std::cin, std::cout,
                                       std::cerr);
   if (*diff) return memshard::proxy::ring_diff(diff_old, diff_new, ring_pool, std::cout, std::cerr);
-  if (test_conf) return test_config(conf_file);
+  if (test_conf) return test_config(conf_file, load_options);
+  if (load_options.listen.empty() && is_mcrouter_file(conf_file)) {
+    std::cerr << "memshard: '" << conf_file
+              << "' is mcrouter's config, which has no listen address: give --listen HOST:PORT "
+                 "(mcrouter's -p)\n";
+    return 1;
+  }
 
   memshard::proxy::log_set_level(level_from_nutcracker(verbosity));
   if (!log_file.empty() && !memshard::proxy::log_open(log_file)) {
@@ -294,8 +353,8 @@ int main(int argc, char** argv) {
   // a check of the config so its errors still reach the terminal.
   int ready_fd = -1;
   if (daemon) {
-    memshard::conf::LoadResult r = memshard::conf::load_config_file(conf_file);
-    if (!r.errors.empty()) return test_config(conf_file);
+    memshard::conf::LoadResult r = memshard::conf::load_config_file(conf_file, load_options);
+    if (!r.errors.empty()) return test_config(conf_file, load_options);
     // The daemon works from "/": keep the files it reads and writes later
     // (on reload, at exit) where the operator named them.
     conf_file = std::filesystem::absolute(conf_file).string();
@@ -320,7 +379,7 @@ int main(int argc, char** argv) {
   try {
     memshard::proxy::Proxy proxy(memshard::proxy::ProxyOptions{
         conf_file, threads, watch, drain_timeout_ms, stats_addr, static_cast<uint16_t>(stats_port),
-        park_after_ms, !no_io_uring, fixed_threads, stats_token_file, dns_servers});
+        park_after_ms, !no_io_uring, fixed_threads, stats_token_file, dns_servers, load_options});
     proxy.start();
     if (!pid_file.empty() && !write_pid_file(pid_file)) {
       return fail("cannot write pid file '" + pid_file + "': " + strerror(errno));

@@ -114,7 +114,7 @@ void Proxy::start() {
     event_add(e, nullptr);
     signal_events_.push_back(e);
   }
-  conf::LoadResult loaded = conf::load_config_file(options_.config_file);
+  conf::LoadResult loaded = conf::load_config_file(options_.config_file, options_.load);
   if (!loaded.errors.empty()) {
     std::string msg;
     for (const auto& e : loaded.errors) msg += e.to_string() + "\n";

@@ -55,6 +55,9 @@ struct ProxyOptions {
   // --dns-server: the DNS servers of DNS discovery's lookups (HOST:PORT);
   // empty: those of /etc/resolv.conf.
   std::vector<std::string> dns_servers;
+  // How the config file is read, at start and at every reload: --listen
+  // for mcrouter's JSON config (conf/config.h).
+  conf::LoadOptions load;
 };
 
 class Proxy final : public StatsView, public WorkerHost {

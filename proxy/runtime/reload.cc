@@ -16,7 +16,7 @@ namespace memshard::proxy {
 
 bool Proxy::reload() {
   log_notice("reloading configuration from %s", options_.config_file.c_str());
-  conf::LoadResult loaded = conf::load_config_file(options_.config_file);
+  conf::LoadResult loaded = conf::load_config_file(options_.config_file, options_.load);
   if (!loaded.errors.empty()) {
     for (const auto& e : loaded.errors) log_error("reload refused: %s", e.to_string().c_str());
     std::string why = loaded.errors.front().to_string();

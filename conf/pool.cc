@@ -240,9 +240,8 @@ void PoolReader::scalar_directive(const std::string& text) {
     error("expected exactly two characters, such as \"{}\"" + found(text));
   } else if (key == "distribution") {
     if (auto d = ketama::parse_distribution_name(text)) return void(p.ring.distribution = *d);
-    error(
-        "expected ketama, modula or random (twemproxy's), or ch3, wch3 or crc32 (mcrouter's)" +
-        found(text));
+    error("expected ketama, modula or random (twemproxy's), or ch3, wch3 or crc32 (mcrouter's)" +
+          found(text));
   } else if (key == "hash_salt") {
     p.ring.hash_salt = text;
     hash_salt_line_ = line_;

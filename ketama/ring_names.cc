@@ -21,9 +21,12 @@ constexpr std::array<std::pair<Mode, std::string_view>, 6> kModeNames = {{
 }};
 
 constexpr std::array<std::pair<Distribution, std::string_view>, 6> kDistributionNames = {{
-    {Distribution::ketama, "ketama"}, {Distribution::modula, "modula"},
-    {Distribution::random, "random"}, {Distribution::ch3, "ch3"},
-    {Distribution::wch3, "wch3"},     {Distribution::crc32, "crc32"},
+    {Distribution::ketama, "ketama"},
+    {Distribution::modula, "modula"},
+    {Distribution::random, "random"},
+    {Distribution::ch3, "ch3"},
+    {Distribution::wch3, "wch3"},
+    {Distribution::crc32, "crc32"},
 }};
 
 std::string host_port(const ServerEntry& s) {

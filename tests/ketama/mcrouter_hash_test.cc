@@ -18,6 +18,7 @@
 
 #include "ketama/analysis.h"
 #include "ketama/ring.h"
+#include "mcrouter_golden.h"
 
 namespace memshard::ketama {
 namespace {
@@ -71,8 +72,8 @@ TEST(FurcHash, McrouterGoldenValues) {
 
 TEST(FurcHash, PowersOfTwo) {
   const std::pair<uint32_t, uint32_t> expected[] = {
-      {4, 0},      {8, 7},      {32, 22},    {64, 22},    {128, 115},   {256, 115},
-      {512, 413},  {1024, 950}, {2048, 1735}, {4096, 3375}, {8192, 3375},
+      {4, 0},     {8, 7},      {32, 22},     {64, 22},     {128, 115},   {256, 115},
+      {512, 413}, {1024, 950}, {2048, 1735}, {4096, 3375}, {8192, 3375},
   };
   for (const auto& [m, index] : expected) EXPECT_EQ(furc_hash("key0", m), index) << m;
 }
@@ -87,12 +88,12 @@ TEST(FurcHash, EdgeCases) {
 
 TEST(FurcHash, McrouterChecksums) {
   const std::pair<uint32_t, uint32_t> expected[] = {
-      {2, 1346413954u},          {3, 914505363u},         {5, 1517365794u},
-      {7, 4252552508u},          {10, 2894016351u},       {16, 2995729350u},
-      {50, 1717182892u},         {100, 2289223413u},      {500, 2400597860u},
-      {1000, 2251851331u},       {5000, 2711796627u},     {10000, 1328492545u},
-      {100000, 1053928120u},     {1000000, 209068971u},   {8388608, 2328588562u},
-      {16777216, 1406750828u},   {100000000, 55292389u},  {1073741824, 1798155495u},
+      {2, 1346413954u},          {3, 914505363u},        {5, 1517365794u},
+      {7, 4252552508u},          {10, 2894016351u},      {16, 2995729350u},
+      {50, 1717182892u},         {100, 2289223413u},     {500, 2400597860u},
+      {1000, 2251851331u},       {5000, 2711796627u},    {10000, 1328492545u},
+      {100000, 1053928120u},     {1000000, 209068971u},  {8388608, 2328588562u},
+      {16777216, 1406750828u},   {100000000, 55292389u}, {1073741824, 1798155495u},
       {4294967295u, 504907336u},
   };
   for (const auto& [m, sum] : expected) {
@@ -180,15 +181,15 @@ TEST(WeightedCh3, McrouterChecksums) {
     uint32_t sum;
   };
   const Case cases[] = {
-      {1.0, 2, 100000, 1346413954u},   {1.0, 3, 100000, 914505363u},
-      {1.0, 7, 100000, 4252552508u},   {1.0, 10, 100000, 2894016351u},
-      {1.0, 16, 100000, 2995729350u},  {1.0, 100, 100000, 2289223413u},
-      {1.0, 1000, 100000, 2251851331u}, {1.0, 10000, 100000, 1328492545u},
+      {1.0, 2, 100000, 1346413954u},      {1.0, 3, 100000, 914505363u},
+      {1.0, 7, 100000, 4252552508u},      {1.0, 10, 100000, 2894016351u},
+      {1.0, 16, 100000, 2995729350u},     {1.0, 100, 100000, 2289223413u},
+      {1.0, 1000, 100000, 2251851331u},   {1.0, 10000, 100000, 1328492545u},
       {1.0, 100000, 100000, 1053928120u}, {0.5, 2, 10000, 2395690262u},
-      {0.5, 10, 10000, 547444706u},    {0.5, 100, 10000, 2951198297u},
-      {0.5, 1000, 10000, 1336857622u}, {0.5, 10000, 10000, 3378951161u},
-      {0.0, 2, 10000, 3431444300u},    {0.0, 10, 10000, 1290067504u},
-      {0.0, 100, 10000, 2604325093u},  {0.0, 1000, 10000, 337394182u},
+      {0.5, 10, 10000, 547444706u},       {0.5, 100, 10000, 2951198297u},
+      {0.5, 1000, 10000, 1336857622u},    {0.5, 10000, 10000, 3378951161u},
+      {0.0, 2, 10000, 3431444300u},       {0.0, 10, 10000, 1290067504u},
+      {0.0, 100, 10000, 2604325093u},     {0.0, 1000, 10000, 337394182u},
   };
   for (const Case& c : cases) {
     const std::vector<double> w(c.n, c.weight);
@@ -244,57 +245,10 @@ TEST(McrouterCrc32, McrouterBasic) {
 
 // --- The golden table: placements made by mcrouter's own code. ---
 
-// The keys of data/README.md: splitmix64 from 63, key i by i % 4.
-class GoldenKeys {
- public:
-  std::vector<std::string> make(uint32_t count) {
-    std::string alphabet;
-    for (int c = 0x21; c <= 0x7e; ++c) {
-      if (c != '/' && c != '|') alphabet.push_back(static_cast<char>(c));
-    }
-    std::vector<std::string> keys;
-    for (uint32_t i = 0; i < count; ++i) {
-      std::string k;
-      switch (i % 4) {
-        case 0:
-          k = "key:" + std::to_string(i);
-          break;
-        case 1:
-          for (uint64_t len = 1 + next() % 40; len > 0; --len) k.push_back(alphabet[next() % 92]);
-          break;
-        case 2:
-          for (uint64_t len = 150 + next() % 101; len > 0; --len) {
-            k.push_back(alphabet[next() % 92]);
-          }
-          break;
-        default:
-          for (uint64_t len = 1 + next() % 60; len > 0; --len) {
-            const uint64_t b = next() % 220;
-            k.push_back(b < 92 ? alphabet[b] : static_cast<char>(0x80 + (b - 92)));
-          }
-      }
-      keys.push_back(std::move(k));
-    }
-    return keys;
-  }
-
- private:
-  uint64_t next() {
-    uint64_t z = (state_ += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-  }
-  uint64_t state_ = 63;
-};
-
-// Server i's weight in the wch3 lines: ((i * 7919 + 13) % 1001) / 1000,
-// written with three decimals, read as the config reads "host:port:0.123".
+// Server i's weight in the wch3 lines, read as the config reads
+// "host:port:0.123".
 double golden_weight(uint32_t i) {
-  const uint32_t v = (i * 7919u + 13u) % 1001u;
-  char text[16];
-  snprintf(text, sizeof(text), "%u.%03u", v / 1000, v % 1000);
-  return std::stod(text);
+  return std::stod(golden::mcrouter_weight_text(i));
 }
 
 Ring golden_ring(const std::string& variant, uint32_t n) {
@@ -310,20 +264,17 @@ Ring golden_ring(const std::string& variant, uint32_t n) {
   RingOptions options;
   const std::string base = variant.substr(0, variant.find('+'));
   options.distribution = *parse_distribution_name(base);
-  if (variant.ends_with("+salt")) options.hash_salt = "mc-salt";
+  if (variant.ends_with("+salt")) options.hash_salt = golden::kMcrouterSalt;
   return Ring::build(std::move(servers), options);
 }
 
 TEST(McrouterPlacement, GoldenTable) {
-  const std::vector<std::string> keys = GoldenKeys().make(100000);
-  const std::vector<std::string> lines = data_lines("mcrouter_placements.txt");
-  ASSERT_EQ(lines.size(), 6u * 23u);
-  for (const std::string& line : lines) {
-    std::istringstream in(line);
-    std::string variant, digest, first;
-    uint32_t n = 0;
-    ASSERT_TRUE(in >> variant >> n >> digest >> first) << line;
-    const Ring ring = golden_ring(variant, n);
+  const std::vector<std::string> keys = golden::mcrouter_keys(100000);
+  const std::vector<golden::Placement> table =
+      golden::mcrouter_placements(kData + "/mcrouter_placements.txt");
+  ASSERT_EQ(table.size(), 6u * 23u);
+  for (const golden::Placement& p : table) {
+    const Ring ring = golden_ring(p.variant, p.servers);
     uint64_t fnv = 0xcbf29ce484222325ULL;
     std::string got_first;
     for (uint32_t i = 0; i < keys.size(); ++i) {
@@ -336,8 +287,10 @@ TEST(McrouterPlacement, GoldenTable) {
     }
     char hex[17];
     snprintf(hex, sizeof(hex), "%016llx", static_cast<unsigned long long>(fnv));
-    EXPECT_EQ(got_first, first) << variant << " with " << n << " servers, keys 0-39";
-    EXPECT_EQ(hex, digest) << variant << " with " << n << " servers: the 100,000 placements";
+    EXPECT_EQ(got_first, p.first_text)
+        << p.variant << " with " << p.servers << " servers, keys 0-39";
+    EXPECT_EQ(hex, p.digest) << p.variant << " with " << p.servers
+                             << " servers: the 100,000 placements";
   }
 }
 
@@ -487,7 +440,8 @@ TEST(McrouterPlacement, DiffIsSampled) {
       EXPECT_NEAR(s.gained, 0.0, 1e-12) << s.address;
     }
   }
-  const RingDiff same = diff(ring_of(Distribution::ch3, 9, "s"), ring_of(Distribution::ch3, 9, "s"));
+  const RingDiff same =
+      diff(ring_of(Distribution::ch3, 9, "s"), ring_of(Distribution::ch3, 9, "s"));
   EXPECT_EQ(same.moved, 0.0);
   const RingDiff salted = diff(ring_of(Distribution::ch3, 9), ring_of(Distribution::ch3, 9, "s"));
   EXPECT_NEAR(salted.moved, 8.0 / 9.0, 0.01);

@@ -294,12 +294,14 @@ void Discovery::on_answer(const std::string& pool, int64_t at_ms, DiscoveryAnswe
   const Members before = s.membership->current();
   if (!answer.members || answer.members->empty()) {
     s.membership->observe(at_ms, std::nullopt);
-    if (!s.failing) {
+    const std::string why = answer.error.empty() ? "no records" : answer.error;
+    // Said once a streak, and again when the reason changes.
+    if (!s.failing || why != s.last_error) {
       log_warn("%s: %s; keeping its %zu server(s) until a lookup finds records again",
-               what.c_str(), answer.error.empty() ? "no records" : answer.error.c_str(),
-               before.size());
+               what.c_str(), why.c_str(), before.size());
     }
     s.failing = true;
+    s.last_error = why;
     publish(pool, s);
     return;
   }

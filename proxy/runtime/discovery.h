@@ -101,6 +101,7 @@ class Discovery {
     int64_t next_ms = 0;          // the grid moment the timer is for
     bool in_flight = false;
     bool failing = false;         // the last lookup failed: said once a streak
+    std::string last_error;       // why it failed
     uint64_t lookups = 0, failures = 0, changes = 0, held = 0;
     int64_t last_change_ms = 0;   // wall clock of the last applied change
     int64_t pending_since_ms = 0; // a change waits since (0: none)

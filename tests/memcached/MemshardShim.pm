@@ -137,17 +137,73 @@ END {
     kill 'KILL', @started if @started;
 }
 
+# The inodes of the sockets open in process $pid.
+sub socket_inodes {
+    my ($pid) = @_;
+    my %inode;
+    opendir(my $fds, "/proc/$pid/fd") or return {};
+    for (readdir $fds) {
+        my $target = readlink("/proc/$pid/fd/$_") // next;
+        $inode{$1} = 1 if $target =~ /^socket:\[(\d+)\]$/;
+    }
+    closedir($fds);
+    return \%inode;
+}
+
+# Whether process $pid has a listening TCP socket on $port: its descriptors'
+# socket inodes against /proc/net/tcp's LISTEN entries (state 0A). A
+# connection that succeeds says only that something listens there, maybe a
+# server another run started on the same port. This process's own sockets
+# do not count: the child has them from fork until it execs.
+sub listens {
+    my ($pid, $port) = @_;
+    my %inode = %{ socket_inodes($pid) };
+    delete @inode{ keys %{ socket_inodes($$) } };
+    for my $table ('/proc/net/tcp', '/proc/net/tcp6') {
+        open(my $fh, '<', $table) or next;
+        while (<$fh>) {
+            my @f = split;
+            next unless @f > 9 && $f[1] =~ /:([0-9A-F]{4})$/ && hex($1) == $port && $f[3] eq '0A';
+            return 1 if $inode{ $f[9] };
+        }
+    }
+    return 0;
+}
+
+# Waits until process $pid listens on $port and returns a connection to it;
+# undef when the process exited first.
 sub wait_port {
     my ($port, $pid, $what) = @_;
-    for (1 .. 80) {    # 20 s at most, as MemcachedTest waits for memcached
-        my $conn = IO::Socket::INET->new(PeerAddr => "127.0.0.1:$port");
-        return $conn if $conn;
-        # "Failed..." as MemcachedTest says it: item_size_max.t checks that
-        # memcached refuses to start by that word.
-        croak("Failed to connect: $what exited before it listened on $port") if waitpid($pid, WNOHANG) != 0;
-        select undef, undef, undef, 0.25;
+    for (1 .. 400) {    # 20 s at most, as MemcachedTest waits for memcached
+        if (listens($pid, $port)) {
+            my $conn = IO::Socket::INET->new(PeerAddr => "127.0.0.1:$port");
+            return $conn if $conn;
+        }
+        return undef if waitpid($pid, WNOHANG) != 0;
+        select undef, undef, undef, 0.05;
     }
     croak("Failed to startup/connect: $what did not listen on 127.0.0.1:$port");
+}
+
+# Starts a server on a free port: $start->($port) spawns it and returns its
+# pid and what to call it. free_port only checks that the port was free a
+# moment ago: another run side by side (scripts/memcached-tests --jobs) or
+# an outgoing connection's ephemeral port may take it before the server
+# binds it, and the server exits. So a server that exits before it listens
+# is tried again on another port, three times in all. Returns the port, the
+# pid and a connection to it.
+sub start_on_free_port {
+    my ($start) = @_;
+    my $what;
+    for my $attempt (1 .. 3) {
+        my $port = MemcachedTest::free_port();
+        (my $pid, $what) = $start->($port);
+        my $conn = wait_port($port, $pid, $what);
+        return ($port, $pid, $conn) if $conn;
+    }
+    # "Failed..." as MemcachedTest says it: item_size_max.t checks that
+    # memcached refuses to start by that word.
+    croak("Failed to connect: $what exited before it listened, three times");
 }
 
 sub spawn {
@@ -194,15 +250,16 @@ sub new_memcached {
     # (-B auto) behind it. A `-B binary` memcached refuses text, and memshard
     # would not reach it at all.
     $mc_args =~ s/(^|\s)-B\s+\S+//g if $mode eq 'proxy';
-    my $mc_port = MemcachedTest::free_port();
     # As MemcachedTest does: run as root when root, relaxed privileges (a
     # memcached-debug option); and no UDP.
     $mc_args .= " -u root" if $< == 0;
     $mc_args .= " -o relaxed_privileges";
     $mc_args .= " -U 0" unless $mc_args =~ /(^|\s)-U\s/;
-    $mc_args .= " -l 127.0.0.1 -p $mc_port";
-    my $mc_pid = spawn(undef, $memcached, split(' ', $mc_args));
-    my $mc_conn = wait_port($mc_port, $mc_pid, "memcached $mc_args");
+    my ($mc_port, $mc_pid, $mc_conn) = start_on_free_port(sub {
+        my ($port) = @_;
+        my $all = "$mc_args -l 127.0.0.1 -p $port";
+        return (spawn(undef, $memcached, split(' ', $all)), "memcached $all");
+    });
 
     if ($mode eq 'direct') {
         return Memcached::ShimHandle->new(pid => $mc_pid, pids => [$mc_pid], conn => $mc_conn,
@@ -213,11 +270,13 @@ sub new_memcached {
     # One pool, one server: every key goes to this memcached, so a test's
     # view of the data is the server's. item_size_max follows memcached's -I
     # (memshard refuses larger values itself, as memcached would).
-    my $port = MemcachedTest::free_port();
     my $item_size_max = ($args =~ /(?:^|\s)-I\s+(\S+)/) ? item_size_bytes($1) : 1024 * 1024;
     my $conf = "$work/$test_name.$instance.yml";
-    open(my $fh, '>', $conf) or croak("write $conf: $!");
-    print $fh <<"YML";
+    my $log = "$work/$test_name.$instance.memshard.log";
+    my ($port, $ms_pid, $conn) = start_on_free_port(sub {
+        my ($port) = @_;
+        open(my $fh, '>', $conf) or croak("write $conf: $!");
+        print $fh <<"YML";
 memcached_t:
   listen: 127.0.0.1:$port
   hash: fnv1a_64
@@ -226,10 +285,9 @@ memcached_t:
   servers:
     - 127.0.0.1:$mc_port:1
 YML
-    close($fh);
-    my $log = "$work/$test_name.$instance.memshard.log";
-    my $ms_pid = spawn($log, $memshard, '-c', $conf, '-s', '0');
-    my $conn = wait_port($port, $ms_pid, "memshard -c $conf (log: $log)");
+        close($fh) or croak("write $conf: $!");
+        return (spawn($log, $memshard, '-c', $conf, '-s', '0'), "memshard -c $conf (log: $log)");
+    });
     $server_of{$port} = $mc_port;
     return Memcached::ShimHandle->new(pid => $ms_pid, pids => [$ms_pid, $mc_pid], conn => $conn,
                                       host => '127.0.0.1', port => $port);

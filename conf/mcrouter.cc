@@ -1226,8 +1226,8 @@ std::optional<Sem> Mapper::modify_exptime(const Ref& r, bool, Cls cls) {
   std::string action = "set";
   if (const Value* a = r.value->get("action")) action = a->is_string() ? a->text : "";
   if (action != "min") {
-    refuse(Origin{member_path(r.origin.path, r.value->get("action") ? "action" : "exptime"),
-                  r.value->get("action") ? r.value->get("action")->line : exptime->line},
+    const Value* given = r.value->get("action");
+    refuse(given ? Origin{member_path(r.origin.path, "action"), given->line} : r.origin,
            "ModifyExptimeRoute with action " + quoted(action) +
                " sets every expiry; memshard changes no expiry but its gutter's, which it caps "
                "(gutter_ttl: action min on a failover's pool)");
@@ -1267,7 +1267,6 @@ std::optional<Sem> Mapper::operation_selector(const Ref& r, bool has_def, Cls cl
     refuse(r.origin, "OperationSelectorRoute needs default_policy or operation_policies");
     return std::nullopt;
   }
-  const auto& mine = cls == Cls::read ? read_ops() : write_ops();
   // The handle each operation of this class takes.
   std::vector<std::pair<std::string, Ref>> handles;
   bool ok = true;
@@ -1298,11 +1297,11 @@ std::optional<Sem> Mapper::operation_selector(const Ref& r, bool has_def, Cls cl
     }
   }
   if (!ok) return std::nullopt;
-  const bool all_given = std::all_of(mine.begin(), mine.end(), [&](std::string_view op) {
-    return std::any_of(handles.begin(), handles.end(),
-                       [&](const auto& h) { return h.first == op; });
-  });
-  if (def != nullptr && !all_given)
+  // The operations of the class the config leaves to default_policy take
+  // the policy of those it names (docs/mcrouter.md: memshard routes all
+  // reads of a key alike, and all writes); default_policy is the class's
+  // when it names none.
+  if (def != nullptr && handles.empty())
     handles.emplace_back("default_policy",
                          ref_of(*def, member_path(r.origin.path, "default_policy")));
   if (handles.empty()) {

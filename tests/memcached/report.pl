@@ -195,7 +195,7 @@ for my $file (@files) {
                 push @where, where($key) . " (known)";
             } else {
                 push @where, where($key);
-                push @direct_unknown, "$file " . where($key);
+                push @direct_unknown, "$file " . where($key) unless $skip_run{$file};
             }
         }
         push @notes, "fails directly: " . join(', ', @where > 3 ? (@where[0 .. 2], '...') : @where) if @where;
@@ -296,8 +296,8 @@ if (@regressions) {
         "are not known differences:", map { "  $_" } @regressions;
 }
 my $status = (@broken || @regressions) ? 'FAILED' : 'ok';
-push @tail, '', sprintf("memcached-tests: %s: %d files; through memshard %d passed, %d failed, %d known; directly %d passed, %d failed",
-    $status, $n_ran, $t->{passed}, $t->{failed}, $t->{known}, $d->{passed}, $d->{failed});
+push @tail, '', sprintf("memcached-tests: %s: %d file%s; through memshard %d passed, %d failed, %d known; directly %d passed, %d failed",
+    $status, $n_ran, $n_ran == 1 ? '' : 's', $t->{passed}, $t->{failed}, $t->{known}, $d->{passed}, $d->{failed});
 
 for my $lines (\@short, \@long) { pop @$lines while @$lines && $lines->[-1] eq '' }
 my $header = slurp("$dir/header") // '';

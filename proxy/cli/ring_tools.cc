@@ -10,6 +10,8 @@
 #include <numeric>
 #include <optional>
 #include <ostream>
+#include <span>
+#include <string>
 #include <unordered_map>
 
 #include "conf/config.h"
@@ -113,12 +115,17 @@ namespace {
 
 constexpr uint64_t kHashSpace = uint64_t{1} << 32;
 
+constexpr const char* kExpectedShares =
+    "shares: expected for keys that hash independently (mcrouter's hashes pick a server's index "
+    "from the key itself, with no ring to measure)";
+
 // Where every copy of the keyspace lives: the hash values in runs that share
 // one preference list. ketama: one run per arc (the walk starts at the same
 // point for every value of an arc). modula: one run per residue
 // hash % slots (run j holds the values v with v % L == j). random: one run
 // per slot the random owner may be, each equally likely, so the figures are
-// expected fractions of requests.
+// expected fractions of requests. ch3, wch3, crc32: one run per slot (the
+// index mcrouter's hash picks), with its server's expected share.
 struct CopyMap {
   ketama::Distribution distribution = ketama::Distribution::ketama;
   size_t width = 0;            // copies per key: min(replicas, servers that own a key)
@@ -184,9 +191,15 @@ CopyMap copy_map(const ketama::Ring& ring, uint32_t replicas) {
   m.width = std::min<size_t>(replicas, distinct.size());
   slot_lists(slots, m.width, m.lists);
   const uint64_t length = slots.size();
+  // mcrouter's hashes: slot j takes the keys its server is expected to own.
+  const std::vector<uint64_t> owned = ketama::is_mcrouter_distribution(m.distribution)
+                                          ? ring.owned_hashes()
+                                          : std::vector<uint64_t>();
   for (uint64_t j = 0; j < length; ++j) {
     m.values.push_back(m.distribution == ketama::Distribution::modula
                            ? static_cast<double>((kHashSpace - 1 - j) / length + 1)
+                       : !owned.empty()
+                           ? static_cast<double>(owned[slots[j]])
                            : static_cast<double>(kHashSpace) / static_cast<double>(length));
   }
   return m;
@@ -220,9 +233,11 @@ int ring_show(const std::string& config_file, const std::string& pool_name, std:
   const ketama::Ring& ring = loaded->ring;
   ketama::RingReport report = ketama::describe(ring);
   const bool replicated = pool->replicas > 1;
+  const bool mcrouter_hash = ketama::is_mcrouter_distribution(pool->ring.distribution);
   out << "pool " << pool->name << ": " << ketama::mode_name(pool->ring.mode) << " mode, "
       << ketama::distribution_name(pool->ring.distribution) << " distribution, hash "
-      << ketama::hash_name(pool->ring.hash) << ", " << ring.points().size() << " points";
+      << ring.key_hash_name() << ", " << ring.points().size() << " points";
+  if (!pool->ring.hash_salt.empty()) out << ", hash_salt: \"" << pool->ring.hash_salt << '"';
   if (replicated) out << ", replicas: " << pool->replicas;
   if (pool->reload_warmup_ms > 0) {
     out << ", reload_warmup: " << pool->reload_warmup_ms << " ms";
@@ -232,11 +247,13 @@ int ring_show(const std::string& config_file, const std::string& pool_name, std:
   out << "\n";
   if (!replicated) {
     out << "server\tring_name\tweight\tpoints\tshare\n";
-    for (const auto& s : report.servers) {
-      out << s.address << '\t' << s.ring_name << '\t' << s.weight << '\t' << s.points << '\t'
-          << percent(s.share) << '\n';
+    for (size_t i = 0; i < report.servers.size(); ++i) {
+      const auto& s = report.servers[i];
+      out << s.address << '\t' << s.ring_name << '\t' << ring.servers()[i].weight_text() << '\t'
+          << s.points << '\t' << percent(s.share) << '\n';
     }
     out << "share coefficient of variation: " << fixed4(report.share_cv) << '\n';
+    if (mcrouter_hash) out << kExpectedShares << '\n';
     return 0;
   }
   CopyMap copies = copy_map(ring, pool->replicas);
@@ -248,8 +265,8 @@ int ring_show(const std::string& config_file, const std::string& pool_name, std:
     const auto& s = report.servers[i];
     double copy_share = all_copies > 0 ? held[i] / all_copies : 0.0;
     if (ring.is_live(i)) live_copy_shares.push_back(copy_share);
-    out << s.address << '\t' << s.ring_name << '\t' << s.weight << '\t' << s.points << '\t'
-        << percent(s.share) << '\t' << percent(copy_share) << '\n';
+    out << s.address << '\t' << s.ring_name << '\t' << ring.servers()[i].weight_text() << '\t'
+        << s.points << '\t' << percent(s.share) << '\t' << percent(copy_share) << '\n';
   }
   out << "share coefficient of variation: " << fixed4(report.share_cv)
       << ", copies coefficient of variation: " << fixed4(coefficient_of_variation(live_copy_shares))
@@ -260,6 +277,7 @@ int ring_show(const std::string& config_file, const std::string& pool_name, std:
     out << "; random: expected fractions of requests";
   }
   out << '\n';
+  if (mcrouter_hash) out << kExpectedShares << '\n';
   if (copies.width < pool->replicas) {
     out << "warning: only " << copies.width << " servers own any part of the "
         << (pool->ring.distribution == ketama::Distribution::ketama ? "ring" : "slots")
@@ -312,9 +330,8 @@ int ring_load(const std::string& config_file, const std::string& pool_name,
   ketama::SampledLoad load = ketama::sampled_load(ring, keys);
   ketama::RingReport report = ketama::describe(ring);
   const double total = static_cast<double>(keys.size());
-  out << "pool " << pool.name << ": " << keys.size() << " keys, hash "
-      << ketama::hash_name(ring.key_hash_function()) << ", "
-      << ketama::distribution_name(pool.ring.distribution) << " distribution\n";
+  out << "pool " << pool.name << ": " << keys.size() << " keys, hash " << ring.key_hash_name()
+      << ", " << ketama::distribution_name(pool.ring.distribution) << " distribution\n";
   out << "server\tkeys\tsampled\tkeyspace\n";
   for (size_t i = 0; i < report.servers.size(); ++i) {
     out << report.servers[i].address << '\t' << load.keys[i] << '\t'
@@ -328,11 +345,17 @@ int ring_load(const std::string& config_file, const std::string& pool_name,
 
   out << "\nhash\tload_cv\tmax/mean\toff_keyspace\tnote\n";
   auto row = [&](const ketama::Ring& r, const ketama::SampledLoad& l, const std::string& note) {
-    out << ketama::hash_name(r.key_hash_function()) << '\t' << fixed4(l.cv) << '\t'
-        << fixed4(l.max_over_mean) << '\t' << fixed4(l.off_keyspace) << '\t' << note << '\n';
+    out << r.key_hash_name() << '\t' << fixed4(l.cv) << '\t' << fixed4(l.max_over_mean) << '\t'
+        << fixed4(l.off_keyspace) << '\t' << note << '\n';
   };
   row(ring, load, "the pool's");
   for (ketama::HashFunction f : *hashes) {
+    if (ketama::is_mcrouter_distribution(pool.ring.distribution)) {
+      out << ketama::hash_name(f) << "\t-\t-\t-\tignored: distribution "
+          << ketama::distribution_name(pool.ring.distribution) << " hashes keys with "
+          << ring.key_hash_name() << '\n';
+      continue;
+    }
     ketama::RingOptions options = pool.ring;
     options.hash = f;
     ketama::Ring other = ketama::Ring::build(ring.servers(), options);
@@ -399,6 +422,39 @@ std::vector<size_t> lists_by_address(const CopyMap& m, const ketama::Ring& ring,
   return out;
 }
 
+// ch3, wch3, crc32 on either side: the lists of sample keys on both sides,
+// as ketama::diff() samples their primaries.
+constexpr size_t kCopySampleKeys = 100000;
+
+CopyMoves sampled_copy_moves(const ketama::Ring& before, uint32_t r_old, const ketama::Ring& after,
+                             uint32_t r_new) {
+  // Servers by address, as ketama::diff() matches them.
+  std::unordered_map<std::string, size_t> ids;
+  auto ids_of = [&ids](const ketama::Ring& ring) {
+    std::vector<size_t> out;
+    for (const ketama::ServerEntry& s : ring.servers()) {
+      out.push_back(ids.try_emplace(s.address(), ids.size()).first->second);
+    }
+    return out;
+  };
+  const std::vector<size_t> id_a = ids_of(before), id_b = ids_of(after);
+  std::vector<size_t> la(r_old), lb(r_new);
+  CopyTally tally;
+  std::string key;
+  for (size_t i = 0; i < kCopySampleKeys; ++i) {
+    key = "memshard:diff:" + std::to_string(i);
+    const size_t ka = before.preference_list(key, std::span<size_t>(la));
+    const size_t kb = after.preference_list(key, std::span<size_t>(lb));
+    for (size_t k = 0; k < ka; ++k) la[k] = id_a[la[k]];
+    for (size_t k = 0; k < kb; ++k) lb[k] = id_b[lb[k]];
+    tally.add(la.data(), ka, lb.data(), kb, 1.0);
+  }
+  CopyMoves r = tally.result();
+  r.exact = false;
+  r.why_estimated = "(sampled: " + std::to_string(kCopySampleKeys) + " keys)";
+  return r;
+}
+
 // Copies the lists of modula x modula are compared residue by residue over
 // lcm(L1, L2) residues; beyond this many, they are estimated.
 constexpr uint64_t kMaxResidues = uint64_t{1} << 24;
@@ -415,6 +471,10 @@ CopyMoves copy_moves(const ketama::Ring& before, uint32_t r_old, const ketama::R
                             before.options().hash_tag == after.options().hash_tag;
   using ketama::Distribution;
   if (a.runs() == 0 || b.runs() == 0) return tally.result();
+  if (ketama::is_mcrouter_distribution(a.distribution) ||
+      ketama::is_mcrouter_distribution(b.distribution)) {
+    return sampled_copy_moves(before, r_old, after, r_new);
+  }
   if (same_hashing && a.distribution == Distribution::ketama &&
       b.distribution == Distribution::ketama) {
     // Merge the two arc lists: each piece between consecutive run ends has
@@ -487,7 +547,12 @@ int ring_diff(const std::string& old_file, const std::string& new_file,
   ketama::RingDiff d = ketama::diff(before->ring, after->ring);
   out << "pool " << before->pool.name << ": " << percent(d.moved)
       << " of the keyspace changes server";
-  if (!d.exact) out << " (expected: the key hash changed, so every key is hashed anew)";
+  if (d.sampled_keys > 0) {
+    out << " (sampled: " << d.sampled_keys
+        << " keys looked up in both, as mcrouter's hashes have no ring to compare)";
+  } else if (!d.exact) {
+    out << " (expected: the key hash changed, so every key is hashed anew)";
+  }
   out << "\n";
   const uint32_t r_old = before->pool.replicas, r_new = after->pool.replicas;
   if (r_old > 1 || r_new > 1) {

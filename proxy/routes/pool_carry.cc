@@ -107,8 +107,16 @@ bool same_placement(const conf::PoolConfig& ca, const ketama::Ring& ra,
   const ketama::RingOptions& oa = ca.ring;
   const ketama::RingOptions& ob = cb.ring;
   if (oa.mode != ob.mode || oa.distribution != ob.distribution || oa.hash != ob.hash ||
-      oa.hash_tag != ob.hash_tag) {
+      oa.hash_tag != ob.hash_tag || oa.hash_salt != ob.hash_salt) {
     return false;
+  }
+  // Distributions without points place keys by the slots (and wch3 by
+  // the servers' weights too).
+  if (ra.slots() != rb.slots()) return false;
+  if (oa.distribution == ketama::Distribution::wch3) {
+    for (size_t i = 0; i < ra.servers().size() && i < rb.servers().size(); ++i) {
+      if (ra.servers()[i].fraction != rb.servers()[i].fraction) return false;
+    }
   }
   if (ca.replicas != cb.replicas || sa.size() != sb.size()) return false;
   for (size_t i = 0; i < sa.size(); ++i) {

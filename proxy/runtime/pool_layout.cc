@@ -35,6 +35,14 @@ std::vector<double> copy_shares(const ketama::Ring& ring, size_t replicas) {
       count(arc.last, static_cast<double>(uint64_t{arc.last} + 1 - previous_end));
       previous_end = uint64_t{arc.last} + 1;
     }
+  } else if (ketama::is_mcrouter_distribution(ring.options().distribution)) {
+    // mcrouter's hashes: the hash is the slot, each taking the keys its
+    // server is expected to own.
+    const std::vector<uint64_t> owned = ring.owned_hashes();
+    const std::vector<uint32_t>& slots = ring.slots();
+    for (size_t r = 0; r < slots.size(); ++r) {
+      count(static_cast<uint32_t>(r), static_cast<double>(owned[slots[r]]));
+    }
   } else {
     // modula: the list depends on hash % slots only, and each residue
     // takes (almost exactly) as many values as the others.
@@ -56,7 +64,7 @@ std::vector<PoolLayout> pool_layouts(const Topology& topology, const ServerState
     l.name = c.name;
     l.listen = c.listen.text;
     l.distribution = std::string(ketama::distribution_name(c.ring.distribution));
-    l.hash = std::string(ketama::hash_name(pool.ring.key_hash_function()));
+    l.hash = std::string(pool.ring.key_hash_name());
     l.replicas = c.replicas;
     if (c.replicas > 1) l.write_policy = std::string(conf::write_policy_name(c.write_policy));
     l.auto_eject_hosts = c.auto_eject_hosts;

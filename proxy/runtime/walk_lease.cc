@@ -24,6 +24,15 @@ void describe_ring(std::string& out, const ketama::Ring& ring,
     out += std::to_string(p.value) + ":" + std::to_string(p.server) + " ";
   }
   out += "\n";
+  // mcrouter's hashes have no points: their list, salt and weights.
+  const ketama::RingOptions& o = ring.options();
+  if (ketama::is_mcrouter_distribution(o.distribution)) {
+    out += std::string(ketama::distribution_name(o.distribution)) + " salt " + o.hash_salt + "\n";
+    for (uint32_t slot : ring.slots()) {
+      out += std::to_string(slot) + ":" + ring.servers()[slot].weight_text() + " ";
+    }
+    out += "\n";
+  }
 }
 
 std::string hex(const unsigned char* bytes, size_t n) {

@@ -311,5 +311,70 @@ TEST_F(RingToolsTest, DiffWithoutAPoolComparesThePoolOfTheSameName) {
   EXPECT_NE(missing.err.find("gamma"), std::string::npos) << missing.err;
 }
 
+// mcrouter's hashes: the key's index in the list is mcrouter's, the shares
+// are expectations, and a diff samples keys.
+TEST_F(RingToolsTest, LookupOfAnMcrouterPoolPicksMcroutersIndex) {
+  const std::string text = pool_text("alpha", 5, "  distribution: ch3\n  hash_salt: s\n");
+  const ToolRun r = lookup(file("a.yml", text), "", {"user:1", "user:2|#|x", "user:3"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const ketama::Ring ring = ring_of(text);
+  const std::vector<std::string> lines = lines_of(r.out);
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_EQ(lines[1], "user:2|#|x\t" + ring.servers()[ring.lookup("user:2")].address());
+  for (const std::string& line : lines) {
+    const std::vector<std::string> f = fields(line);
+    EXPECT_EQ(f[1], ring.servers()[ring.lookup(f[0])].address()) << line;
+  }
+}
+
+TEST_F(RingToolsTest, ShowOfAWch3PoolGivesItsWeightsAndExpectedShares) {
+  const std::string text =
+      "alpha:\n  listen: 127.0.0.1:22121\n  distribution: wch3\n  servers:\n"
+      "   - 127.0.0.1:21001:1\n   - 127.0.0.1:21002:0.5\n   - 127.0.0.1:21003:0\n";
+  const ToolRun r = show(file("a.yml", text));
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::vector<std::string> lines = lines_of(r.out);
+  ASSERT_GE(lines.size(), 6u) << r.out;
+  EXPECT_EQ(lines[0], "pool alpha: twemproxy mode, wch3 distribution, hash furc_hash, 0 points");
+  EXPECT_EQ(fields(lines[2])[2], "1");
+  EXPECT_EQ(fields(lines[3])[2], "0.5");
+  EXPECT_EQ(fields(lines[4])[2], "0");
+  // Kept by weight: 1 and 0.5 split about 2:1, the zero weight nearly none.
+  EXPECT_NEAR(percent(fields(lines[2])[4]), 2.0 / 3.0, 0.02);
+  EXPECT_NEAR(percent(fields(lines[3])[4]), 1.0 / 3.0, 0.02);
+  EXPECT_LT(percent(fields(lines[4])[4]), 1e-4);
+  EXPECT_NE(r.out.find("\nshares: expected for keys that hash independently"), std::string::npos)
+      << r.out;
+}
+
+TEST_F(RingToolsTest, DiffOfAnMcrouterPoolIsSampled) {
+  // ch3 from 4 servers to 5: furc moves a fifth of the keys, all onto the
+  // new server.
+  const ToolRun r = diff(file("a.yml", pool_text("alpha", 4, "  distribution: ch3\n")),
+                         file("b.yml", pool_text("alpha", 5, "  distribution: ch3\n")));
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::vector<std::string> lines = lines_of(r.out);
+  EXPECT_TRUE(
+      lines[0].ends_with(" of the keyspace changes server (sampled: 100000 keys looked up "
+                         "in both, as mcrouter's hashes have no ring to compare)"))
+      << lines[0];
+  EXPECT_NEAR(percent(lines[0].substr(12, lines[0].find(' ', 12) - 12)), 0.2, 0.01) << lines[0];
+  for (size_t i = 2; i < lines.size(); ++i) {
+    const std::vector<std::string> f = fields(lines[i]);
+    if (f[0] != "127.0.0.1:21005") {
+      EXPECT_EQ(f[1], "0.0000%") << lines[i];
+    }
+  }
+  // With copies: sampled too.
+  const ToolRun c =
+      diff(file("c.yml", pool_text("alpha", 4, "  distribution: ch3\n  replicas: 2\n")),
+           file("d.yml", pool_text("alpha", 4, "  distribution: ch3\n  replicas: 2\n")));
+  ASSERT_EQ(c.code, 0) << c.err;
+  EXPECT_NE(c.out.find("\ncopies moved: 0.0000% of copies (a copy moves when a server of the "
+                       "key's old list is not in its new list) (sampled: 100000 keys)"),
+            std::string::npos)
+      << c.out;
+}
+
 }  // namespace
 }  // namespace memshard::proxy

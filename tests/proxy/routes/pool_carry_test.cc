@@ -211,5 +211,25 @@ TEST_F(PoolCarryTest, ASwitchTimeThatMovesNothingSchedulesNothing) {
   EXPECT_TRUE(notes_.empty()) << notes();
 }
 
+// mcrouter's hashes have no points: their salt, their list and wch3's
+// weights are what places keys.
+TEST_F(PoolCarryTest, McrouterHashesCompareSaltListAndWeights) {
+  auto a = build(config(3, "  distribution: ch3\n  hash_salt: a\n"), 1);
+  EXPECT_TRUE(
+      same_placement(pool(a), pool(build(config(3, "  distribution: ch3\n  hash_salt: a\n"), 2))));
+  EXPECT_FALSE(
+      same_placement(pool(a), pool(build(config(3, "  distribution: ch3\n  hash_salt: b\n"), 2))));
+  EXPECT_FALSE(same_placement(
+      pool(a), pool(build(config(3, "  distribution: crc32\n  hash_salt: a\n"), 2))));
+  auto w = [](const std::string& second) {
+    return "alpha:\n  listen: 127.0.0.1:22121\n  reload_warmup: 60000\n  distribution: wch3\n"
+           "  servers:\n   - 127.0.0.1:21001:1\n   - 127.0.0.1:21002:" +
+           second + "\n";
+  };
+  auto half = build(w("0.5"), 1);
+  EXPECT_TRUE(same_placement(pool(half), pool(build(w("0.50"), 2))));
+  EXPECT_FALSE(same_placement(pool(half), pool(build(w("0.25"), 2))));
+}
+
 }  // namespace
 }  // namespace memshard::proxy

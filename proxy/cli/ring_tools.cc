@@ -234,10 +234,17 @@ int ring_show(const std::string& config_file, const std::string& pool_name, std:
   ketama::RingReport report = ketama::describe(ring);
   const bool replicated = pool->replicas > 1;
   const bool mcrouter_hash = ketama::is_mcrouter_distribution(pool->ring.distribution);
-  out << "pool " << pool->name << ": " << ketama::mode_name(pool->ring.mode) << " mode, "
-      << ketama::distribution_name(pool->ring.distribution) << " distribution, hash "
-      << ring.key_hash_name() << ", " << ring.points().size() << " points";
-  if (!pool->ring.hash_salt.empty()) out << ", hash_salt: \"" << pool->ring.hash_salt << '"';
+  out << "pool " << pool->name << ": ";
+  if (mcrouter_hash) {
+    // No mode and no points: mcrouter's order of the list.
+    out << ketama::distribution_name(pool->ring.distribution) << " distribution (mcrouter's), hash "
+        << ring.key_hash_name();
+    if (!pool->ring.hash_salt.empty()) out << ", hash_salt: \"" << pool->ring.hash_salt << '"';
+  } else {
+    out << ketama::mode_name(pool->ring.mode) << " mode, "
+        << ketama::distribution_name(pool->ring.distribution) << " distribution, hash "
+        << ring.key_hash_name() << ", " << ring.points().size() << " points";
+  }
   if (replicated) out << ", replicas: " << pool->replicas;
   if (pool->reload_warmup_ms > 0) {
     out << ", reload_warmup: " << pool->reload_warmup_ms << " ms";

@@ -317,6 +317,8 @@ TEST_F(RingToolsTest, LookupOfAnMcrouterPoolPicksMcroutersIndex) {
   const std::string text = pool_text("alpha", 5, "  distribution: ch3\n  hash_salt: s\n");
   const ToolRun r = lookup(file("a.yml", text), "", {"user:1", "user:2|#|x", "user:3"});
   ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(lines_of(show(file("a.yml", text)).out)[0],
+            "pool alpha: ch3 distribution (mcrouter's), hash furc_hash, hash_salt: \"s\"");
   const ketama::Ring ring = ring_of(text);
   const std::vector<std::string> lines = lines_of(r.out);
   ASSERT_EQ(lines.size(), 3u);
@@ -335,7 +337,7 @@ TEST_F(RingToolsTest, ShowOfAWch3PoolGivesItsWeightsAndExpectedShares) {
   ASSERT_EQ(r.code, 0) << r.err;
   const std::vector<std::string> lines = lines_of(r.out);
   ASSERT_GE(lines.size(), 6u) << r.out;
-  EXPECT_EQ(lines[0], "pool alpha: twemproxy mode, wch3 distribution, hash furc_hash, 0 points");
+  EXPECT_EQ(lines[0], "pool alpha: wch3 distribution (mcrouter's), hash furc_hash");
   EXPECT_EQ(fields(lines[2])[2], "1");
   EXPECT_EQ(fields(lines[3])[2], "0.5");
   EXPECT_EQ(fields(lines[4])[2], "0");

@@ -6,6 +6,7 @@
 // hosts file (re-read on SIGHUP). memshard asks it alone (--dns-server).
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <yaml-cpp/yaml.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -17,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "conf/config.h"
 #include "fleet_util.h"
 #include "harness.h"
 #include "reload_util.h"
@@ -56,7 +58,8 @@ struct Srv {
 
 class Dns {
  public:
-  explicit Dns(const TempDir& dir) : dir_(dir), port_(free_port()) {}
+  explicit Dns(const TempDir& dir, std::string domain = "mc.test", std::string srv_name = kSrvName)
+      : dir_(dir), port_(free_port()), domain_(std::move(domain)), srv_name_(std::move(srv_name)) {}
   ~Dns() { stop(); }
 
   std::string server() const { return "127.0.0.1:" + std::to_string(port_); }
@@ -68,11 +71,11 @@ class Dns {
              bool name_has_address = false) {
     std::string conf;
     for (const Srv& r : records) {
-      conf += "srv-host=" + std::string(kSrvName) + "," + r.target + "," +
+      conf += "srv-host=" + srv_name_ + "," + r.target + "," +
               std::to_string(r.port) + "," + std::to_string(r.priority) + "," +
               std::to_string(r.weight) + "\n";
     }
-    if (name_has_address) conf += "host-record=" + std::string(kSrvName) + ",127.0.0.9\n";
+    if (name_has_address) conf += "host-record=" + srv_name_ + ",127.0.0.9\n";
     conf_ = dir_.write("dnsmasq.conf", conf);
     set_hosts(hosts, false);
     stop();
@@ -80,7 +83,7 @@ class Dns {
         std::vector<std::string>{dnsmasq_binary(), "--no-daemon", "--port=" + std::to_string(port_),
                                  "--listen-address=127.0.0.1", "--bind-interfaces", "--no-resolv",
                                  "--no-hosts", "--conf-file=" + conf_, "--addn-hosts=" + hosts_,
-                                 "--pid-file=", "--cache-size=0", "--local-ttl=0", "--local=/mc.test/"},
+                                 "--pid-file=", "--cache-size=0", "--local-ttl=0", "--local=/" + domain_ + "/"},
         dir_.path() + "/dnsmasq.log");
     ASSERT_TRUE(wait_listening(port_)) << read_file(dir_.path() + "/dnsmasq.log");
   }
@@ -99,6 +102,7 @@ class Dns {
  private:
   const TempDir& dir_;
   uint16_t port_;
+  std::string domain_, srv_name_;
   std::string conf_, hosts_;
   std::unique_ptr<Process> process_;
 };
@@ -393,6 +397,65 @@ TEST_F(Discovery, ThreeInstancesSwitchTogether) {
   EXPECT_EQ(load.lost(), 0u) << load.summary();
   EXPECT_EQ(load.errors(), 0u) << load.summary();
   EXPECT_GT(load.reads(), 4000u);
+}
+
+// conf/examples/kubernetes-discovery.yaml: the ConfigMap's pool looks up
+// the SRV records the headless Service publishes, and memshard started on
+// it (on another port) finds the StatefulSet's pods through a DNS server
+// that answers as the cluster's would.
+TEST(KubernetesDiscoveryExample, TheSidecarFollowsTheHeadlessServicesRecords) {
+  if (dnsmasq_binary().empty()) GTEST_SKIP() << "dnsmasq is not installed (dnsmasq-base)";
+  const std::string file = MEMSHARD_EXAMPLES_DIR "/kubernetes-discovery.yaml";
+  std::map<std::string, YAML::Node> objects;
+  for (const YAML::Node& d : YAML::LoadAll(read_file(file))) {
+    objects[d["kind"].as<std::string>()] = d;
+  }
+  ASSERT_TRUE(objects.contains("Service") && objects.contains("StatefulSet") &&
+              objects.contains("ConfigMap") && objects.contains("Deployment"));
+  const YAML::Node svc = objects["Service"];
+  EXPECT_EQ(svc["spec"]["clusterIP"].as<std::string>(), "None") << "the Service must be headless";
+  const std::string service = svc["metadata"]["name"].as<std::string>();
+  EXPECT_EQ(objects["StatefulSet"]["spec"]["serviceName"].as<std::string>(), service);
+  const std::string port_name = svc["spec"]["ports"][0]["name"].as<std::string>();
+  const std::string srv_name = "_" + port_name + "._tcp." + service + ".default.svc.cluster.local";
+  std::string yaml = objects["ConfigMap"]["data"]["memshard.yml"].as<std::string>();
+  const conf::LoadResult loaded = conf::parse_config(yaml, "memshard.yml");
+  ASSERT_TRUE(loaded.errors.empty()) << loaded.errors.front().to_string();
+  ASSERT_EQ(loaded.config->pools.size(), 1u);
+  const conf::PoolConfig& pool = loaded.config->pools.front();
+  EXPECT_EQ(pool.discovery.kind, conf::DiscoveryConfig::Kind::srv);
+  EXPECT_EQ(pool.discovery.name, srv_name) << "the records the Service publishes";
+  EXPECT_GT(pool.reload_warmup_ms, 0) << "a fleet of sidecars switches together";
+  // The sidecar reads the ConfigMap where it is mounted.
+  bool mounted = false;
+  for (const YAML::Node& c : objects["Deployment"]["spec"]["template"]["spec"]["initContainers"]) {
+    if (c["name"].as<std::string>() != "memshard") continue;
+    for (const YAML::Node& a : c["args"]) mounted = mounted || a.as<std::string>() == "/etc/memshard/memshard.yml";
+  }
+  EXPECT_TRUE(mounted);
+
+  // Three pods, as the cluster's DNS would list them.
+  TempDir dir;
+  Dns dns(dir, "cluster.local", srv_name);
+  std::vector<std::unique_ptr<Memcached>> pods;
+  std::vector<Srv> records;
+  std::vector<std::string> hosts;
+  for (int i = 0; i < 3; ++i) {
+    pods.push_back(std::make_unique<Memcached>());
+    const std::string name = service + "-" + std::to_string(i) + "." + service + ".default.svc.cluster.local";
+    records.push_back(Srv{name, pods.back()->port(), 33});
+    hosts.push_back("127.0.0.1 " + name);
+  }
+  dns.serve(records, hosts);
+  const uint16_t port = free_port();
+  const size_t at = yaml.find("127.0.0.1:22122");
+  ASSERT_NE(at, std::string::npos);
+  yaml.replace(at, 15, "127.0.0.1:" + std::to_string(port));
+  const std::string conf = dir.write("memshard.yml", yaml);
+  Memshard ms(conf, {"--dns-server", dns.server(), "-s", "0"}, port, dir.path() + "/ms.log");
+  ASSERT_TRUE(reload::wait_ready(port)) << read_file(dir.path() + "/ms.log");
+  EXPECT_EQ(stat_of(proxy_stats(port), "cache:discovery_servers"), 3u)
+      << read_file(dir.path() + "/ms.log");
 }
 
 }  // namespace

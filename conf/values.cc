@@ -35,14 +35,30 @@ std::string check_host(std::string_view host) {
   return {};
 }
 
-// Digits, '.', digits ("0.25"), read to the nearest double (as mcrouter's
-// JSON parser reads its weights).
+// A number with decimals or an exponent, as JSON writes one ("0.25",
+// "1.0", "5e-1"; no sign), read to the nearest double, as mcrouter's JSON
+// parser reads its weights.
 std::optional<double> parse_decimal(std::string_view text) {
-  const size_t dot = text.find('.');
-  if (dot == std::string_view::npos || !is_digits(text.substr(0, dot)) ||
-      !is_digits(text.substr(dot + 1))) {
-    return std::nullopt;
+  size_t i = 0;
+  auto digits = [&] {
+    const size_t from = i;
+    while (i < text.size() && text[i] >= '0' && text[i] <= '9') ++i;
+    return i > from;
+  };
+  if (!digits()) return std::nullopt;
+  bool fractional = false;
+  if (i < text.size() && text[i] == '.') {
+    ++i;
+    if (!digits()) return std::nullopt;
+    fractional = true;
   }
+  if (i < text.size() && (text[i] == 'e' || text[i] == 'E')) {
+    ++i;
+    if (i < text.size() && (text[i] == '+' || text[i] == '-')) ++i;
+    if (!digits()) return std::nullopt;
+    fractional = true;
+  }
+  if (!fractional || i != text.size()) return std::nullopt;
   double v = 0;
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
   if (ec != std::errc() || end != text.data() + text.size()) return std::nullopt;

@@ -75,7 +75,10 @@ TEST(ConfMcrouterHash, WeightFormats) {
   using detail::parse_server;
   EXPECT_FALSE(parse_server("h:1:.5").value);
   EXPECT_FALSE(parse_server("h:1:5.").value);
-  EXPECT_FALSE(parse_server("h:1:0.5e1").value);
+  EXPECT_EQ(parse_server("h:1:5e-1").value->fraction, 0.5);  // JSON writes numbers so too
+  EXPECT_EQ(parse_server("h:1:2.5E-1").value->fraction, 0.25);
+  EXPECT_FALSE(parse_server("h:1:5e").value);
+  EXPECT_FALSE(parse_server("h:1:0x1").value);
   EXPECT_FALSE(parse_server("h:1:-0.5").value);
   EXPECT_EQ(parse_server("h:1:0.75").value->fraction, 0.75);
   EXPECT_EQ(parse_server("h:1:0.75").value->weight, 0u);

@@ -85,7 +85,8 @@ bool discovery_directive(PoolConfig& pool, const std::string& key, const std::st
     if (d.line != 0) {
       errors.add(line, key,
                  "pool '" + pool.name + "' already takes its servers from " + d.describe() +
-                     " (line " + std::to_string(d.line) + "); expected one of servers_srv and "
+                     " (line " + std::to_string(d.line) +
+                     "); expected one of servers_srv and "
                      "servers_dns");
       return true;
     }
@@ -122,8 +123,10 @@ bool discovery_directive(PoolConfig& pool, const std::string& key, const std::st
       d.max_change = 0;  // no cap
     } else {
       Parsed<double> share = parse_share(text);
-      if (!share.value) fail(share.error + " (or 0 for no cap)");
-      else d.max_change = *share.value;
+      if (!share.value)
+        fail(share.error + " (or 0 for no cap)");
+      else
+        d.max_change = *share.value;
     }
   }
   return true;

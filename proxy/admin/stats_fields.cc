@@ -31,7 +31,9 @@ std::vector<std::pair<std::string_view, uint64_t>> switch_fields(const SwitchSta
 }
 
 std::vector<std::pair<std::string_view, uint64_t>> discovery_fields(const DiscoveryStatus& d) {
-  const auto seconds = [](int64_t ms) { return static_cast<uint64_t>(std::max<int64_t>(0, ms / 1000)); };
+  const auto seconds = [](int64_t ms) {
+    return static_cast<uint64_t>(std::max<int64_t>(0, ms / 1000));
+  };
   return {{"discovery_servers", d.servers},
           {"discovery_lookups", d.lookups},
           {"discovery_failures", d.failures},

@@ -85,7 +85,8 @@ void render_twemproxy_json(const StatsView& p, std::string& out) {
       for (const auto& [name, value] : switch_fields(sw->second)) json_field(out, name, value, pf);
     }
     if (auto d = discoveries.find(pool); d != discoveries.end()) {
-      for (const auto& [name, value] : discovery_fields(d->second)) json_field(out, name, value, pf);
+      for (const auto& [name, value] : discovery_fields(d->second))
+        json_field(out, name, value, pf);
     }
     for (const auto& [name, s] : t.servers) {
       out.append(", ");

@@ -29,7 +29,9 @@ std::string address_text(const SocketAddress& a) {
   return buf;
 }
 
-int64_t wall_ms() { return wall_clock_usec() / 1000; }
+int64_t wall_ms() {
+  return wall_clock_usec() / 1000;
+}
 
 std::string join(const std::vector<std::string>& items) {
   std::string out;
@@ -106,22 +108,22 @@ void Discovery::lookup(DnsClient& client, const conf::DiscoveryConfig& source,
                        std::function<void(DiscoveryAnswer)> done) {
   if (source.kind == conf::DiscoveryConfig::Kind::dns) {
     const uint16_t port = source.port;
-    client.addresses(source.name, port,
-                     [done = std::move(done), port](std::optional<AddressList> found,
-                                                    const std::string& error) {
-                       DiscoveryAnswer a;
-                       a.error = error;
-                       if (found) {
-                         Members ms;
-                         for (const SocketAddress& addr : *found) {
-                           DiscoveredMember m{address_text(addr), port, 1};
-                           a.addresses[entry_address(m)] = AddressList{addr};
-                           ms.push_back(std::move(m));
-                         }
-                         a.members = normalized(std::move(ms));
-                       }
-                       done(std::move(a));
-                     });
+    client.addresses(
+        source.name, port,
+        [done = std::move(done), port](std::optional<AddressList> found, const std::string& error) {
+          DiscoveryAnswer a;
+          a.error = error;
+          if (found) {
+            Members ms;
+            for (const SocketAddress& addr : *found) {
+              DiscoveredMember m{address_text(addr), port, 1};
+              a.addresses[entry_address(m)] = AddressList{addr};
+              ms.push_back(std::move(m));
+            }
+            a.members = normalized(std::move(ms));
+          }
+          done(std::move(a));
+        });
     return;
   }
   client.srv(source.name, [this, &client, done = std::move(done)](
@@ -142,26 +144,25 @@ void Discovery::lookup(DnsClient& client, const conf::DiscoveryConfig& source,
     auto all = std::make_shared<Members>(std::move(members));
     auto finish = std::make_shared<std::function<void(DiscoveryAnswer)>>(std::move(done));
     for (const DiscoveredMember& m : *all) {
-      client.addresses(m.host, m.port,
-                       [answer, left, all, finish, m](std::optional<AddressList> found,
-                                                      const std::string& err) {
-                         if (found && !found->empty()) {
-                           answer->addresses[entry_address(m)] = std::move(*found);
-                         } else {
-                           answer->notes.push_back(m.identity() + ": " +
-                                                   (err.empty() ? "no address" : err) +
-                                                   "; left out of this lookup");
-                         }
-                         if (--*left > 0) return;
-                         Members resolved;
-                         for (const DiscoveredMember& x : *all) {
-                           if (answer->addresses.contains(entry_address(x))) resolved.push_back(x);
-                         }
-                         answer->members = std::move(resolved);
-                         if (answer->members->empty() && answer->error.empty())
-                           answer->error = "no SRV target has an address";
-                         (*finish)(std::move(*answer));
-                       });
+      client.addresses(
+          m.host, m.port,
+          [answer, left, all, finish, m](std::optional<AddressList> found, const std::string& err) {
+            if (found && !found->empty()) {
+              answer->addresses[entry_address(m)] = std::move(*found);
+            } else {
+              answer->notes.push_back(m.identity() + ": " + (err.empty() ? "no address" : err) +
+                                      "; left out of this lookup");
+            }
+            if (--*left > 0) return;
+            Members resolved;
+            for (const DiscoveredMember& x : *all) {
+              if (answer->addresses.contains(entry_address(x))) resolved.push_back(x);
+            }
+            answer->members = std::move(resolved);
+            if (answer->members->empty() && answer->error.empty())
+              answer->error = "no SRV target has an address";
+            (*finish)(std::move(*answer));
+          });
     }
   });
 }
@@ -297,8 +298,8 @@ void Discovery::on_answer(const std::string& pool, int64_t at_ms, DiscoveryAnswe
     const std::string why = answer.error.empty() ? "no records" : answer.error;
     // Said once a streak, and again when the reason changes.
     if (!s.failing || why != s.last_error) {
-      log_warn("%s: %s; keeping its %zu server(s) until a lookup finds records again",
-               what.c_str(), why.c_str(), before.size());
+      log_warn("%s: %s; keeping its %zu server(s) until a lookup finds records again", what.c_str(),
+               why.c_str(), before.size());
     }
     s.failing = true;
     s.last_error = why;

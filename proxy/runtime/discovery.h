@@ -43,7 +43,7 @@ struct DiscoveryAnswer {
   std::optional<Members> members;  // none: the lookup failed; empty: no records
   // By ServerEntry::address() ("host:port"): each member's addresses.
   std::map<std::string, AddressList> addresses;
-  std::string error;  // why it failed or found nothing
+  std::string error;               // why it failed or found nothing
   std::vector<std::string> notes;  // targets left out, and why
 };
 
@@ -94,17 +94,17 @@ class Discovery {
     conf::DiscoveryConfig source;
     std::unique_ptr<DiscoveryMembership> membership;
     std::map<std::string, AddressList> addresses;  // of members, by entry_address
-    int64_t switch_at_ms = 0;     // the last step's fleet switch (0: none)
+    int64_t switch_at_ms = 0;                      // the last step's fleet switch (0: none)
     int64_t lead_ms = 0, hold_ms = 0, window_ms = 0;
     double max_change = 0;
     std::unique_ptr<Timer> timer;
-    int64_t next_ms = 0;          // the grid moment the timer is for
+    int64_t next_ms = 0;  // the grid moment the timer is for
     bool in_flight = false;
-    bool failing = false;         // the last lookup failed: said once a streak
-    std::string last_error;       // why it failed
+    bool failing = false;    // the last lookup failed: said once a streak
+    std::string last_error;  // why it failed
     uint64_t lookups = 0, failures = 0, changes = 0, held = 0;
-    int64_t last_change_ms = 0;   // wall clock of the last applied change
-    int64_t pending_since_ms = 0; // a change waits since (0: none)
+    int64_t last_change_ms = 0;    // wall clock of the last applied change
+    int64_t pending_since_ms = 0;  // a change waits since (0: none)
     std::string pending_text;
   };
 

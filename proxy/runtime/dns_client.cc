@@ -1,7 +1,7 @@
 #include "proxy/runtime/dns_client.h"
 
-#include <arpa/inet.h>
 #include <ares_dns.h>
+#include <arpa/inet.h>
 #include <netdb.h>
 #include <poll.h>
 
@@ -61,8 +61,9 @@ std::string server_csv_entry(const std::string& text, std::string& why) {
     why = "expected an IP address (the DNS server is not looked up by name)";
     return {};
   }
-  if (port.empty() || port.size() > 5 || port.find_first_not_of("0123456789") != std::string::npos ||
-      std::stoi(port) < 1 || std::stoi(port) > 65535) {
+  if (port.empty() || port.size() > 5 ||
+      port.find_first_not_of("0123456789") != std::string::npos || std::stoi(port) < 1 ||
+      std::stoi(port) > 65535) {
     why = "expected a port from 1 to 65535";
     return {};
   }
@@ -178,10 +179,11 @@ DnsClient::DnsClient(event_base* base, const std::vector<std::string>& servers) 
     }
     servers_text_ = csv;
   }
-  if (base_ != nullptr) timer_ = std::make_unique<Timer>(base_, [this] {
-    ares_process_fd(channel_, ARES_SOCKET_BAD, ARES_SOCKET_BAD);
-    arm_timeout();
-  });
+  if (base_ != nullptr)
+    timer_ = std::make_unique<Timer>(base_, [this] {
+      ares_process_fd(channel_, ARES_SOCKET_BAD, ARES_SOCKET_BAD);
+      arm_timeout();
+    });
 }
 
 DnsClient::~DnsClient() {
@@ -227,8 +229,8 @@ void DnsClient::on_socket_state(void* arg, ares_socket_t fd, int readable, int w
     self->events_.erase(it);
   }
   if (!readable && !writable) return;
-  const short what = static_cast<short>(EV_PERSIST | (readable ? EV_READ : 0) |
-                                        (writable ? EV_WRITE : 0));
+  const short what =
+      static_cast<short>(EV_PERSIST | (readable ? EV_READ : 0) | (writable ? EV_WRITE : 0));
   event* ev = event_new(self->base_, fd, what, &DnsClient::on_socket_event, self);
   event_add(ev, nullptr);
   self->events_[fd] = ev;

@@ -15,22 +15,21 @@ std::string discovery_pool(const std::string& lines) {
 }
 
 TEST(ConfDiscovery, ServersSrvWithItsDefaults) {
-  const PoolConfig p =
-      only_pool(discovery_pool("  servers_srv: _memcache._tcp.memcached.cache.svc.cluster.local.\n"));
+  const PoolConfig p = only_pool(
+      discovery_pool("  servers_srv: _memcache._tcp.memcached.cache.svc.cluster.local.\n"));
   EXPECT_EQ(p.discovery.kind, DiscoveryConfig::Kind::srv);
   EXPECT_EQ(p.discovery.name, "_memcache._tcp.memcached.cache.svc.cluster.local");
   EXPECT_EQ(p.discovery.refresh_ms, 5000);
   EXPECT_EQ(p.discovery.hold_ms, 30000);
   EXPECT_DOUBLE_EQ(p.discovery.max_change, 0.5);
   EXPECT_TRUE(p.servers.empty());
-  EXPECT_EQ(p.discovery.describe(),
-            "servers_srv _memcache._tcp.memcached.cache.svc.cluster.local");
+  EXPECT_EQ(p.discovery.describe(), "servers_srv _memcache._tcp.memcached.cache.svc.cluster.local");
 }
 
 TEST(ConfDiscovery, ServersDnsWithItsSettings) {
-  const PoolConfig p = only_pool(
-      discovery_pool("  servers_dns: memcached.cache:11212\n  discovery_refresh: 1000\n"
-                     "  discovery_hold: 0\n  discovery_max_change: 25%\n"));
+  const PoolConfig p =
+      only_pool(discovery_pool("  servers_dns: memcached.cache:11212\n  discovery_refresh: 1000\n"
+                               "  discovery_hold: 0\n  discovery_max_change: 25%\n"));
   EXPECT_EQ(p.discovery.kind, DiscoveryConfig::Kind::dns);
   EXPECT_EQ(p.discovery.name, "memcached.cache");
   EXPECT_EQ(p.discovery.port, 11212);
@@ -38,10 +37,9 @@ TEST(ConfDiscovery, ServersDnsWithItsSettings) {
   EXPECT_EQ(p.discovery.hold_ms, 0);
   EXPECT_DOUBLE_EQ(p.discovery.max_change, 0.25);
   EXPECT_EQ(p.discovery.describe(), "servers_dns memcached.cache:11212");
-  EXPECT_DOUBLE_EQ(
-      only_pool(discovery_pool("  servers_dns: m:1\n  discovery_max_change: 0\n"))
-          .discovery.max_change,
-      0.0);
+  EXPECT_DOUBLE_EQ(only_pool(discovery_pool("  servers_dns: m:1\n  discovery_max_change: 0\n"))
+                       .discovery.max_change,
+                   0.0);
 }
 
 TEST(ConfDiscovery, Errors) {

@@ -6,8 +6,8 @@
 // hosts file (re-read on SIGHUP). memshard asks it alone (--dns-server).
 #include <gtest/gtest.h>
 #include <signal.h>
-#include <yaml-cpp/yaml.h>
 #include <unistd.h>
+#include <yaml-cpp/yaml.h>
 
 #include <chrono>
 #include <fstream>
@@ -71,9 +71,8 @@ class Dns {
              bool name_has_address = false) {
     std::string conf;
     for (const Srv& r : records) {
-      conf += "srv-host=" + srv_name_ + "," + r.target + "," +
-              std::to_string(r.port) + "," + std::to_string(r.priority) + "," +
-              std::to_string(r.weight) + "\n";
+      conf += "srv-host=" + srv_name_ + "," + r.target + "," + std::to_string(r.port) + "," +
+              std::to_string(r.priority) + "," + std::to_string(r.weight) + "\n";
     }
     if (name_has_address) conf += "host-record=" + srv_name_ + ",127.0.0.9\n";
     conf_ = dir_.write("dnsmasq.conf", conf);
@@ -83,7 +82,8 @@ class Dns {
         std::vector<std::string>{dnsmasq_binary(), "--no-daemon", "--port=" + std::to_string(port_),
                                  "--listen-address=127.0.0.1", "--bind-interfaces", "--no-resolv",
                                  "--no-hosts", "--conf-file=" + conf_, "--addn-hosts=" + hosts_,
-                                 "--pid-file=", "--cache-size=0", "--local-ttl=0", "--local=/" + domain_ + "/"},
+                                 "--pid-file=", "--cache-size=0", "--local-ttl=0",
+                                 "--local=/" + domain_ + "/"},
         dir_.path() + "/dnsmasq.log");
     ASSERT_TRUE(wait_listening(port_)) << read_file(dir_.path() + "/dnsmasq.log");
   }
@@ -107,7 +107,9 @@ class Dns {
   std::unique_ptr<Process> process_;
 };
 
-std::string target(size_t i) { return "mc-" + std::to_string(i) + ".mc.test"; }
+std::string target(size_t i) {
+  return "mc-" + std::to_string(i) + ".mc.test";
+}
 
 class Discovery : public ::testing::Test {
  protected:
@@ -136,8 +138,7 @@ class Discovery : public ::testing::Test {
   uint16_t start(const std::vector<std::string>& directives, size_t i = 0) {
     const uint16_t port = free_port();
     std::string yaml = "main:\n  listen: 127.0.0.1:" + std::to_string(port) +
-                       "\n  servers_srv: " + kSrvName +
-                       "\n  hash: md5\n  timeout: 2000\n";
+                       "\n  servers_srv: " + kSrvName + "\n  hash: md5\n  timeout: 2000\n";
     for (const std::string& d : directives) yaml += "  " + d + "\n";
     const std::string conf = dir_.write("memshard-" + std::to_string(i) + ".yml", yaml);
     logs_.push_back(dir_.path() + "/memshard-" + std::to_string(i) + ".log");
@@ -154,11 +155,15 @@ class Discovery : public ::testing::Test {
   }
   bool wait_for(const std::string& name, uint64_t value, std::chrono::milliseconds limit = 15s,
                 size_t i = 0) {
-    return wait_stat(ports_[i], name, [&](uint64_t v) { return v == value; }, limit).has_value();
+    return wait_stat(
+               ports_[i], name, [&](uint64_t v) { return v == value; }, limit)
+        .has_value();
   }
   bool wait_at_least(const std::string& name, uint64_t value, std::chrono::milliseconds limit = 15s,
                      size_t i = 0) {
-    return wait_stat(ports_[i], name, [&](uint64_t v) { return v >= value; }, limit).has_value();
+    return wait_stat(
+               ports_[i], name, [&](uint64_t v) { return v >= value; }, limit)
+        .has_value();
   }
   // Writes `n` keys through instance `i`; how many were stored.
   size_t write_keys(size_t n, const std::string& prefix, size_t i = 0) {
@@ -243,7 +248,8 @@ TEST_F(Discovery, APodKeepsItsNameWithANewAddressAndItsKeys) {
   EXPECT_EQ(stat("config_generation"), 1u);
   // The keys mc-0 held go to its new address: as many as before.
   const auto until = Clock::now() + 10s;
-  while (write_keys(200, "before") < 200 && Clock::now() < until) std::this_thread::sleep_for(100ms);
+  while (write_keys(200, "before") < 200 && Clock::now() < until)
+    std::this_thread::sleep_for(100ms);
   EXPECT_EQ(moved.stat("curr_items"), on_first);
 }
 
@@ -340,10 +346,9 @@ TEST_F(Discovery, ServersDnsTakesEveryAddress) {
 
 TEST_F(Discovery, AStartWithoutRecordsFailsAndSaysWhy) {
   dns_->serve({}, {}, true);
-  const std::string conf = dir_.write(
-      "memshard-none.yml",
-      "main:\n  listen: 127.0.0.1:" + std::to_string(free_port()) + "\n  servers_srv: " + kSrvName +
-          "\n");
+  const std::string conf =
+      dir_.write("memshard-none.yml", "main:\n  listen: 127.0.0.1:" + std::to_string(free_port()) +
+                                          "\n  servers_srv: " + kSrvName + "\n");
   Process p({memshard_binary(), "-c", conf, "--dns-server", dns_->server(), "-s", "0"},
             dir_.path() + "/none.log");
   EXPECT_NE(p.wait_exit(20s), -1);
@@ -430,7 +435,8 @@ TEST(KubernetesDiscoveryExample, TheSidecarFollowsTheHeadlessServicesRecords) {
   bool mounted = false;
   for (const YAML::Node& c : objects["Deployment"]["spec"]["template"]["spec"]["initContainers"]) {
     if (c["name"].as<std::string>() != "memshard") continue;
-    for (const YAML::Node& a : c["args"]) mounted = mounted || a.as<std::string>() == "/etc/memshard/memshard.yml";
+    for (const YAML::Node& a : c["args"])
+      mounted = mounted || a.as<std::string>() == "/etc/memshard/memshard.yml";
   }
   EXPECT_TRUE(mounted);
 
@@ -442,7 +448,8 @@ TEST(KubernetesDiscoveryExample, TheSidecarFollowsTheHeadlessServicesRecords) {
   std::vector<std::string> hosts;
   for (int i = 0; i < 3; ++i) {
     pods.push_back(std::make_unique<Memcached>());
-    const std::string name = service + "-" + std::to_string(i) + "." + service + ".default.svc.cluster.local";
+    const std::string name =
+        service + "-" + std::to_string(i) + "." + service + ".default.svc.cluster.local";
     records.push_back(Srv{name, pods.back()->port(), 33});
     hosts.push_back("127.0.0.1 " + name);
   }

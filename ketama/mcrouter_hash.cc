@@ -245,7 +245,7 @@ size_t weighted_ch3(std::string_view key, std::span<const double> weights) {
         heap.resize(key.size() + kMaxSalt);
         salted = heap.data();
       }
-      std::memcpy(salted, key.data(), key.size());
+      if (!key.empty()) std::memcpy(salted, key.data(), key.size());
     }
     size_t salt_length = 0;
     size_t s = attempt;

@@ -143,6 +143,7 @@ TEST(WeightedCh3, McrouterZeroWeight) {
   EXPECT_EQ(wch3("", w1), 0u);
   EXPECT_EQ(wch3("sample", w100), 59u);
   EXPECT_EQ(wch3("", w100), 45u);
+  EXPECT_EQ(wch3(std::string_view(), w100), 45u);  // no bytes at all, salted 32 times
 }
 
 TEST(WeightedCh3, McrouterReducedAndRandomWeights) {

@@ -13,6 +13,11 @@ another. It runs twice:
              instance's reload: every instance moves keys at that moment
              (with --skew S, the instances' moments are spread over S
              seconds, as clocks that far apart would put them)
+  dns        no rollout: the instances take their servers from DNS
+             (servers_srv, docs/discovery.md), answered by a dnsmasq the
+             run starts; the 4th server joins the SRV records, and once
+             every instance has switched to it, leaves them again (only
+             with --only dns, or where dnsmasq is installed)
 
 Load: writers, each owning keys of its own and writing versions 1, 2, 3...
 of them, each write through a random instance and waited for; readers,
@@ -163,6 +168,118 @@ def reader(book, keys, ports, stop):
             book.note("stale", f"{key!r} read version {got}, {floor} acknowledged")
 
 
+SRV_NAME = "_memcache._tcp.fleet.test"
+
+
+class Dnsmasq:
+    """dnsmasq on 127.0.0.1 on a free port, serving SRV records for SRV_NAME
+    (it reads them only when it starts: a change restarts it)."""
+
+    def __init__(self, tmp):
+        self.tmp, self.port, self.proc = tmp, free_port(), None
+
+    def serve(self, mc_ports):
+        path = os.path.join(self.tmp, "dnsmasq.conf")
+        with open(path, "w") as f:
+            for i, p in enumerate(mc_ports):
+                f.write(f"srv-host={SRV_NAME},mc-{i}.fleet.test,{p},0,10\n")
+                f.write(f"host-record=mc-{i}.fleet.test,127.0.0.1\n")
+        self.stop()
+        self.proc = subprocess.Popen(
+            [shutil.which("dnsmasq") or "/usr/sbin/dnsmasq", "--no-daemon", f"--port={self.port}",
+             "--listen-address=127.0.0.1", "--bind-interfaces", "--no-resolv", "--no-hosts",
+             f"--conf-file={path}", "--pid-file=", "--cache-size=0", "--local=/fleet.test/"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        wait_port(self.port)
+
+    def stop(self):
+        if self.proc:
+            self.proc.terminate()
+            self.proc.wait()
+            self.proc = None
+
+
+def dns_config(port):
+    return "\n".join(["main:", f"  listen: 127.0.0.1:{port}", "  reload_warmup: 60000",
+                      f"  servers_srv: {SRV_NAME}", "  discovery_refresh: 1000",
+                      "  discovery_hold: 2000"]) + "\n"
+
+
+def proxy_stat(port, name):
+    c = Conn(port)
+    c.s.sendall(b"stats\r\n")
+    for line in c.until([b"END\r\n"]).decode().splitlines():
+        parts = line.split(" ")
+        if len(parts) == 3 and parts[1] == name:
+            return int(parts[2])
+    return None
+
+
+def wait_switches(ports, n, limit=30.0):
+    end = time.time() + limit
+    while time.time() < end:
+        if all(proxy_stat(p, "main:switches") == n for p in ports):
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def run_dns(binary, tmp, args):
+    """The dns run: a server joins through DNS, then leaves."""
+    mc_ports = [free_port() for _ in range(4)]
+    mcs = [subprocess.Popen(["memcached", "-l", "127.0.0.1", "-p", str(p), "-U", "0", "-m", "64"]
+                            + (["-u", "nobody"] if os.geteuid() == 0 else []))
+           for p in mc_ports]
+    ports = [free_port() for _ in range(args.instances)]
+    procs = []
+    dns = Dnsmasq(tmp)
+    try:
+        for p in mc_ports:
+            wait_port(p)
+        dns.serve(mc_ports[:3])
+        for i, port in enumerate(ports):
+            path = os.path.join(tmp, f"dns-{i}.yml")
+            with open(path, "w") as f:
+                f.write(dns_config(port))
+            log = open(os.path.join(tmp, f"dns-{i}.log"), "w")
+            procs.append(subprocess.Popen(
+                [binary, "-c", path, "-s", "0", "-v", "6", "--dns-server", f"127.0.0.1:{dns.port}"],
+                stdout=log, stderr=subprocess.STDOUT))
+        for port in ports:
+            wait_port(port)
+        book = Book()
+        stop = threading.Event()
+        threads = []
+        all_keys = []
+        for w in range(args.writers):
+            keys = [b"%d:w%d" % (i, w) for i in range(args.keys)]
+            all_keys += keys
+            threads.append(threading.Thread(target=writer, args=(book, keys, ports, stop)))
+        for _ in range(args.readers):
+            threads.append(threading.Thread(target=reader, args=(book, all_keys, ports, stop)))
+        for t in threads:
+            t.start()
+        time.sleep(args.gap)
+        dns.serve(mc_ports)  # the 4th server joins
+        joined = wait_switches(ports, 1)
+        time.sleep(args.after)
+        dns.serve(mc_ports[:3])  # and leaves
+        left = wait_switches(ports, 2)
+        time.sleep(args.after)
+        stop.set()
+        for t in threads:
+            t.join()
+        if not (joined and left):
+            book.examples.append("not every instance switched: see the logs")
+        return book
+    finally:
+        dns.stop()
+        for p in procs + mcs:
+            p.terminate()
+        for p in procs + mcs:
+            p.wait()
+
+
 def run(binary, tmp, tag, scheduled, args):
     mc_ports = [free_port() for _ in range(4)]
     mcs = [subprocess.Popen(["memcached", "-l", "127.0.0.1", "-p", str(p), "-U", "0", "-m", "64"]
@@ -235,7 +352,7 @@ def main():
     ap.add_argument("--skew", type=float, default=0.0,
                     help="seconds between the first and the last instance's switch moment, as "
                     "clocks that far apart would make it (default 0)")
-    ap.add_argument("--only", choices=["plain", "switch"])
+    ap.add_argument("--only", choices=["plain", "switch", "dns"])
     ap.add_argument("--seed", type=int, default=36)
     args = ap.parse_args()
     random.seed(args.seed)
@@ -250,8 +367,19 @@ def main():
           + (f"; reload_switch_window {args.window} ms" if args.window else "")
           + f"; logs in {tmp}")
     print(f"{'run':<8} {'reads':>8} {'writes':>8} {'stale':>7} {'lost':>7} {'errors':>7}")
-    for tag in ["plain", "switch"]:
+    have_dnsmasq = shutil.which("dnsmasq") or os.access("/usr/sbin/dnsmasq", os.X_OK)
+    for tag in ["plain", "switch", "dns"]:
         if args.only and tag != args.only:
+            continue
+        if tag == "dns":
+            if not have_dnsmasq:
+                print("dns      skipped: dnsmasq is not installed (dnsmasq-base)")
+                continue
+            book = run_dns(args.binary, tmp, args)
+            print(f"{tag:<8} {book.reads:>8} {book.writes:>8} {book.stale:>7} {book.lost:>7} "
+                  f"{book.errors:>7}   (a server joined, then left, through DNS)")
+            for e in book.examples:
+                print(f"         {e}")
             continue
         book, at = run(args.binary, tmp, tag, tag == "switch", args)
         print(f"{tag:<8} {book.reads:>8} {book.writes:>8} {book.stale:>7} {book.lost:>7} "

@@ -121,7 +121,7 @@ struct ServerLayout {
 struct PoolLayout {
   std::string name;
   std::string listen;        // as the config writes it
-  std::string distribution;  // ketama, modula, random
+  std::string distribution;  // ketama, modula, random; mcrouter's ch3, wch3, crc32
   std::string hash;
   uint32_t replicas = 1;
   std::string write_policy;  // with replicas > 1

@@ -40,6 +40,7 @@ class FakeStatsView final : public StatsView {
   }
   std::map<std::string, MigrationStatus> migrations() const override { return migration; }
   std::map<std::string, SwitchStatus> switches() const override { return switch_status; }
+  std::map<std::string, DiscoveryStatus> discoveries() const override { return discovery; }
   std::vector<TlsCertificate> tls_certificates() const override { return certificates; }
   std::vector<PoolLayout> pool_layouts() const override { return layouts; }
   std::vector<ReloadRecord> reload_history() const override { return history; }
@@ -69,6 +70,7 @@ class FakeStatsView final : public StatsView {
   std::map<std::pair<std::string, std::string>, uint64_t> ejected;
   std::map<std::string, MigrationStatus> migration;
   std::map<std::string, SwitchStatus> switch_status;
+  std::map<std::string, DiscoveryStatus> discovery;
   std::vector<TlsCertificate> certificates;
   std::vector<PoolLayout> layouts;
   std::vector<ReloadRecord> history;

@@ -363,6 +363,58 @@ TEST(TwemproxyJson, ASwitchAddsItsFiguresToItsPool) {
   EXPECT_EQ(none.find("alpha")->find("switch_pending"), nullptr) << "no switch, no switch fields";
 }
 
+// A pool whose servers come from DNS (servers_srv): its figures in the
+// twemproxy JSON, `stats` and /metrics, and none for the other pools.
+TEST(StatsRender, DiscoveryFiguresInEveryFormat) {
+  FakeStatsView v = alpha_fleet();
+  DiscoveryStatus d;
+  d.source = "servers_srv _memcache._tcp.mc.test";
+  d.servers = 3;
+  d.lookups = 40;
+  d.failures = 2;
+  d.changes = 5;
+  d.held = 1;
+  d.last_change_ms = 1'700'000'000'500;
+  d.pending_since_ms = 1'700'000'100'000;
+  d.pending = "joined: mc-3.mc.test:11211";
+  v.discovery["alpha"] = d;
+  const Json doc = twemproxy_json(v);
+  const Json* pool = doc.find("alpha");
+  ASSERT_NE(pool, nullptr);
+  const std::vector<std::pair<std::string, uint64_t>> fields = {
+      {"discovery_servers", 3},  {"discovery_lookups", 40},
+      {"discovery_failures", 2}, {"discovery_changes", 5},
+      {"discovery_held", 1},     {"discovery_last_change", 1'700'000'000},
+      {"discovery_pending", 1},  {"discovery_pending_since", 1'700'000'100},
+      {"discovery_failing", 0}};
+  for (const auto& [name, value] : fields) {
+    ASSERT_NE(pool->find(name), nullptr) << name;
+    EXPECT_EQ(pool->find(name)->as_unsigned(), value) << name;
+  }
+  std::string stats;
+  render_stat_pools(v, stats);
+  EXPECT_NE(stats.find("STAT alpha:discovery servers_srv _memcache._tcp.mc.test\r\n"),
+            std::string::npos)
+      << stats;
+  EXPECT_NE(stats.find("STAT alpha:discovery_changes 5\r\n"), std::string::npos) << stats;
+  const PromText text = prometheus(v);
+  const std::vector<std::pair<std::string, double>> metrics = {
+      {"memshard_pool_discovery_servers", 3},
+      {"memshard_pool_discovery_lookups_total", 40},
+      {"memshard_pool_discovery_failures_total", 2},
+      {"memshard_pool_discovery_changes_total", 5},
+      {"memshard_pool_discovery_held_total", 1},
+      {"memshard_pool_discovery_last_change_seconds", 1'700'000'000},
+      {"memshard_pool_discovery_pending", 1}};
+  for (const auto& [name, value] : metrics) {
+    const auto s = text.find(name, {{"pool", "alpha"}});
+    ASSERT_EQ(s.size(), 1u) << name;
+    EXPECT_EQ(s[0].value, value) << name;
+  }
+  EXPECT_EQ(twemproxy_json(alpha_fleet()).find("alpha")->find("discovery_servers"), nullptr);
+  EXPECT_TRUE(prometheus(alpha_fleet()).find("memshard_pool_discovery_servers").empty());
+}
+
 TEST(Prometheus, SwitchesAndWhoWalksWhichServer) {
   FakeStatsView v = alpha_fleet();
   v.switch_status["alpha"] = SwitchStatus{false, 1'700'000'000'250, 0, 4, 3, 2500};

@@ -42,6 +42,37 @@ TEST(TopSample, ReadsWhatThePageReads) {
   EXPECT_EQ(s.history.back().reason, "memshard.yml:3: listen: bad port");
 }
 
+// A pool whose servers come from DNS: /status.json's config.discovery,
+// read back by top, in the pool's title, and lookups that fail an alert.
+TEST(TopFrame, APoolsDiscoveryNameAndLastChangeInItsTitle) {
+  FakeStatsView v = alpha_fleet();
+  DiscoveryStatus d;
+  d.source = "servers_srv _memcache._tcp.mc.test";
+  d.servers = 4;
+  d.last_change_ms = 1'700'000'000'000;
+  d.pending_since_ms = 1'700'000'060'000;
+  d.pending = "joined: mc-4.mc.test:11211";
+  d.failing = true;
+  v.discovery["alpha"] = d;
+  const StatusSample s = sample_of(v, 1000);
+  ASSERT_EQ(s.pools.size(), 1u);
+  EXPECT_EQ(s.pools[0].discovery, d.source);
+  EXPECT_EQ(s.pools[0].discovery_last_change, 1'700'000'000);
+  EXPECT_EQ(s.pools[0].discovery_pending, d.pending);
+  EXPECT_TRUE(s.pools[0].discovery_failing);
+  const std::string frame = render_top_frame(s, nullptr, TopStyle{false, 120});
+  EXPECT_NE(frame.find("servers_srv _memcache._tcp.mc.test, servers changed "), std::string::npos)
+      << frame;
+  EXPECT_NE(frame.find("(waiting: joined: mc-4.mc.test:11211)"), std::string::npos) << frame;
+  EXPECT_NE(frame.find("! pool alpha: servers_srv _memcache._tcp.mc.test lookups fail"),
+            std::string::npos)
+      << frame;
+  const StatusSample plain = sample_of(alpha_fleet(), 1000);
+  EXPECT_TRUE(plain.pools[0].discovery.empty());
+  EXPECT_EQ(render_top_frame(plain, nullptr, TopStyle{false, 120}).find("servers changed"),
+            std::string::npos);
+}
+
 TEST(TopSample, RefusesWhatIsNotAStatusDocument) {
   std::string error;
   EXPECT_FALSE(parse_status_sample("{\"service\":\"other\"}", error));

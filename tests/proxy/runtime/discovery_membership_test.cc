@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "proxy/runtime/discovery.h"
+
 namespace memshard::proxy {
 namespace {
 
@@ -192,6 +194,50 @@ TEST(DiscoveryMembership, DescribesAChange) {
   EXPECT_EQ(describe_change(j, l, r), "joined: c:11211; left: a:11211; new weight: b:11211");
   EXPECT_EQ(describe_change({}, {}, {}), "no change");
   EXPECT_EQ((DiscoveredMember{"::1", 11211, 1}).identity(), "[::1]:11211");
+}
+
+}  // namespace
+}  // namespace memshard::proxy
+
+// How an SRV answer becomes members (discovery.h): the lowest priority
+// number only, weights as published, weight 0 left out unless all are 0.
+namespace memshard::proxy {
+namespace {
+
+TEST(SrvMembers, TheLowestPriorityNumberWithItsWeights) {
+  std::vector<std::string> notes;
+  const Members ms = srv_members({{"b.test", 11211, 10, 20},
+                                  {"a.test", 11212, 10, 10},
+                                  {"backup.test", 11211, 20, 10},
+                                  {"drained.test", 11211, 10, 0}},
+                                 &notes);
+  ASSERT_EQ(ms.size(), 2u);
+  EXPECT_EQ(ms[0].identity(), "a.test:11212");
+  EXPECT_EQ(ms[0].weight, 10u);
+  EXPECT_EQ(ms[1].identity(), "b.test:11211");
+  EXPECT_EQ(ms[1].weight, 20u);
+  ASSERT_EQ(notes.size(), 2u);
+  EXPECT_NE(notes[0].find("backup.test:11211: priority 20"), std::string::npos) << notes[0];
+  EXPECT_NE(notes[1].find("drained.test:11211: weight 0"), std::string::npos) << notes[1];
+}
+
+TEST(SrvMembers, AllWeightsZeroCountAsOne) {
+  const Members ms = srv_members({{"a.test", 1, 0, 0}, {"b.test", 1, 0, 0}}, nullptr);
+  ASSERT_EQ(ms.size(), 2u);
+  EXPECT_EQ(ms[0].weight, 1u);
+  EXPECT_EQ(ms[1].weight, 1u);
+}
+
+TEST(SrvMembers, NothingUsableIsEmpty) {
+  EXPECT_TRUE(srv_members({}, nullptr).empty());
+  EXPECT_TRUE(srv_members({{"", 11211, 0, 1}, {".", 11211, 0, 1}}, nullptr).empty());
+  // The same target and port twice is one server.
+  EXPECT_EQ(srv_members({{"a.test", 1, 0, 5}, {"a.test", 1, 0, 5}}, nullptr).size(), 1u);
+}
+
+TEST(SrvMembers, TheRingNameIsTheEntryAddress) {
+  EXPECT_EQ(entry_address(DiscoveredMember{"a.test", 11211, 1}), "a.test:11211");
+  EXPECT_EQ(entry_address(DiscoveredMember{"10.0.0.1", 11212, 1}), "10.0.0.1:11212");
 }
 
 }  // namespace

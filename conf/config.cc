@@ -237,6 +237,28 @@ LoadResult parse_config(const std::string& text, const std::string& file) {
   return result;
 }
 
+LoadResult load_mcrouter(std::string_view text, const std::string& file,
+                         const LoadOptions& options) {
+  LoadResult result;
+  McrouterConversion c = convert_mcrouter(text, file, McrouterOptions{options.listen});
+  if (!c.errors.empty()) {
+    result.errors = std::move(c.errors);
+    return result;
+  }
+  LoadResult loaded = parse_config(c.yaml, file);
+  for (ConfigError& e : loaded.errors) {
+    // What memshard's own checks refuse in the mapping is said where the
+    // JSON has it.
+    if (e.line > 0 && static_cast<size_t>(e.line) <= c.origins.size()) {
+      const auto& [path, line] = c.origins[static_cast<size_t>(e.line) - 1];
+      e.message = (e.directive.empty() ? "" : "(memshard's " + e.directive + ") ") + e.message;
+      e.directive = path;
+      e.line = line;
+    }
+  }
+  return loaded;
+}
+
 LoadResult load_config_file(const std::string& path, const LoadOptions& options) {
   auto unreadable = [&](const std::string& why) {
     LoadResult result;
@@ -249,8 +271,7 @@ LoadResult load_config_file(const std::string& path, const LoadOptions& options)
   if (!in) return unreadable(std::strerror(errno));
   const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
   if (in.bad()) return unreadable(std::strerror(errno));
-  if (is_mcrouter_config(text, path))
-    return load_mcrouter(text, path, McrouterOptions{options.listen});
+  if (is_mcrouter_config(text, path)) return load_mcrouter(text, path, options);
   if (!options.listen.empty()) {
     LoadResult result;
     result.errors.push_back(ConfigError{

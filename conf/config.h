@@ -5,6 +5,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "conf/model.h"
@@ -27,5 +28,9 @@ struct LoadOptions {
 LoadResult load_config_file(const std::string& path, const LoadOptions& options = {});
 // Same, for text already in memory; `file` names it in errors.
 LoadResult parse_config(const std::string& text, const std::string& file);
+// mcrouter's JSON config in memory (conf/mcrouter.h), converted and
+// loaded; every error is said where the JSON has it.
+LoadResult load_mcrouter(std::string_view text, const std::string& file,
+                         const LoadOptions& options = {});
 
 }  // namespace memshard::conf

@@ -1805,26 +1805,4 @@ McrouterConversion convert_mcrouter(std::string_view text, const std::string& fi
   return out;
 }
 
-LoadResult load_mcrouter(std::string_view text, const std::string& file,
-                         const McrouterOptions& options) {
-  LoadResult result;
-  McrouterConversion c = convert_mcrouter(text, file, options);
-  if (!c.errors.empty()) {
-    result.errors = std::move(c.errors);
-    return result;
-  }
-  LoadResult loaded = parse_config(c.yaml, file);
-  for (ConfigError& e : loaded.errors) {
-    // What memshard's own checks refuse in the mapping is said where the
-    // JSON has it.
-    if (e.line > 0 && static_cast<size_t>(e.line) <= c.origins.size()) {
-      const auto& [path, line] = c.origins[static_cast<size_t>(e.line) - 1];
-      e.message = (e.directive.empty() ? "" : "(memshard's " + e.directive + ") ") + e.message;
-      e.directive = path;
-      e.line = line;
-    }
-  }
-  return loaded;
-}
-
 }  // namespace memshard::conf

@@ -9,9 +9,10 @@
 
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
-#include "conf/config.h"
+#include "conf/model.h"
 
 namespace memshard::conf {
 
@@ -42,8 +43,7 @@ struct McrouterConversion {
 McrouterConversion convert_mcrouter(std::string_view text, const std::string& file,
                                     const McrouterOptions& options);
 
-// convert_mcrouter, then the YAML loaded; every error is the JSON's.
-LoadResult load_mcrouter(std::string_view text, const std::string& file,
-                         const McrouterOptions& options);
+// Loading it (the YAML through parse_config, every error said where the
+// JSON has it) is conf/config.h's load_mcrouter.
 
 }  // namespace memshard::conf

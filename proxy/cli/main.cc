@@ -93,7 +93,7 @@ int convert(const std::string& file, const std::string& listen) {
       memshard::conf::convert_mcrouter(text, file, memshard::conf::McrouterOptions{listen});
   // The YAML must load too: what memshard's own checks refuse is said here.
   memshard::conf::LoadResult r =
-      memshard::conf::load_mcrouter(text, file, memshard::conf::McrouterOptions{listen});
+      memshard::conf::load_mcrouter(text, file, memshard::conf::LoadOptions{listen});
   if (!r.errors.empty()) {
     for (const auto& e : r.errors) std::cerr << e.to_string() << "\n";
     std::cerr << "memshard: '" << file << "' cannot be converted\n";

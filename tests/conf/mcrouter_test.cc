@@ -19,7 +19,7 @@ namespace {
 constexpr const char* kJson = "mcrouter.json";
 
 LoadResult load(const std::string& text, const std::string& listen = "") {
-  return load_mcrouter(text, kJson, McrouterOptions{listen});
+  return load_mcrouter(text, kJson, LoadOptions{listen});
 }
 
 // Loads text that must map, printing the YAML when it does not load.
@@ -460,8 +460,7 @@ TEST(McrouterRefusal, WhatMemshardsOwnChecksRefuseIsSaidInTheJson) {
       load(with_route(R"({"type": "PrefixSelectorRoute", "policies": {")" + prefix +
                       R"(": "PoolRoute|A"}, "wildcard": "PoolRoute|B"})"));
   ASSERT_FALSE(r.errors.empty());
-  EXPECT_EQ(r.errors.front().directive, "route.policies." + prefix)
-      << r.errors.front().to_string();
+  EXPECT_EQ(r.errors.front().directive, "route.policies." + prefix) << r.errors.front().to_string();
 }
 
 TEST(McrouterRefusal, ListenForYamlIsRefused) {

@@ -220,7 +220,9 @@ bool Discovery::fill(conf::Config& config, std::map<std::string, AddressList>& k
     }
     // A change waiting for its fleet switch keeps its moment through any
     // reload of the file.
-    if (state->switch_at_ms != 0 && pc.reload_warmup_ms > 0) {
+    // Once it has ended, the file's own reload_switch_at applies again.
+    const int64_t ends = state->switch_at_ms + pc.reload_switch_window_ms;
+    if (state->switch_at_ms != 0 && pc.reload_warmup_ms > 0 && ends > wall_ms()) {
       pc.reload_switch_at_ms = state->switch_at_ms;
     }
   }
@@ -244,8 +246,9 @@ void Discovery::commit(const conf::Config& config) {
     s->hold_ms = settings_of(pc).hold_ms;
     s->window_ms = settings_of(pc).window_ms;
     s->max_change = pc.discovery.max_change;
-    // The period may have changed: the timer is set anew.
-    s->timer.reset();
+    // The period may have changed: arm() sets the timer anew (the timer is
+    // kept: this may run inside its own callback, through a lookup that
+    // answered at once).
     next[pc.name] = std::move(s);
   }
   staged_.clear();

@@ -58,6 +58,17 @@ const conf::PoolConfig* pick_pool(const conf::Config& c, const std::string& name
   return p;
 }
 
+// A pool whose servers come from DNS has none in the file: its ring is
+// the running instance's (docs/discovery.md). Null, once said, for one.
+const conf::PoolConfig* with_servers(const conf::Config& c, const conf::PoolConfig* p,
+                                     std::ostream& err) {
+  if (p == nullptr || !p->discovery.enabled()) return p;
+  err << c.file << ": pool '" << p->name << "' takes its servers from DNS ("
+      << p->discovery.describe()
+      << ") and lists none in the file; the running instance shows them (stats, /status)\n";
+  return nullptr;
+}
+
 // The pool a ring command inspects, with its ring; nullopt once the reason
 // it cannot be had is reported.
 struct LoadedPool {
@@ -69,7 +80,7 @@ std::optional<LoadedPool> load_pool(const std::string& file, const std::string& 
                                     std::ostream& err) {
   auto config = load(file, err);
   if (!config) return std::nullopt;
-  const conf::PoolConfig* pool = pick_pool(*config, name, err);
+  const conf::PoolConfig* pool = with_servers(*config, pick_pool(*config, name, err), err);
   if (pool == nullptr) return std::nullopt;
   if (pool->routes_keys()) {
     err << config->file << ": pool '" << pool->name
@@ -88,7 +99,8 @@ int ring_lookup(const std::string& config_file, const std::string& pool_name,
                 std::ostream& err) {
   auto config = load(config_file, err);
   if (!config) return 1;
-  const conf::PoolConfig* pool = pick_pool(*config, pool_name, err);
+  const conf::PoolConfig* pool =
+      with_servers(*config, pick_pool(*config, pool_name, err), err);
   if (pool == nullptr) return 1;
   std::function<void(const std::string&)> print;
   if (pool->routes_keys()) {

@@ -185,6 +185,18 @@ TEST_F(RingToolsTest, AConfigThatDoesNotLoadIsReportedWithItsError) {
   EXPECT_EQ(diff(path, path).code, 1);
 }
 
+TEST_F(RingToolsTest, APoolWhoseServersComeFromDnsHasNoRingInTheFile) {
+  const std::string path =
+      file("dns.yml", "alpha:\n  listen: 127.0.0.1:22121\n  servers_srv: _memcache._tcp.m.test\n");
+  for (const ToolRun& r : {lookup(path, "", {"k"}), show(path), diff(path, path)}) {
+    EXPECT_EQ(r.code, 1);
+    EXPECT_EQ(r.out, "");
+    EXPECT_NE(r.err.find("takes its servers from DNS (servers_srv _memcache._tcp.m.test)"),
+              std::string::npos)
+        << r.err;
+  }
+}
+
 TEST_F(RingToolsTest, ShowGivesEachServersPointsAndExactShare) {
   const std::string text =
       "alpha:\n  listen: 127.0.0.1:22121\n  servers:\n   - 127.0.0.1:21001:1\n"

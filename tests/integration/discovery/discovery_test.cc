@@ -366,7 +366,7 @@ TEST_F(Discovery, AStartWithoutRecordsFailsAndSaysWhy) {
 TEST_F(Discovery, ThreeInstancesSwitchTogether) {
   servers(4);
   dns_->serve(srvs({0, 1, 2}), hosts());
-  const std::vector<std::string> directives = {"discovery_refresh: 1000", "discovery_hold: 2000",
+  const std::vector<std::string> directives = {"discovery_refresh: 2000", "discovery_hold: 2000",
                                                "reload_warmup: 60000"};
   for (size_t i = 0; i < 3; ++i) start(directives, i);
   reload::VersionLoad load(ports_, 4, 50, 4, 62);

@@ -67,9 +67,10 @@ class Dns {
   // Serves `records` (and, when `name_has_address`, an A record for the SRV
   // name itself, so that a name without SRV records is an empty answer, not
   // an unknown name), with `hosts` ("ADDRESS NAME" lines). Restarts dnsmasq.
+  // `extra`: more dnsmasq.conf lines (another name's records).
   void serve(const std::vector<Srv>& records, const std::vector<std::string>& hosts,
-             bool name_has_address = false) {
-    std::string conf;
+             bool name_has_address = false, const std::string& extra = "") {
+    std::string conf = extra;
     for (const Srv& r : records) {
       conf += "srv-host=" + srv_name_ + "," + r.target + "," + std::to_string(r.port) + "," +
               std::to_string(r.priority) + "," + std::to_string(r.weight) + "\n";
@@ -316,6 +317,43 @@ TEST_F(Discovery, AChangeOverTheCapIsAppliedInSteps) {
   EXPECT_EQ(count_of(log(), "larger than discovery_max_change"), 2u) << log();
   EXPECT_EQ(write_keys(300, "cap"), 300u);
   for (size_t i = 0; i < 5; ++i) EXPECT_GT(items(i), 0u) << i;
+}
+
+// SIGHUP reloads the rest of the file and keeps the servers discovery has
+// in force, looking nothing up; a file that names another SRV name is
+// looked up at that reload.
+TEST_F(Discovery, SighupReloadsTheRestOfTheFileAndANewNameIsLookedUp) {
+  servers(3);
+  const std::string other = "srv-host=_other._tcp.mc.test," + target(2) + "," +
+                            std::to_string(mc_[2]->port()) + ",0,10\n";
+  dns_->serve(srvs({0, 1}), hosts(), false, other);
+  const std::string conf_path = dir_.path() + "/memshard-0.yml";
+  start({"discovery_refresh: 300", "discovery_hold: 600"});
+  ASSERT_EQ(stat("main:discovery_servers"), 2u) << log();
+  const std::string yaml = read_file(conf_path);
+  std::string next = yaml;
+  next.replace(next.find("timeout: 2000"), 13, "timeout: 1500");
+  dir_.write("memshard-0.yml", next);
+  ms_[0]->process().signal(SIGHUP);
+  ASSERT_TRUE(wait_for("config_generation", 2)) << log();
+  EXPECT_EQ(stat("main:discovery_servers"), 2u);
+  EXPECT_EQ(stat("main:discovery_changes"), 0u);
+  EXPECT_EQ(write_keys(100, "hup"), 100u);
+  EXPECT_EQ(items(2), 0u);
+  next.replace(next.find(kSrvName), std::string(kSrvName).size(), "_other._tcp.mc.test");
+  dir_.write("memshard-0.yml", next);
+  ms_[0]->process().signal(SIGHUP);
+  ASSERT_TRUE(wait_for("config_generation", 3)) << log();
+  EXPECT_EQ(stat("main:discovery_servers"), 1u);
+  EXPECT_EQ(write_keys(100, "other"), 100u);
+  EXPECT_EQ(items(2), 100u);
+  // A new name without records refuses the reload and keeps the servers.
+  next.replace(next.find("_other._tcp.mc.test"), 19, "_none._tcp.mc.test");
+  dir_.write("memshard-0.yml", next);
+  ms_[0]->process().signal(SIGHUP);
+  ASSERT_TRUE(wait_for("config_reload_failures", 1)) << log();
+  EXPECT_EQ(stat("config_generation"), 3u);
+  EXPECT_EQ(stat("main:discovery_servers"), 1u);
 }
 
 TEST_F(Discovery, ServersDnsTakesEveryAddress) {

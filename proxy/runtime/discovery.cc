@@ -263,12 +263,16 @@ void Discovery::commit(const conf::Config& config) {
   }
 }
 
-void Discovery::arm(const std::string& pool, PoolState& s) {
+void Discovery::arm(const std::string& pool, PoolState& s, bool fired) {
   if (base_ == nullptr) return;
   if (!s.timer) s.timer = std::make_unique<Timer>(base_, [this, pool] { on_tick(pool); });
   const int64_t period = std::max(s.source.refresh_ms, 1);
   const int64_t now = wall_ms();
-  s.next_ms = (now / period + 1) * period;
+  int64_t next = (now / period + 1) * period;
+  // A timer that fired a hair early by the wall clock (NTP slews it) would
+  // find the same instant again.
+  if (fired && next <= s.next_ms) next = s.next_ms + period;
+  s.next_ms = next;
   s.timer->arm_ms(static_cast<uint64_t>(s.next_ms - now));
 }
 
@@ -277,7 +281,7 @@ void Discovery::on_tick(const std::string& pool) {
   if (it == pools_.end()) return;
   PoolState& s = *it->second;
   const int64_t at = s.next_ms;
-  arm(pool, s);
+  arm(pool, s, true);
   if (s.in_flight) return;  // the last lookup still runs: this one is skipped
   s.in_flight = true;
   PoolState* const tag = &s;

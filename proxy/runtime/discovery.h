@@ -111,7 +111,9 @@ class Discovery {
   // Looks `source` up through `client`; `done` gets the answer.
   void lookup(DnsClient& client, const conf::DiscoveryConfig& source,
               std::function<void(DiscoveryAnswer)> done);
-  void arm(const std::string& pool, PoolState& s);
+  // Sets the pool's timer for the next multiple of its period on the wall
+  // clock (`fired`: from the timer's own callback).
+  void arm(const std::string& pool, PoolState& s, bool fired = false);
   void on_tick(const std::string& pool);
   void on_answer(const std::string& pool, int64_t at_ms, DiscoveryAnswer answer);
   // The membership decided a step (from `before`): the proxy applies it.

@@ -122,6 +122,8 @@ struct Options {
   double window = 1.0;
   double spin_us = 0;
   double min_sleep_us = 20;
+  int burst_conns = 0;
+  double burst_at = 0;
   bool json = false;
   bool quiet = false;
 };
@@ -155,7 +157,7 @@ struct Counters {
 };
 
 struct Result {
-  LatencyHistogram all, busy, idle, lag;
+  LatencyHistogram all, busy, idle, burst, lag;
   LatencyHistogram sent;  // from when each request left, not when it was due
   std::vector<LatencyHistogram> windows;
   Counters n;
@@ -167,6 +169,7 @@ struct Result {
     all.merge(o.all);
     busy.merge(o.busy);
     idle.merge(o.idle);
+    burst.merge(o.burst);
     lag.merge(o.lag);
     sent.merge(o.sent);
     for (size_t i = 0; i < windows.size() && i < o.windows.size(); ++i) windows[i].merge(o.windows[i]);
@@ -177,6 +180,7 @@ struct Result {
 struct Conn {
   int fd = -1;
   bool idle = false;
+  bool burst = false;
   bool dead = false;
   bool waiting = false;  // a request is in flight
   bool want_write = false;
@@ -199,16 +203,22 @@ struct Timing {
 class Engine {
  public:
   Engine(const Options& o, int index, std::vector<int> busy_fds, std::vector<int> idle_fds,
-         const Timing& t, const ValuePattern& values, size_t nwindows)
+         std::vector<int> burst_fds, const Timing& t, const ValuePattern& values, size_t nwindows)
       : o_(o), t_(t), values_(values), names_{o.key_prefix}, result_(nwindows),
         rng_(o.seed * 7919 + static_cast<uint64_t>(index)) {
     for (int fd : busy_fds) add_conn(fd, false);
     for (int fd : idle_fds) add_conn(fd, true);
+    for (int fd : burst_fds) {
+      add_conn(fd, true);
+      conns_.back().burst = true;
+    }
     ScheduleConfig c;
     c.threads = o.threads;
     c.thread_index = index;
     c.busy_conns = static_cast<int>(busy_fds.size());
     c.idle_conns = static_cast<int>(idle_fds.size());
+    c.burst_conns = static_cast<int>(burst_fds.size());
+    c.burst_at_ns = t.start + static_cast<int64_t>(o.burst_at * 1e9);
     c.idle_min_ns = static_cast<int64_t>(o.idle_min * 1e9);
     c.idle_max_ns = static_cast<int64_t>(o.idle_max * 1e9);
     c.seed = o.seed;
@@ -414,7 +424,7 @@ class Engine {
     if (measured(c.due)) {
       ++n.measured;
       result_.all.record(latency);
-      (c.idle ? result_.idle : result_.busy).record(latency);
+      (c.burst ? result_.burst : c.idle ? result_.idle : result_.busy).record(latency);
       result_.sent.record(static_cast<uint64_t>(now > c.sent ? now - c.sent : 0));
     }
     if (c.due >= t_.start) {
@@ -580,6 +590,12 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0, 100000));
   app.add_option("--idle-interval", o.idle_interval,
                  "MIN-MAX seconds between an idle connection's requests, drawn uniformly");
+  app.add_option("--burst-conns", o.burst_conns,
+                 "connections that send one request each, all at --burst-at (beside the rest)")
+      ->check(CLI::Range(0, 100000));
+  app.add_option("--burst-at", o.burst_at,
+                 "seconds after the start (warm-up included) when the burst connections send")
+      ->check(CLI::Range(0.0, 7200.0));
   app.add_option("-r,--rate", o.rate,
                  "requests/s of the whole generator, the idle connections' included");
   app.add_flag("--closed", o.closed,
@@ -673,17 +689,18 @@ int main(int argc, char** argv) {
 
   // Connections, dealt round robin to the threads.
   std::vector<std::vector<int>> busy(static_cast<size_t>(o.threads)),
-      idle(static_cast<size_t>(o.threads));
-  for (int i = 0; i < o.conns + o.idle_conns; ++i) {
+      idle(static_cast<size_t>(o.threads)), burst(static_cast<size_t>(o.threads));
+  const int all_conns = o.conns + o.idle_conns + o.burst_conns;
+  for (int i = 0; i < all_conns; ++i) {
     int fd = connect_to(addr, addr_len);
     if (fd < 0) {
       std::fprintf(stderr, "memshard-openloop: connection %d of %d failed: %s\n", i + 1,
-                   o.conns + o.idle_conns, std::strerror(errno));
+                   all_conns, std::strerror(errno));
       return 1;
     }
     fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
     auto t = static_cast<size_t>(i % o.threads);
-    (i < o.conns ? busy[t] : idle[t]).push_back(fd);
+    (i < o.conns ? busy[t] : i < o.conns + o.idle_conns ? idle[t] : burst[t]).push_back(fd);
   }
 
   Timing timing;
@@ -698,7 +715,7 @@ int main(int argc, char** argv) {
   std::vector<std::unique_ptr<Engine>> engines;
   for (int i = 0; i < o.threads; ++i) {
     auto e = std::make_unique<Engine>(o, i, busy[static_cast<size_t>(i)], idle[static_cast<size_t>(i)],
-                                      timing, values, nwindows);
+                                      burst[static_cast<size_t>(i)], timing, values, nwindows);
     e->set_busy_rate(busy_rate);
     engines.push_back(std::move(e));
   }
@@ -713,13 +730,13 @@ int main(int argc, char** argv) {
 
   if (o.json) {
     std::printf("{\"target\":\"%s:%u\",\"protocol\":\"%s\",\"mode\":\"%s\",\"rate\":%.1f,"
-                "\"busy_rate\":%.1f,\"achieved\":%.1f,\"conns\":%d,\"idle_conns\":%d,"
+                "\"busy_rate\":%.1f,\"achieved\":%.1f,\"conns\":%d,\"idle_conns\":%d,\"burst_conns\":%d,"
                 "\"idle_interval\":[%.3f,%.3f],\"multiget\":%d,\"get_ratio\":%.3f,"
                 "\"value_size\":%zu,\"threads\":%d,\"warmup\":%.3f,\"duration\":%.3f,"
                 "\"start_unix\":%.6f,\"measure_start_unix\":%.6f,\"window\":%.3f,",
                 o.host.c_str(), o.port, memshard::bench::protocol_name(o.protocol),
                 o.closed ? "closed" : "open", o.closed ? achieved : o.rate, busy_rate, achieved,
-                o.conns, o.idle_conns, o.idle_min, o.idle_max, o.multiget, o.get_ratio,
+                o.conns, o.idle_conns, o.burst_conns, o.idle_min, o.idle_max, o.multiget, o.get_ratio,
                 o.value_size, o.threads, o.warmup, o.duration, start_unix, start_unix + o.warmup,
                 o.window);
     std::printf("\"dispatched\":%llu,\"completed\":%llu,\"measured\":%llu,\"queued\":%llu,"
@@ -740,6 +757,7 @@ int main(int argc, char** argv) {
     print_latency_json("all", total.all, true);
     print_latency_json("busy", total.busy, true);
     print_latency_json("idle", total.idle, true);
+    print_latency_json("burst", total.burst, true);
     print_latency_json("from_send", total.sent, true);
     print_latency_json("dispatch_lag", total.lag, false);
     std::printf("},\"windows\":[");
@@ -773,6 +791,7 @@ int main(int argc, char** argv) {
       print_latency_line("busy connections", total.busy);
       print_latency_line("idle connections", total.idle);
     }
+    if (o.burst_conns > 0) print_latency_line("burst connections", total.burst);
     print_latency_line("from send, not due", total.sent);
     print_latency_line("generator dispatch lag", total.lag);
   }

@@ -30,6 +30,8 @@ Schedule::Schedule(const ScheduleConfig& c)
                                       static_cast<double>(interval));
     idle_.push({c_.start_ns + first, c_.busy_conns + i});
   }
+  for (int i = 0; i < c_.burst_conns; ++i)
+    idle_.push({c_.burst_at_ns, c_.busy_conns + c_.idle_conns + i});
 }
 
 uint64_t Schedule::next_random() {
@@ -64,10 +66,11 @@ Schedule::Due Schedule::pop() {
   if (!idle_.empty() && idle_.top().at < c_.end_ns && idle_.top().at < b) {
     IdleNext n = idle_.top();
     idle_.pop();
-    idle_.push({n.at + draw_interval(), n.conn});
-    return {n.at, n.conn, true};
+    bool burst = n.conn >= c_.busy_conns + c_.idle_conns;
+    if (!burst) idle_.push({n.at + draw_interval(), n.conn});
+    return {n.at, n.conn, true, burst};
   }
-  Due d{b, static_cast<int>(busy_k_ % static_cast<uint64_t>(c_.busy_conns)), false};
+  Due d{b, static_cast<int>(busy_k_ % static_cast<uint64_t>(c_.busy_conns)), false, false};
   ++busy_k_;
   return d;
 }

@@ -13,6 +13,9 @@
 // first request comes a uniform fraction of an interval after start, so they
 // do not all send at once.
 //
+// Burst connections: each sends one request, all of them at burst_at (to
+// read what waking many parked connections at once costs).
+//
 // A request's time is when it is due, whether or not its connection is free
 // then: the generator measures its latency from that time (wrk2's correction
 // of coordinated omission).
@@ -30,6 +33,8 @@ struct ScheduleConfig {
   int thread_index = 0;
   int busy_conns = 0;  // this thread's
   int idle_conns = 0;  // this thread's
+  int burst_conns = 0;  // this thread's
+  int64_t burst_at_ns = 0;
   int64_t idle_min_ns = 1'000'000'000;
   int64_t idle_max_ns = 3'000'000'000;
   uint64_t seed = 1;
@@ -46,8 +51,9 @@ class Schedule {
  public:
   struct Due {
     int64_t at;  // when it is due (ns, the clock start_ns is on)
-    int conn;    // busy connections 0 .. busy_conns-1, then idle ones
-    bool idle;
+    int conn;    // busy connections 0 .. busy_conns-1, then idle ones, then burst ones
+    bool idle;   // an idle or a burst connection's
+    bool burst;
   };
 
   explicit Schedule(const ScheduleConfig& c);

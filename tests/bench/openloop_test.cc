@@ -282,6 +282,34 @@ TEST(OpenloopSchedule, IdleConnectionsComeAfterTheBusyOnes) {
   EXPECT_EQ(*idle_conns.rbegin(), 13);
 }
 
+TEST(OpenloopSchedule, BurstConnectionsSendOnceTogether) {
+  ScheduleConfig c = busy_only(100, 1, 0, 2);
+  c.idle_conns = 3;
+  c.idle_min_ns = c.idle_max_ns = 300'000'000;
+  c.burst_conns = 5;
+  c.burst_at_ns = c.start_ns + 500'000'000;
+  Schedule s(c);
+  std::vector<Schedule::Due> bursts;
+  size_t idle = 0;
+  while (s.next_at() != INT64_MAX) {
+    auto d = s.pop();
+    if (d.burst) {
+      EXPECT_TRUE(d.idle);
+      bursts.push_back(d);
+    } else if (d.idle) {
+      ++idle;
+      EXPECT_GE(d.conn, 2);
+      EXPECT_LT(d.conn, 5);
+    }
+  }
+  ASSERT_EQ(bursts.size(), 5u);
+  for (size_t i = 0; i < bursts.size(); ++i) {
+    EXPECT_EQ(bursts[i].at, c.burst_at_ns);
+    EXPECT_EQ(bursts[i].conn, 5 + static_cast<int>(i));
+  }
+  EXPECT_GE(idle, 9u);  // 3 connections every 0.3 s over a second
+}
+
 TEST(OpenloopSchedule, SameSeedSameTimetable) {
   ScheduleConfig c;
   c.idle_conns = 30;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "proxy/runtime/discovery.h"
+#include "proxy/runtime/dns_client.h"
 
 namespace memshard::proxy {
 namespace {
@@ -238,6 +239,26 @@ TEST(SrvMembers, NothingUsableIsEmpty) {
 TEST(SrvMembers, TheRingNameIsTheEntryAddress) {
   EXPECT_EQ(entry_address(DiscoveredMember{"a.test", 11211, 1}), "a.test:11211");
   EXPECT_EQ(entry_address(DiscoveredMember{"10.0.0.1", 11212, 1}), "10.0.0.1:11212");
+}
+
+}  // namespace
+}  // namespace memshard::proxy
+
+// --dns-server's values (dns_client.h): an address, with or without a port.
+namespace memshard::proxy {
+namespace {
+
+TEST(DnsServerFlag, AddressesWithOrWithoutAPort) {
+  EXPECT_EQ(check_dns_server("127.0.0.1:5353"), "");
+  EXPECT_EQ(check_dns_server("10.96.0.10"), "");
+  EXPECT_EQ(check_dns_server("[::1]:53"), "");
+  EXPECT_EQ(check_dns_server("[fd00::a]"), "");
+  EXPECT_NE(check_dns_server("::1:53"), "");  // IPv6 goes in brackets
+  EXPECT_NE(check_dns_server("dns.example:53"), "");
+  EXPECT_NE(check_dns_server("127.0.0.1:0"), "");
+  EXPECT_NE(check_dns_server("127.0.0.1:70000"), "");
+  EXPECT_NE(check_dns_server("127.0.0.1:"), "");
+  EXPECT_NE(check_dns_server("[::1"), "");
 }
 
 }  // namespace

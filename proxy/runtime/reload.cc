@@ -28,6 +28,11 @@ bool Proxy::reload() {
 }
 
 bool Proxy::apply_discovery(const std::string& pool) {
+  if (drain_timer_ != nullptr) {
+    // Exiting: the listeners are closed, and a reload would open them.
+    log_notice("pool '%s': draining; DNS discovery's change is not applied", pool.c_str());
+    return false;
+  }
   log_notice("reloading configuration: DNS discovery changes the servers of pool '%s'",
              pool.c_str());
   if (!config_) return false;

@@ -144,8 +144,10 @@ void Discovery::lookup(DnsClient& client, const conf::DiscoveryConfig& source,
     auto all = std::make_shared<Members>(std::move(members));
     auto finish = std::make_shared<std::function<void(DiscoveryAnswer)>>(std::move(done));
     for (const DiscoveredMember& m : *all) {
+      // An SRV target is a whole name: looked up as it is, never under the
+      // search list.
       client.addresses(
-          m.host, m.port,
+          m.host + ".", m.port,
           [answer, left, all, finish, m](std::optional<AddressList> found, const std::string& err) {
             if (found && !found->empty()) {
               answer->addresses[entry_address(m)] = std::move(*found);

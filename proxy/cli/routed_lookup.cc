@@ -14,11 +14,15 @@ namespace memshard::proxy {
 ketama::Ring ring_of(const conf::PoolConfig& pool) {
   std::vector<ketama::ServerEntry> entries;
   for (const auto& s : pool.servers) entries.push_back(s.entry);
+  // A pool whose servers come from DNS lists none in the file.
+  if (entries.empty()) return ketama::Ring::none(pool.ring);
   return ketama::Ring::build(std::move(entries), pool.ring);
 }
 
 std::string servers_of(const ketama::Ring& ring, size_t replicas, const std::string& key,
                        bool all) {
+  // "-": no server in the file (servers from DNS).
+  if (ring.servers().empty()) return "-";
   if (!all) return ring.servers()[ring.lookup(key)].address();
   std::vector<size_t> list(std::max<size_t>(replicas, 1));
   const size_t n = ring.preference_list(key, std::span<size_t>(list));

@@ -197,6 +197,15 @@ TEST_F(RingToolsTest, APoolWhoseServersComeFromDnsHasNoRingInTheFile) {
   }
 }
 
+TEST_F(RingToolsTest, ARouteIntoAPoolWhoseServersComeFromDnsHasNoServerInTheFile) {
+  const std::string path = file("routed-dns.yml",
+                                "front:\n  listen: 127.0.0.1:22121\n  routes:\n    - pool: main\n"
+                                "main:\n  servers_srv: _memcache._tcp.m.test\n");
+  const ToolRun r = lookup(path, "front", {"k"});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, "k\t(default)\tmain\t-\n");
+}
+
 TEST_F(RingToolsTest, ShowGivesEachServersPointsAndExactShare) {
   const std::string text =
       "alpha:\n  listen: 127.0.0.1:22121\n  servers:\n   - 127.0.0.1:21001:1\n"

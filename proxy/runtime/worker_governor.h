@@ -134,6 +134,11 @@ class WorkerGovernor {
     // memcaslap 1 x 32 such a trial read +12%; kept, the next run's
     // connections spread over both workers at 0.65x of one.
     double newcomer_share = 0.2;
+    // A growth whose first second at the new count read within this share
+    // of the baseline, whose ticks were all within twice it of their mean,
+    // ends there: an open loop's clients set the rate (end_segment).
+    // Negative: never.
+    double clients_set_rate = 0.005;
     // After a growth that did not pay: no new try for this long, doubled
     // after each failure up to `max_backoff_usec`, unless the load changes
     // by more than `load_change` (then the failed answer no longer holds):
@@ -247,6 +252,7 @@ class WorkerGovernor {
   size_t from_ = 1;      // the count before the trial
   size_t tried_ = 1;     // the count the trial tries
   double baseline_rps_ = 0;
+  double baseline_spread_ = 0;  // a growth's baseline ticks' largest share off their mean
   // Each finished segment's mean throughput, the baseline first: at odd
   // places the tried count, at even ones the count before.
   std::vector<double> segment_rps_;

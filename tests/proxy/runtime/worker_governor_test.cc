@@ -181,7 +181,11 @@ TEST(WorkerGovernor, ADriftThroughTheTrialCancelsOut) {
 // less): that says nothing about whether one worker more pays. Back,
 // undecided, and free to try again.
 TEST(WorkerGovernor, ALoadThatStopsSaturatingDuringTheTrialDecidesNothing) {
-  Harness h(2);
+  // Its made-up load is as steady as an open loop's: that rule is not what
+  // this test reads.
+  WorkerGovernor::Settings closed;
+  closed.clients_set_rate = -1;
+  Harness h(2, closed);
   h.run(kToVerdict, [](size_t n, uint64_t) {
     return n == 1 ? Shape{40'000, 0.95} : Shape{40'000, 0.3};
   });
@@ -198,8 +202,12 @@ TEST(WorkerGovernor, ALoadThatStopsSaturatingDuringTheTrialDecidesNothing) {
 // within its standard error of 2.4%); a fourth at +10% keeps it, one at
 // -5% does not.
 TEST(WorkerGovernor, AReadingNearTheThresholdIsMeasuredTwoSecondsLonger) {
+  // Its made-up load is as steady as an open loop's: that rule is not what
+  // this test reads.
+  WorkerGovernor::Settings closed;
+  closed.clients_set_rate = -1;
   for (const double fourth : {1.10, 0.95}) {
-    Harness h(2);
+    Harness h(2, closed);
     h.run(kToVerdict + 2, by_stretch(40'000, {1.00, 1.08, 1.02, fourth}));
     EXPECT_EQ(h.active(), fourth > 1 ? 2u : 1u) << h.governor().reason();
     EXPECT_NE(h.governor().reason().find("alternating for 8 s"), std::string::npos)
@@ -224,6 +232,7 @@ TEST(WorkerGovernor, AClearReadingIsJudgedWithoutMore) {
 // the whole.
 TEST(WorkerGovernor, ANoisyTrialIsJudgedAfterItsLongestLength) {
   WorkerGovernor::Settings s;
+  s.clients_set_rate = -1;  // its made-up load is as steady as an open loop's
   Harness h(2, s);
   // Two workers read 0%, +8%, -1%, +7% ... by turns: never clear of the
   // error around 3%.
@@ -342,6 +351,45 @@ TEST(WorkerGovernor, ABriefBurstDoesNotGrow) {
   int t = 0;
   h.run(30, [&](size_t, uint64_t) { return Shape{30'000, (t++ % 8) < 2 ? 0.95 : 0.3}; });
   EXPECT_EQ(h.max_seen(), 1u);
+}
+
+// An open loop (clients on a timetable: memshard-openloop, scripts/bench
+// --latency) sends the same requests/s at any worker count; one worker is
+// 88% busy with it. The trial stops after its first second at two workers,
+// which read the same rate as the steady seconds before it: six seconds of
+// alternating could read no gain either, and on two shared cores each
+// second at two workers queued the requests longer.
+TEST(WorkerGovernor, AnOpenLoopsGrowthEndsAfterOneSecond) {
+  WorkerGovernor::Settings s;
+  Harness h(2, s);
+  const Load open_loop = [](size_t n, uint64_t) {
+    return Shape{46'800, n == 1 ? 0.88 : 0.5};
+  };
+  h.run(kToVerdict, open_loop);
+  EXPECT_EQ(h.active(), 1u) << h.governor().reason();
+  EXPECT_EQ(h.max_seen(), 2u) << "it must have tried";
+  EXPECT_EQ(h.ticks_at(2), s.settle_ticks + s.trial_ticks);
+  EXPECT_NE(h.governor().reason().find("the clients set the rate"), std::string::npos)
+      << h.governor().reason();
+  // And backs off as after any growth that did not pay.
+  h.reset_counts();
+  h.run(600, open_loop);
+  EXPECT_GE(h.ticks_at(1), h.ticks_at(2) * 50);
+}
+
+// A closed loop whose throughput strays from tick to tick is tried in full,
+// even when its first second at two workers reads the baseline again.
+TEST(WorkerGovernor, AClosedLoopsNoisyBaselineGetsTheWholeTrial) {
+  WorkerGovernor::Settings s;
+  Harness h(2, s);
+  int t = 0;
+  const Load noisy = [&](size_t n, uint64_t) {
+    const double wobble = (t++ % 2) ? 1.04 : 0.96;
+    return Shape{40'000 * wobble * (n == 2 ? 1.1 : 1.0), n == 1 ? 0.95 : 0.75};
+  };
+  h.run(kToVerdict + 2, noisy);
+  EXPECT_EQ(h.active(), 2u) << h.governor().reason();
+  EXPECT_NE(h.governor().reason().find("kept"), std::string::npos) << h.governor().reason();
 }
 
 TEST(WorkerGovernor, GoesBackWhenAnotherWorkerDoesNotPay) {

@@ -22,7 +22,8 @@ than the bench's own, steal time included, is under --max-foreign cores,
 and after the run it reads that figure over the run; a run above it is run
 again (--retries times), and the attempt with the least foreign load is
 kept and marked `*` in the table when still above. A target that did not
-answer 97% of the offered rate in the measured window is marked `!`: its
+keep up is marked `!` (its p50 above 5 ms: the requests queued, and the
+queue grew through the run; or it answered under 97% of the rate): its
 latency is then its backlog's.
 
   latency.py run --openloop BIN --out DIR --servers PID,... NAME=PORT:PID ...
@@ -300,7 +301,8 @@ def cell(line, part, which, max_foreign):
         return "–"
     rep = line["report"]
     v = fmt_us(rep["latency_us"][part][which])
-    if rep["achieved"] < 0.97 * line["rate"] or rep["timeouts"] or rep["lost"]:
+    if (rep["achieved"] < 0.97 * line["rate"] or rep["timeouts"] or rep["lost"]
+            or rep["latency_us"]["all"]["p50"] > 5000):
         v += "!"
     if line["foreign"] > max_foreign:
         v += "*"
@@ -361,8 +363,9 @@ def print_tables(runs, maxima, max_foreign):
         if m:
             print("direct memcached's maximum: %s/s open loop (the rates' 100%%); %s/s closed loop"
                   % (fmt_int(m["max"]), fmt_int(m.get("closed", m["max"]))))
-        print("latency in µs from each request's due time; ! under 97%% of the rate answered, "
-              "* other processes above %.2f cores over the run" % max_foreign)
+        print("latency in µs from each request's due time; ! did not keep up (p50 over 5 ms: "
+              "its queue grew through the run; or under 97%% of the rate answered), * other "
+              "processes above %.2f cores over the run" % max_foreign)
         print()
         for row in table(rs, shape, "all", max_foreign):
             print(row)

@@ -148,7 +148,9 @@ TEST_F(HealthTest, AProbeAnsweredWithAnErrorIsNoSignOfHealth) {
 
 TEST_F(HealthTest, ReportsOfOneServerFromManyWorkersEjectItOnce) {
   ScriptedServer a(stays_silent), b(stays_silent), c(answers_version);
-  install(topology_of(alpha_yaml({a.address(), b.address(), c.address()})));
+  // Two of three out: past the default cap (auto_eject_max 50%).
+  install(topology_of(
+      alpha_yaml({a.address(), b.address(), c.address()}, "  auto_eject_max: 100%\n")));
   std::vector<std::thread> workers;
   for (int i = 0; i < 4; ++i) {
     workers.emplace_back([&] { health_->report_failing("alpha", a.address()); });

@@ -257,18 +257,24 @@ def reader(cell, r, port, tally):
     conn.close()
 
 
-def prefill(port, keys):
-    """Version 1 of every key, pipelined, so that reads hit from the start."""
-    with socket.create_connection(("127.0.0.1", port), 5) as s:
-        s.sendall(b"".join(b"set %s 0 0 1\r\n1\r\n" % key_name(k) for k in range(keys)))
-        data = b""
-        while data.count(b"\r\n") < keys:
-            chunk = s.recv(65536)
-            if not chunk:
-                raise RuntimeError("memshard closed during the prefill")
-            data += chunk
-        if data != b"STORED\r\n" * keys:
-            raise RuntimeError("prefill failed: %r" % data[:200])
+def prefill(port, keys, tries=5):
+    """Version 1 of every key, pipelined, so that reads hit from the start.
+    Tried again (a set is idempotent here) when a write times out: on a
+    loaded machine a 200 ms backend timeout is not a failure of the run."""
+    for attempt in range(tries):
+        with socket.create_connection(("127.0.0.1", port), 5) as s:
+            s.sendall(b"".join(b"set %s 0 0 1\r\n1\r\n" % key_name(k) for k in range(keys)))
+            data = b""
+            while data.count(b"\r\n") < keys:
+                chunk = s.recv(65536)
+                if not chunk:
+                    raise RuntimeError("memshard closed during the prefill")
+                data += chunk
+        if data == b"STORED\r\n" * keys:
+            return
+        if attempt + 1 < tries:
+            time.sleep(1.0)
+    raise RuntimeError("prefill failed %d times: %r" % (tries, data[:200]))
 
 
 def curr_items(port):

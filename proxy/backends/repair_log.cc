@@ -73,7 +73,7 @@ void RepairLog::record(std::string_view key, RepairLog* fallback) {
   recorded_.fetch_add(1, std::memory_order_relaxed);
   if (flush_owed_.load(std::memory_order_acquire)) {
     // The flush owed will remove this key's value too, if it comes after.
-    flush_seq_.store(seq_.fetch_add(1) + 1, std::memory_order_release);
+    owe_flush();
     return;
   }
   Shard& shard = shard_of(key);
@@ -93,7 +93,8 @@ void RepairLog::record(std::string_view key, RepairLog* fallback) {
     }
     if (fresh) {
       entries_.fetch_add(1, std::memory_order_relaxed);
-      const uint64_t b = bytes_.fetch_add(key.size() + kEntryOverhead) + key.size() + kEntryOverhead;
+      const uint64_t b =
+          bytes_.fetch_add(key.size() + kEntryOverhead) + key.size() + kEntryOverhead;
       over = b > limit_.load(std::memory_order_relaxed);
     }
   }
@@ -108,8 +109,7 @@ void RepairLog::record(std::string_view key, RepairLog* fallback) {
 // drops them all and owes a flush instead, which the repairer makes before
 // the server serves again (or at once, if it is serving).
 void RepairLog::overflow() {
-  flush_owed_.store(true, std::memory_order_release);
-  flush_seq_.store(seq_.fetch_add(1) + 1, std::memory_order_release);
+  owe_flush();
   overflows_.fetch_add(1, std::memory_order_relaxed);
   // Guest copies are not reached by this server's flush: they are recorded
   // on their own servers now (where a read of them deletes them first,
@@ -132,9 +132,14 @@ void RepairLog::overflow() {
 
 void RepairLog::record_flush() {
   recorded_.fetch_add(1, std::memory_order_relaxed);
+  owe_flush();
+  update_state();
+}
+
+// Only a flush made after this sequence pays what is owed (flushed()).
+void RepairLog::owe_flush() {
   flush_owed_.store(true, std::memory_order_release);
   flush_seq_.store(seq_.fetch_add(1) + 1, std::memory_order_release);
-  update_state();
 }
 
 void RepairLog::erase_locked(

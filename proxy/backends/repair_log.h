@@ -142,6 +142,7 @@ class RepairLog {
 
   Shard& shard_of(std::string_view key) const;
   void update_state();
+  void owe_flush();
   void overflow();
   // Erases `it` from `shard` (locked), keeping the counts.
   void erase_locked(Shard& shard,

@@ -64,8 +64,7 @@ void send_to(Server& server, RouteRequest& req, ReplySlot& slot) {
   RepairLog* log = server.repairs();
   // In place of the key's home: the home missed this write, and this
   // server now holds a guest copy of the key.
-  if (writes && req.home != nullptr && req.home != log)
-    req.home->record(req.request.keys[0], log);
+  if (writes && req.home != nullptr && req.home != log) req.home->record(req.request.keys[0], log);
   Outbox* outbox = server.outbox(req.affinity);
   if (outbox == nullptr) {
     if (writes) note_missed_write(server, req);
@@ -106,7 +105,8 @@ void KeyRoute::send(RouteRequest& req, ReplySlot& slot) {
     const size_t h = placement_.home(key);
     if (h != server && h != Placement::npos) {
       if (RepairLog* home = placement_.server(h).repairs()) {
-        home->record(key, server == Placement::npos ? nullptr : placement_.server(server).repairs());
+        home->record(key,
+                     server == Placement::npos ? nullptr : placement_.server(server).repairs());
       }
     }
   }

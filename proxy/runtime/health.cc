@@ -94,10 +94,11 @@ void ServerHealth::on_report(const Key& key) {
       auto [it, fresh] = capped_.try_emplace(key, 0);
       it->second = monotonic_usec();
       if (fresh) {
-        log_warn("pool '%s': server %s keeps failing, but %zu of its %zu servers are out "
-                 "already (auto_eject_max %.0f%%): it stays in the ring, and its keys fail fast",
-                 key.first.c_str(), key.second.c_str(), ejected_count_locked(key.first),
-                 pool->servers.size(), pool->config.auto_eject_max * 100);
+        log_warn(
+            "pool '%s': server %s keeps failing, but %zu of its %zu servers are out "
+            "already (auto_eject_max %.0f%%): it stays in the ring, and its keys fail fast",
+            key.first.c_str(), key.second.c_str(), ejected_count_locked(key.first),
+            pool->servers.size(), pool->config.auto_eject_max * 100);
       }
       return;
     }
@@ -167,7 +168,8 @@ void ServerHealth::eject(const Key& key) {
   RepairLog::of(key.first, key.second).set_out(true);
   log_warn("pool '%s': server %s ejected after %u consecutive failures; probing it every %d ms%s",
            key.first.c_str(), key.second.c_str(), config.server_failure_limit,
-           probe_interval_ms(key), flapped ? " (it flaps: failed again soon after its return)" : "");
+           probe_interval_ms(key),
+           flapped ? " (it flaps: failed again soon after its return)" : "");
   schedule_probe(key);
 }
 
@@ -175,9 +177,7 @@ void ServerHealth::schedule_probe(const Key& key) {
   const Pool* pool = pool_of(key);
   auto& probe = probes_[key];
   if (!probe) probe = std::make_unique<Probe>(*this, key);
-  ServerSettings settings{
-      pool->config.name, pool->config.timeout_ms.value_or(1000), 1, 0, pool->config.item_size_max,
-      pool->server_tls, 0, size_t{pool->config.repair_record_mb} << 20};
+  const ServerSettings settings = own_connection_settings(*pool);
   for (const ServerInfo& s : pool->servers) {
     if (s.identity != key.second) continue;
     if (!probe->server) {

@@ -75,10 +75,10 @@ struct Repairer::Job final : public SlotOwner {
     if (conn == nullptr) return finish(false);
     flushing = true;
     flush_seq = log->sequence();
-    log_warn("pool '%s': server %s may hold values it missed and the repair record cannot name "
-             "(it overflowed, or a flush_all missed it): flushing it%s",
-             key.first.c_str(), key.second.c_str(),
-             readmission ? " before it is re-admitted" : "");
+    log_warn(
+        "pool '%s': server %s may hold values it missed and the repair record cannot name "
+        "(it overflowed, or a flush_all missed it): flushing it%s",
+        key.first.c_str(), key.second.c_str(), readmission ? " before it is re-admitted" : "");
     send(*conn, "flush_all\r\n", ReplyMode::broadcast);
   }
 
@@ -95,7 +95,8 @@ struct Repairer::Job final : public SlotOwner {
   }
 
   void on_slot_complete() override {
-    const bool failed = slot.fragment(0).failed || slot.status() == proto::ReplyStatus::server_error;
+    const bool failed =
+        slot.fragment(0).failed || slot.status() == proto::ReplyStatus::server_error;
     if (failed) return finish(false);
     if (flushing) {
       flushing = false;
@@ -123,7 +124,8 @@ struct Repairer::Job final : public SlotOwner {
 
 Repairer::Repairer(MainLoop& loop)
     : loop_(loop),
-      tick_(loop.base(), [this] { tick(); }, true),
+      tick_(
+          loop.base(), [this] { tick(); }, true),
       free_finished_(loop.base(), [this] { finished_.clear(); }) {
   tick_.arm_ms(kTickMs);
 }
@@ -153,6 +155,31 @@ const ServerInfo* Repairer::find_server(const Key& key, const Pool** pool_out) c
   return nullptr;
 }
 
+ServerSettings own_connection_settings(const Pool& pool) {
+  return ServerSettings{pool.config.name,
+                        pool.config.timeout_ms.value_or(1000),
+                        1,
+                        0,
+                        pool.config.item_size_max,
+                        pool.server_tls,
+                        0,
+                        size_t{pool.config.repair_record_mb} << 20};
+}
+
+// A job repairing `info` over a connection of its own, with the pool's
+// timeout and TLS, as the health probes connect.
+std::unique_ptr<Repairer::Job> Repairer::make_job(const Key& key, const Pool& pool,
+                                                  const ServerInfo& info, RepairLog& log) {
+  auto job = std::make_unique<Job>();
+  job->owner = this;
+  job->key = key;
+  job->log = &log;
+  job->server = std::make_unique<BackendServer>(
+      loop_, info.identity, info.addresses, own_connection_settings(pool),
+      std::make_shared<ServerStats>(), std::make_shared<PoolStats>());
+  return job;
+}
+
 void Repairer::repair_before_readmission(const std::string& pool, const std::string& identity,
                                          std::function<void(bool)> done) {
   const Key key{pool, identity};
@@ -167,21 +194,14 @@ void Repairer::repair_before_readmission(const std::string& pool, const std::str
   const ServerInfo* info = find_server(key, &p);
   RepairLog& log = RepairLog::of(pool, identity);
   if (info == nullptr || (log.keys() == 0 && !log.flush_owed())) return done(true);
-  auto job = std::make_unique<Job>();
-  job->owner = this;
-  job->key = key;
-  job->log = &log;
+  std::unique_ptr<Job> job = make_job(key, *p, *info, log);
   job->readmission = true;
   job->done = std::move(done);
-  job->server = std::make_unique<BackendServer>(
-      loop_, info->identity, info->addresses,
-      ServerSettings{pool, p->config.timeout_ms.value_or(1000), 1, 0, p->config.item_size_max,
-                     p->server_tls, 0, size_t{p->config.repair_record_mb} << 20},
-      std::make_shared<ServerStats>(), std::make_shared<PoolStats>());
-  log_notice("pool '%s': server %s answered a probe; repairing %llu key(s) recorded for it%s "
-             "before it is re-admitted",
-             pool.c_str(), identity.c_str(), static_cast<unsigned long long>(log.keys()),
-             log.flush_owed() ? " and flushing it" : "");
+  log_notice(
+      "pool '%s': server %s answered a probe; repairing %llu key(s) recorded for it%s "
+      "before it is re-admitted",
+      pool.c_str(), identity.c_str(), static_cast<unsigned long long>(log.keys()),
+      log.flush_owed() ? " and flushing it" : "");
   Job* j = job.get();
   jobs_[key] = std::move(job);
   j->step();
@@ -206,17 +226,8 @@ void Repairer::start_background(RepairLog& log) {
   const uint64_t now = monotonic_usec();
   log.take(kBatch * 5, 0, now > kRepairDelayUsec ? now - kRepairDelayUsec : 0, release, items);
   if (items.empty() && !log.flush_owed()) return;
-  auto job = std::make_unique<Job>();
-  job->owner = this;
-  job->key = key;
-  job->log = &log;
+  std::unique_ptr<Job> job = make_job(key, *p, *info, log);
   job->items = std::move(items);
-  job->server = std::make_unique<BackendServer>(
-      loop_, info->identity, info->addresses,
-      ServerSettings{log.pool(), p->config.timeout_ms.value_or(1000), 1, 0,
-                     p->config.item_size_max, p->server_tls, 0,
-                     size_t{p->config.repair_record_mb} << 20},
-      std::make_shared<ServerStats>(), std::make_shared<PoolStats>());
   Job* j = job.get();
   jobs_[key] = std::move(job);
   j->step();

@@ -22,12 +22,18 @@
 #include <utility>
 #include <vector>
 
+#include "proxy/backends/backend.h"
 #include "proxy/backends/repair_log.h"
 #include "proxy/routes/topology.h"
 #include "proxy/runtime/main_loop.h"
 #include "proxy/support/timer.h"
 
 namespace memshard::proxy {
+
+// Settings of a connection the main thread makes to a server of `pool` (a
+// health probe, a repair): the pool's timeout (1 s when it has none), TLS
+// and record bound, one connection, never ejecting.
+ServerSettings own_connection_settings(const Pool& pool);
 
 class Repairer {
  public:
@@ -61,6 +67,8 @@ class Repairer {
   void tick();
   void start_background(RepairLog& log);
   void job_done(const Key& key, bool ok);
+  std::unique_ptr<Job> make_job(const Key& key, const Pool& pool, const ServerInfo& info,
+                                RepairLog& log);
   const ServerInfo* find_server(const Key& key, const Pool** pool) const;
 
   MainLoop& loop_;

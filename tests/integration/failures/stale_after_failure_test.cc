@@ -109,8 +109,7 @@ TEST_F(StaleAfterFailure, AWriteThatTimedOutIsRecordedAndRepaired) {
   ASSERT_TRUE(victim.process().suspend());
   {
     RawClient c(proxy_->port());
-    EXPECT_EQ(c.roundtrip(set_command(by_server_[0][0], "v2")),
-              "SERVER_ERROR backend timeout\r\n");
+    EXPECT_EQ(c.roundtrip(set_command(by_server_[0][0], "v2")), "SERVER_ERROR backend timeout\r\n");
   }
   EXPECT_GE(server_stat("repair_keys"), 1u);
   victim.process().resume();

@@ -68,6 +68,15 @@ struct RouteConfig {
   // by a hash of the key) also goes to pool P, whose replies are dropped.
   std::string shadow;
   double shadow_share = 1.0;
+  // `warm_from: P` (mcrouter's WarmUpRoute): a read that misses on the
+  // route's pool(s), the cold side, looks the key up in pool P, the warm
+  // side; a hit is answered and copied to the cold side with an add whose
+  // expiry is `warm_ttl` seconds. Every other request goes to the cold
+  // side only.
+  std::string warm_from;
+  int64_t warm_ttl_s = -1;  // -1: not given (required with warm_from)
+  int warm_from_line = 0;
+  int warm_ttl_line = 0;
   int line = 0;
   int shadow_line = 0;
   std::vector<int> pool_lines;  // per entry of `pools`
@@ -211,6 +220,14 @@ struct PoolConfig {
   std::string gutter;
   int gutter_line = 0;
   uint32_t gutter_ttl_s = 10;
+  // memshard extension (mcrouter's ModifyExptimeRoute): every expiry a
+  // request sets on this pool's servers (a write, a touch, gat, meta T and
+  // N) capped at ttl_max seconds (0 and far unix times included: action
+  // min), or replaced by ttl_set seconds (action set). At most one of them.
+  uint32_t ttl_max_s = 0;  // 0: no cap
+  int ttl_max_line = 0;
+  std::optional<uint32_t> ttl_set_s;
+  int ttl_set_line = 0;
   std::vector<ServerConfig> servers;
   TlsConfig tls;
   // servers_srv / servers_dns: `servers` is filled by the proxy from DNS.

@@ -52,7 +52,7 @@ std::string mode_names() {
 }
 
 // Every directive nutcracker 0.5 accepts, then memshard's extensions.
-constexpr std::array<std::string_view, 42> kDirectives = {
+constexpr std::array<std::string_view, 44> kDirectives = {
     "listen",
     "hash",
     "hash_tag",
@@ -88,6 +88,8 @@ constexpr std::array<std::string_view, 42> kDirectives = {
     "routes",
     "gutter",
     "gutter_ttl",
+    "ttl_max",
+    "ttl_set",
     "reload_switch_at",
     "reload_switch_window",
     "repair_record",
@@ -99,7 +101,7 @@ constexpr std::array<std::string_view, 42> kDirectives = {
 
 // What only a pool with servers of its own uses: refused in a pool that
 // routes its keys to other pools, where it would silently do nothing.
-constexpr std::array<std::string_view, 30> kServerDirectives = {
+constexpr std::array<std::string_view, 32> kServerDirectives = {
     "hash",
     "hash_tag",
     "hash_salt",
@@ -125,6 +127,8 @@ constexpr std::array<std::string_view, 30> kServerDirectives = {
     "hot_key_spread",
     "gutter",
     "gutter_ttl",
+    "ttl_max",
+    "ttl_set",
     "server_tls",
     "repair_record",
     "auto_eject_max",
@@ -321,6 +325,14 @@ void PoolReader::scalar_directive(const std::string& text) {
     p.gutter_line = line_;
   } else if (key == "gutter_ttl") {
     set_number(p.gutter_ttl_s, text, 1, 30 * 24 * 3600);  // memcached's relative-expiry limit
+  } else if (key == "ttl_max") {
+    set_number(p.ttl_max_s, text, 1, 30 * 24 * 3600);  // memcached's relative-expiry limit
+    p.ttl_max_line = line_;
+  } else if (key == "ttl_set") {
+    uint32_t s = 0;
+    set_number(s, text, 0, 30 * 24 * 3600);
+    p.ttl_set_s = s;
+    p.ttl_set_line = line_;
   } else if (key == "reload_switch_at") {
     p.reload_switch_at_line = line_;
     const Parsed<int64_t> at = parse_switch_time(text);
@@ -535,6 +547,13 @@ ParsedPool PoolReader::finish(int servers_line) {
     errors_.add(p.hot_key_spread_line, "hot_key_spread",
                 "hot_key_spread spreads a hot key's reads over its copies, and pool '" + p.name +
                     "' keeps one copy; expected replicas: 2 or more");
+  }
+  if (p.ttl_max_line != 0 && p.ttl_set_line != 0) {
+    errors_.add(std::max(p.ttl_max_line, p.ttl_set_line),
+                p.ttl_max_line > p.ttl_set_line ? "ttl_max" : "ttl_set",
+                "pool '" + p.name +
+                    "' has both ttl_max and ttl_set; expected one of them (ttl_set gives every "
+                    "expiry one value, so a cap beside it does nothing)");
   }
   if (!p.gutter.empty() && p.replicas > 1) {
     errors_.add(p.gutter_line, "gutter",

@@ -4,6 +4,8 @@
 // listener is reached by something).
 #include <algorithm>
 #include <array>
+#include <charconv>
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <set>
@@ -22,15 +24,19 @@ constexpr size_t kMaxPrefixBytes = 250;
 
 // The fields of one `routes` entry: anything else is refused before
 // RouteReader::read() looks at it.
-constexpr std::array<std::string_view, 5> kRouteFields = {
-    "prefix", "pool", "pools", "shadow", "shadow_share",
+constexpr std::array<std::string_view, 7> kRouteFields = {
+    "prefix", "pool", "pools", "shadow", "shadow_share", "warm_from", "warm_ttl",
 };
+
+// memcached's longest relative expiry; a warm_ttl beyond it would be read
+// by memcached as a unix time, long past.
+constexpr int64_t kMaxWarmTtl = 2592000;
 
 bool is_route_field(std::string_view key) {
   return std::find(kRouteFields.begin(), kRouteFields.end(), key) != kRouteFields.end();
 }
 
-// "prefix, pool, pools, shadow or shadow_share"
+// "prefix, pool, pools, shadow, shadow_share, warm_from or warm_ttl"
 std::string route_field_list() {
   std::string out;
   for (size_t i = 0; i < kRouteFields.size(); ++i) {
@@ -75,6 +81,12 @@ class RouteReader {
       } else if (key == "shadow") {
         route_.shadow_line = line;
         if (auto text = scalar(key, value, line)) route_.shadow = *text;
+      } else if (key == "warm_from") {
+        route_.warm_from_line = line;
+        if (auto text = scalar(key, value, line)) route_.warm_from = *text;
+      } else if (key == "warm_ttl") {
+        route_.warm_ttl_line = line;
+        if (auto text = scalar(key, value, line)) warm_ttl(*text, line);
       } else if (key == "shadow_share") {
         if (auto text = scalar(key, value, line)) {
           const Parsed<double> share = parse_share(*text);
@@ -95,6 +107,14 @@ class RouteReader {
            "in each");
     }
     if (!route_.shadow.empty() && route_.shadow_line == 0) route_.shadow_line = route_.line;
+    if (route_.warm_from_line != 0 && route_.warm_ttl_line == 0) {
+      fail(route_.warm_from_line,
+           "warm_from needs warm_ttl: the expiry, in seconds, of the copies it makes on the "
+           "route's pool (0: none), such as \"warm_ttl: 3600\"");
+    } else if (route_.warm_ttl_line != 0 && route_.warm_from_line == 0) {
+      fail(route_.warm_ttl_line,
+           "warm_ttl without warm_from does nothing; expected \"warm_from: POOL\" beside it");
+    }
     if (failed_) return std::nullopt;
     return std::move(route_);
   }
@@ -119,6 +139,18 @@ class RouteReader {
                       std::to_string(text.size()));
     }
     route_.prefix = text;
+  }
+
+  void warm_ttl(const std::string& text, int line) {
+    int64_t v = -1;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+    if (ec != std::errc() || end != text.data() + text.size() || v < 0 || v > kMaxWarmTtl) {
+      return fail(line,
+                  "expected warm_ttl in seconds, 0 (no expiry) to 2592000 (30 days, memcached's "
+                  "longest relative expiry), found " +
+                      in_quotes(text));
+    }
+    route_.warm_ttl_s = v;
   }
 
   void add_pool(const std::string& name, int line) {
@@ -218,6 +250,17 @@ void check_routes(const std::vector<ParsedPool>& parsed, ErrorList& errors) {
         reached.insert(r.pools[i]);
         if (std::string why = bad_target(pools, pc, r.pools[i]); !why.empty())
           errors.add(r.pool_lines[i], "routes", "route to " + why);
+      }
+      if (!r.warm_from.empty()) {
+        reached.insert(r.warm_from);
+        if (std::string why = bad_target(pools, pc, r.warm_from); !why.empty()) {
+          errors.add(r.warm_from_line, "routes", "warm_from " + why);
+        } else if (!r.pools.empty() && r.pools.front() == r.warm_from) {
+          errors.add(r.warm_from_line, "routes",
+                     "warm_from pool '" + r.warm_from +
+                         "' is also where the route's keys are read (the cold side); expected "
+                         "the pool that holds them warm");
+        }
       }
       if (r.shadow.empty()) continue;
       reached.insert(r.shadow);

@@ -347,6 +347,12 @@ void render_prometheus(const StatsView& p, std::string& out) {
        "Routing pools: copies not sent because the shadow's queue was full."},
       {"shadow_failed", "memshard_route_shadow_failed_total",
        "Routing pools: copies the shadow pool answered with an error (nobody saw it)."},
+      {"warm_lookups", "memshard_route_warm_lookups_total",
+       "Routing pools, warm_from: keys the route's pool missed, looked up in the warm pool."},
+      {"warm_hits", "memshard_route_warm_hits_total",
+       "Routing pools, warm_from: keys found in the warm pool."},
+      {"warm_copies", "memshard_route_warm_copies_total",
+       "Routing pools, warm_from: values found warm and stored on the route's pool."},
   };
   for (const RouteMetric& m : kRoute) {
     f.header(m.name, "counter", m.help);

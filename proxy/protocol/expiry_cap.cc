@@ -33,13 +33,13 @@ bool is_meta_command(Command c) {
          c == Command::meta_arithmetic;
 }
 
-// The capped value of a token holding an exptime, or the token as it is
-// when memcached would refuse it (the server then answers the error).
-std::string capped_token(std::string_view digits, uint32_t cap, int64_t now_unix) {
+// The rewritten value of a token holding an exptime, or the token as it
+// is when memcached would refuse it (the server then answers the error).
+std::string rewritten_token(std::string_view digits, ExpiryRule rule, int64_t now_unix) {
   int32_t e = 0;
   if (!parse_mc_int32(digits, e)) return std::string(digits);
   std::string out;
-  append_decimal(out, capped_exptime(e, cap, now_unix));
+  append_decimal(out, rewritten_exptime(e, rule, now_unix));
   return out;
 }
 
@@ -53,8 +53,24 @@ int64_t capped_exptime(int64_t exptime, uint32_t cap, int64_t now_unix) {
   return left <= 0 ? -1 : std::min<int64_t>(left, cap);
 }
 
-std::optional<std::string> cap_expiry(const Request& r, std::string_view line, uint32_t cap,
-                                      int64_t now_unix) {
+int64_t rewritten_exptime(int64_t exptime, ExpiryRule rule, int64_t now_unix) {
+  switch (rule.kind) {
+    case ExpiryRule::Kind::cap:
+      return capped_exptime(exptime, rule.seconds, now_unix);
+    case ExpiryRule::Kind::set:
+      return rule.seconds;
+    case ExpiryRule::Kind::none:
+      break;
+  }
+  return exptime;
+}
+
+std::optional<std::string> rewrite_expiry(const Request& r, std::string_view line, ExpiryRule rule,
+                                          int64_t now_unix) {
+  if (!rule.changes()) return std::nullopt;
+  // A delete's expiry (md I T: how long a stale item stays) is left alone
+  // by ttl_set, as mcrouter's ModifyExptimeRoute leaves every delete's.
+  if (rule.kind == ExpiryRule::Kind::set && r.command == Command::meta_delete) return std::nullopt;
   const size_t classic = classic_exptime_token(r.command);
   const bool meta = is_meta_command(r.command);
   if (classic == 0 && !meta) return std::nullopt;
@@ -68,12 +84,12 @@ std::optional<std::string> cap_expiry(const Request& r, std::string_view line, u
   for (size_t i = 0; cursor.next(token); ++i) {
     if (!out.empty()) out.push_back(' ');
     if (classic != 0 && i == classic) {
-      out += capped_token(token, cap, now_unix);
+      out += rewritten_token(token, rule, now_unix);
       changed = true;
     } else if (meta && i >= first_flag && (token[0] == 'T' || token[0] == 'N')) {
       has_t = has_t || token[0] == 'T';
       out.push_back(token[0]);
-      out += capped_token(token.substr(1), cap, now_unix);
+      out += rewritten_token(token.substr(1), rule, now_unix);
       changed = true;
     } else {
       out.append(token);
@@ -81,7 +97,7 @@ std::optional<std::string> cap_expiry(const Request& r, std::string_view line, u
   }
   if (r.command == Command::meta_set && !has_t) {
     out.append(" T");
-    append_decimal(out, cap);
+    append_decimal(out, rule.seconds);
     changed = true;
   }
   if (!changed) return std::nullopt;

@@ -85,7 +85,9 @@ std::string classic_block(std::string_view key, const MetaValue& v, bool with_ca
   return block;
 }
 
-bool append_copy_request(std::string_view key, const MetaValue& v, bool quiet, std::string& out) {
+namespace {
+
+Request copy_request(std::string_view key, const MetaValue& v, bool quiet) {
   Request r;
   r.command = Command::meta_set;
   r.keys.push_back(key);
@@ -102,7 +104,44 @@ bool append_copy_request(std::string_view key, const MetaValue& v, bool quiet, s
   r.meta_flags.add('c');
   r.quiet = quiet;
   r.data_bytes = v.data.size() + 2;
+  return r;
+}
+
+}  // namespace
+
+bool append_copy_request(std::string_view key, const MetaValue& v, bool quiet, std::string& out) {
+  return append_meta_request(copy_request(key, v, quiet), v.data, out);
+}
+
+bool append_copy_request(std::string_view key, const MetaValue& v, int64_t exptime, bool quiet,
+                         std::string& out) {
+  Request r = copy_request(key, v, quiet);
+  r.has_exptime = exptime != 0;
+  r.exptime_value = exptime;
   return append_meta_request(r, v.data, out);
+}
+
+std::vector<std::string_view> blocks_by_key(const std::vector<ValueBlock>& blocks,
+                                            const std::vector<std::string_view>& keys) {
+  std::vector<std::string_view> by_key(keys.size());
+  size_t b = 0;
+  for (size_t pos = 0; pos < keys.size() && b < blocks.size(); ++pos) {
+    if (blocks[b].key == keys[pos]) by_key[pos] = blocks[b++].block;
+  }
+  return by_key;
+}
+
+std::string retrieval_command(const Request& r) {
+  switch (r.command) {
+    case Command::gets:
+      return "gets";
+    case Command::gat:
+      return "gat " + std::string(r.exptime);
+    case Command::gats:
+      return "gats " + std::string(r.exptime);
+    default:
+      return "get";
+  }
 }
 
 std::optional<uint64_t> copied_cas(std::string_view reply) {

@@ -45,6 +45,22 @@ std::string classic_block(std::string_view key, const MetaValue& v, bool with_ca
 [[nodiscard]] bool append_copy_request(std::string_view key, const MetaValue& v, bool quiet,
                                        std::string& out);
 
+// The same with the copy's expiry given (`exptime`, as a request's: 0
+// never, negative already expired) instead of the hit's remaining TTL: a
+// warm-up from another pool (warm_from) copies with the route's warm_ttl.
+[[nodiscard]] bool append_copy_request(std::string_view key, const MetaValue& v, int64_t exptime,
+                                       bool quiet, std::string& out);
+
+// Matches a classic reply's blocks (hits only, in key order) to the
+// positions of the request's `keys`: the block of key i, or empty for a
+// miss.
+std::vector<std::string_view> blocks_by_key(const std::vector<ValueBlock>& blocks,
+                                            const std::vector<std::string_view>& keys);
+
+// A classic retrieval's command without its keys: "get", "gets",
+// "gat <exptime>" or "gats <exptime>" (anything else: "get").
+std::string retrieval_command(const Request& r);
+
 // The CAS in a copy's answer ("HD c<cas>"), nullopt when it has none.
 std::optional<uint64_t> copied_cas(std::string_view reply);
 

@@ -4,7 +4,6 @@
 #include <optional>
 #include <string>
 
-#include "proxy/protocol/expiry_cap.h"
 #include "proxy/protocol/request_kind.h"
 #include "proxy/routes/grouped_get.h"
 #include "proxy/routes/key_route.h"
@@ -13,32 +12,9 @@ namespace memshard::proxy {
 
 namespace {
 
-// req's bytes with the expiry capped at `ttl_s`, when it sets one.
-std::optional<std::string> capped_bytes(const RouteRequest& req, uint32_t ttl_s) {
-  std::optional<std::string> line =
-      proto::cap_expiry(req.request, req.line, ttl_s, static_cast<int64_t>(std::time(nullptr)));
-  if (!line) return std::nullopt;
-  line->append("\r\n");
-  const size_t header = line->size();
-  line->resize(header + req.request.data_bytes);
-  evbuffer_ptr data;
-  evbuffer_ptr_set(req.in, &data, req.header_bytes, EVBUFFER_PTR_SET);
-  evbuffer_copyout_from(req.in, &data, line->data() + header, req.request.data_bytes);
-  return line;
-}
-
 void count_gutter(const proto::Request& r, PoolStats& stats) {
   stats.gutter_requests.add();
   if (proto::is_storage(r.command)) stats.gutter_sets.add();
-}
-
-// A request the gutter takes with other bytes than the client's (its
-// expiry capped); `bytes` holds a line of `header` bytes, then any data.
-Work capped(const RouteRequest& req, std::string bytes, size_t header, ReplySlot& client,
-            Route& gutter) {
-  HeldRequest held(req, std::move(bytes), header);  // req is not touched past this point
-  Reply reply = co_await Call(held, gutter);
-  reply.pass_to(client);
 }
 
 }  // namespace
@@ -62,15 +38,6 @@ Work GutterKeyRoute::via_server(RouteRequest& req, ReplySlot& client, Server& se
   held.set_home(server.repairs());  // the gutter takes it in the server's place
   Reply second = co_await Call(held, gutter_.key);
   second.pass_to(client);
-}
-
-void GutterEntry::send(RouteRequest& req, ReplySlot& slot) {
-  std::optional<std::string> bytes = capped_bytes(req, ttl_s_);
-  if (!bytes) return entry_.send(req, slot);  // nothing to cap: the client's bytes go
-  evbuffer_drain(req.in, req.bytes());
-  const size_t header = bytes->size() - req.request.data_bytes;
-  slot.add_fragment();
-  capped(req, std::move(*bytes), header, slot, entry_).start(slot, life_);
 }
 
 void GutterKeyRoute::send(RouteRequest& req, ReplySlot& slot) {

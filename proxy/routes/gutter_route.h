@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "ketama/ring.h"
+#include "proxy/routes/expiry_route.h"
 #include "proxy/routes/placement.h"
 #include "proxy/routes/pool_entry.h"
 #include "proxy/routes/work.h"
@@ -47,18 +48,19 @@ class GutterPlacement final : public Placement {
 };
 
 // One of the gutter pool's routes, entered with every expiry a request
-// sets capped at gutter_ttl.
+// sets capped at gutter_ttl (expiry_route.h, as a pool's ttl_max).
 class GutterEntry final : public SingleKeyRoute {
  public:
   GutterEntry(const PoolRoutes& gutter, PoolEntry::Part part, uint32_t ttl_s, RouteLife* life)
-      : entry_(gutter, part), ttl_s_(ttl_s), life_(life) {}
-  void send(RouteRequest& req, ReplySlot& slot) override;
+      : entry_(gutter, part), capped_(entry_, &entry_, proto::ExpiryRule::cap_at(ttl_s), life) {}
+  GutterEntry(const GutterEntry&) = delete;
+  GutterEntry& operator=(const GutterEntry&) = delete;
+  void send(RouteRequest& req, ReplySlot& slot) override { capped_.send(req, slot); }
   void invalidate(RouteRequest& req, ReplySlot& slot) override { entry_.invalidate(req, slot); }
 
  private:
   PoolEntry entry_;
-  uint32_t ttl_s_;
-  RouteLife* life_;
+  ExpiryRoute capped_;
 };
 
 struct Gutter {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "proxy/routes/expiry_route.h"
 #include "proxy/routes/fanout_route.h"
 #include "proxy/routes/hot_key_routes.h"
 #include "proxy/routes/replicated_get_route.h"
@@ -31,6 +32,17 @@ void PoolRoute::build_routes() {
     build_switch();
   }
   build_hot_keys();
+  build_expiry();
+}
+
+void PoolRoute::build_expiry() {
+  const conf::PoolConfig& pc = pool->config;
+  const proto::ExpiryRule rule = pool_expiry_rule(pc.ttl_max_s, pc.ttl_set_s);
+  if (!rule.changes() || key == nullptr) return;
+  unrewritten_key = std::move(key);
+  unrewritten_multi_get = std::move(multi_get);
+  key = std::make_unique<ExpiryRoute>(*unrewritten_key, unrewritten_key.get(), rule, life.get());
+  multi_get = std::make_unique<ExpiryRoute>(*unrewritten_multi_get, nullptr, rule, life.get());
 }
 
 // The waiting placement's routes, over a pool of its own whose past is the
@@ -108,9 +120,9 @@ void PoolRoute::build_routing(const RoutingPool::PoolOf& pool_of,
 
 void PoolRoute::build_gutter(std::vector<Server*> servers) {
   const uint32_t ttl = pool->config.gutter_ttl_s;
-  gutter = std::make_unique<Gutter>(
-      Gutter{GutterEntry(gutter_pool, PoolEntry::Part::key, ttl, life.get()),
-             GutterEntry(gutter_pool, PoolEntry::Part::multi_get, ttl, life.get())});
+  // Made in place: a GutterEntry's expiry route points into it.
+  gutter.reset(new Gutter{GutterEntry(gutter_pool, PoolEntry::Part::key, ttl, life.get()),
+                          GutterEntry(gutter_pool, PoolEntry::Part::multi_get, ttl, life.get())});
   gutter_placement = std::make_unique<GutterPlacement>(pool->ring, pool->live, std::move(servers));
   own_split = std::make_unique<SplitRoute>(*gutter_placement);
   key = std::make_unique<GutterKeyRoute>(*gutter_placement, *gutter, life.get());

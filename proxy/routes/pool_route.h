@@ -69,6 +69,10 @@ struct PoolRoute {
   std::unique_ptr<Route> before_multi_get, before_all;
   std::unique_ptr<ServerList> all_servers;
   std::unique_ptr<Route> switch_flush;  // with a gutter: the flush `all` wraps
+  // ttl_max or ttl_set: the routes `key` and `multi_get` wrap, rewriting
+  // the expiries requests set (expiry_route.h).
+  std::unique_ptr<SingleKeyRoute> unrewritten_key;
+  std::unique_ptr<Route> unrewritten_multi_get;
   // Counts the requests these routes hold (see RouteLife).
   std::unique_ptr<RouteLife> life = std::make_unique<RouteLife>();
   // Once pool, backends and past_servers are set: the plain routes, the
@@ -84,6 +88,10 @@ struct PoolRoute {
   // The hot-key layer (hot_key_routes.h) around `key`, `multi_get` and
   // `all`, over `placement`: the last step of build_routes.
   void build_hot_keys();
+  // ttl_max or ttl_set around `key` and `multi_get`: the last step of
+  // build_routes, so that every request the pool takes, from its listener,
+  // a route, a gutter or a shadow, sets expiries by it.
+  void build_expiry();
 
   // A routing pool's routes, into the pools it routes to (built before).
   void build_routing(const RoutingPool::PoolOf& pool_of,

@@ -5,6 +5,7 @@
 #include "proxy/routes/fanout_route.h"
 #include "proxy/routes/replicated_get_route.h"
 #include "proxy/routes/replicated_key_route.h"
+#include "proxy/routes/warm_from_route.h"
 
 namespace memshard::proxy {
 
@@ -57,6 +58,19 @@ void RoutingPool::add_route(const conf::RouteConfig& route, const conf::PoolConf
                       .emplace_back(std::make_unique<ReplicatedGetRoute>(
                           reads, keys_as_routes, config.read_failover_on_miss, false, life_))
                       .get();
+  }
+  if (!route.warm_from.empty()) {
+    // The target so far takes the writes; the cold side, where reads go
+    // and copies land, is its first pool (with zone copies, the first
+    // alone); reads that miss there look in the warm pool.
+    SingleKeyRoute* warm = key_parts_
+                               .emplace_back(std::make_unique<PoolEntry>(pool_of(route.warm_from),
+                                                                         PoolEntry::Part::key))
+                               .get();
+    const WarmFrom from{*keys[0], *t.key, *warm, route.warm_ttl_s, *t.counters, life_};
+    t.key = key_parts_.emplace_back(std::make_unique<WarmFromKeyRoute>(from)).get();
+    t.multi_get =
+        get_parts_.emplace_back(std::make_unique<WarmFromGetRoute>(*reads[0], from)).get();
   }
   if (!route.shadow.empty()) {
     t.shadow = shadows_

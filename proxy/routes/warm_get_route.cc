@@ -37,21 +37,6 @@ struct Lookup {
   bool found = false;
 };
 
-// The client's retrieval command, without its keys: "get", "gets",
-// "gat <exptime>" or "gats <exptime>".
-std::string retrieval_command(const proto::Request& r) {
-  switch (r.command) {
-    case proto::Command::gets:
-      return "gets";
-    case proto::Command::gat:
-      return "gat " + std::string(r.exptime);
-    case proto::Command::gats:
-      return "gats " + std::string(r.exptime);
-    default:
-      return "get";
-  }
-}
-
 }  // namespace
 
 Work WarmGetRoute::read(RouteRequest& req, ReplySlot& client) const {
@@ -66,11 +51,7 @@ Work WarmGetRoute::read(RouteRequest& req, ReplySlot& client) const {
     co_return;
   }
   // The blocks come in key order, hits only: match them to positions.
-  std::vector<std::string_view> by_key(keys.size());
-  size_t b = 0;
-  for (size_t pos = 0; pos < keys.size() && b < blocks->size(); ++pos) {
-    if ((*blocks)[b].key == keys[pos]) by_key[pos] = (*blocks)[b++].block;
-  }
+  std::vector<std::string_view> by_key = proto::blocks_by_key(*blocks, keys);
   std::vector<Lookup> lookups;
   const uint64_t now = held.slots().now_usec();
   for (size_t pos = 0; pos < keys.size(); ++pos) {
@@ -124,7 +105,7 @@ Work WarmGetRoute::read(RouteRequest& req, ReplySlot& client) const {
   // write that this read overtook there deletes the old copies only once
   // it has stored the value (warm_key_route.h), so a key whose old copy
   // went meanwhile is there now.
-  std::string again = retrieval_command(request);
+  std::string again = proto::retrieval_command(request);
   size_t missing = 0;
   for (const Lookup& l : lookups) {
     if (l.found) continue;

@@ -165,14 +165,17 @@ struct ServerStats {
 };
 
 // Per route of a routing pool (docs/routing.md), per worker.
-#define MEMSHARD_ROUTE_COUNTERS(X)                                                \
-  X(requests)       /* requests routed (a multi-get once per route it reaches) */ \
-  X(hits)           /* keys read and found */                                     \
-  X(misses)         /* keys read and not found */                                 \
-  X(errors)         /* requests answered with an error */                         \
-  X(shadow_sent)    /* copies sent to the shadow pool */                          \
-  X(shadow_dropped) /* copies not sent: the shadow's queue was full */            \
-  X(shadow_failed)  /* copies the shadow pool answered with an error */
+#define MEMSHARD_ROUTE_COUNTERS(X)                                                   \
+  X(requests)       /* requests routed (a multi-get once per route it reaches) */    \
+  X(hits)           /* keys read and found */                                        \
+  X(misses)         /* keys read and not found */                                    \
+  X(errors)         /* requests answered with an error */                            \
+  X(shadow_sent)    /* copies sent to the shadow pool */                             \
+  X(shadow_dropped) /* copies not sent: the shadow's queue was full */               \
+  X(shadow_failed)  /* copies the shadow pool answered with an error */              \
+  X(warm_lookups)   /* warm_from: keys missed on the route's pool, looked up warm */ \
+  X(warm_hits)      /* warm_from: keys found in the warm pool */                     \
+  X(warm_copies)    /* warm_from: hits copied to the route's pool (stored) */
 
 struct RouteStats {
   MEMSHARD_ROUTE_COUNTERS(MEMSHARD_DECLARE_COUNTER)

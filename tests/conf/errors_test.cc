@@ -72,7 +72,7 @@ TEST(ConfErrors, UnknownDirective) {
                "client_idle_timeout, dns_refresh, replicas, write_policy, "
                "read_failover_on_miss, read_repair, reload_warmup, reload_migrate_rate, "
                "hot_key_log_share, hot_key_cache, hot_key_ttl, hot_key_spread, server_queue_limit, "
-               "routes, gutter, gutter_ttl, reload_switch_at, reload_switch_window, "
+               "routes, gutter, gutter_ttl, ttl_max, ttl_set, reload_switch_at, reload_switch_window, "
                "repair_record, auto_eject_max, server_flap_time, server_flap_backoff_max, "
                "hash_salt, tls_cert_file, tls_key_file, tls_ca_file, tls_verify_client, tls_min_version, "
                "server_tls, server_tls_ca_file, server_tls_cert_file, server_tls_key_file, "

@@ -179,13 +179,104 @@ TEST(ConfRoutes, MalformedRoutes) {
   expect_error(only_error(front("  routes:\n    - pool: a\n      pools: [b]\n")), 4, "routes",
                "a route has one pool: or a pools: list of copies, not both");
   expect_error(only_error(front("  routes:\n    - pool: a\n      weight: 2\n")), 5, "routes",
-               "unknown route field \"weight\"; expected prefix, pool, pools, shadow or "
-               "shadow_share");
+               "unknown route field \"weight\"; expected prefix, pool, pools, shadow, "
+               "shadow_share, warm_from or warm_ttl");
   expect_error(only_error(front("  routes:\n    - pools: [a, a]\n")), 4, "routes",
                "pool 'a' is listed twice; expected each copy's pool once");
   expect_error(
       only_error(front("  routes:\n    - pool: a\n      shadow: b\n      shadow_share: 0\n")), 6,
       "routes", "expected a share such as 1% or 0.01, above 0 and at most 100%, found \"0\"");
+}
+
+TEST(ConfRoutes, WarmFrom) {
+  LoadResult r =
+      parse(front("  routes:\n    - pool: a\n      warm_from: b\n      warm_ttl: 600\n"));
+  ASSERT_TRUE(r.config);
+  const RouteConfig& route = r.config->find_pool("front")->routes[0];
+  EXPECT_EQ(route.warm_from, "b");
+  EXPECT_EQ(route.warm_ttl_s, 600);
+  EXPECT_EQ(route.warm_from_line, 5);
+  // 0: the copies never expire.
+  EXPECT_TRUE(
+      parse(front("  routes:\n    - pool: a\n      warm_from: b\n      warm_ttl: 0\n")).config);
+  // A warm pool reached only by warm_from needs no listener.
+  EXPECT_TRUE(parse("front:\n  listen: 127.0.0.1:22121\n  routes:\n    - pool: a\n"
+                    "      warm_from: b\n      warm_ttl: 5\n"
+                    "a:\n  servers:\n   - 127.0.0.1:11211:1\n"
+                    "b:\n  servers:\n   - 127.0.0.1:11212:1\n")
+                  .config);
+}
+
+TEST(ConfRoutes, WarmFromRefused) {
+  expect_error(only_error(front("  routes:\n    - pool: a\n      warm_from: ghost\n"
+                                "      warm_ttl: 5\n")),
+               5, "routes", "warm_from pool 'ghost' is not defined; expected one of a, b, c");
+  expect_error(
+      only_error(front("  routes:\n    - pool: a\n      warm_from: front\n      warm_ttl: 5\n")), 5,
+      "routes", "warm_from pool 'front' names itself; expected another pool");
+  expect_error(
+      only_error(front("  routes:\n    - pool: a\n      warm_from: a\n      warm_ttl: 5\n")), 5,
+      "routes",
+      "warm_from pool 'a' is also where the route's keys are read (the cold side); expected the "
+      "pool that holds them warm");
+  // One of a route's other zone copies: the first is the cold side
+  // (mcrouter's two-level caching: writes to both, reads local first).
+  EXPECT_TRUE(parse(front("  routes:\n    - pools: [a, b]\n      warm_from: b\n"
+                          "      warm_ttl: 5\n"))
+                  .config);
+  expect_error(only_error(front("  routes:\n    - pool: a\n      warm_from: r\n      warm_ttl: 5\n",
+                                "r:\n  routes:\n    - pool: b\n")),
+               5, "routes",
+               "warm_from pool 'r' routes its keys to other pools itself; expected a pool with "
+               "servers (routes do not nest, so that no cycle can form)");
+  expect_error(only_error(front("  routes:\n    - pool: a\n      warm_from: b\n")), 5, "routes",
+               "warm_from needs warm_ttl: the expiry, in seconds, of the copies it makes on the "
+               "route's pool (0: none), such as \"warm_ttl: 3600\"");
+  expect_error(only_error(front("  routes:\n    - pool: a\n      warm_ttl: 5\n")), 5, "routes",
+               "warm_ttl without warm_from does nothing; expected \"warm_from: POOL\" beside it");
+  for (const char* bad : {"-1", "2592001", "1h", "x"}) {
+    expect_error(only_error(front(std::string("  routes:\n    - pool: a\n      warm_from: b\n"
+                                              "      warm_ttl: ") +
+                                  bad + "\n")),
+                 6, "routes",
+                 std::string("expected warm_ttl in seconds, 0 (no expiry) to 2592000 (30 days, "
+                             "memcached's longest relative expiry), found \"") +
+                     bad + "\"");
+  }
+}
+
+TEST(ConfRoutes, TtlMaxAndTtlSet) {
+  LoadResult r = parse(front("  routes:\n    - pool: a\n",
+                             "d:\n  listen: 127.0.0.1:22123\n"
+                             "  ttl_max: 300\n"
+                             "  servers:\n   - 127.0.0.1:11214:1\n"
+                             "e:\n  listen: 127.0.0.1:22124\n"
+                             "  ttl_set: 0\n"
+                             "  servers:\n   - 127.0.0.1:11215:1\n"));
+  ASSERT_TRUE(r.config);
+  EXPECT_EQ(r.config->find_pool("d")->ttl_max_s, 300u);
+  EXPECT_FALSE(r.config->find_pool("d")->ttl_set_s);
+  EXPECT_EQ(r.config->find_pool("e")->ttl_set_s, std::optional<uint32_t>(0));
+  EXPECT_EQ(r.config->find_pool("a")->ttl_max_s, 0u);
+  EXPECT_FALSE(r.config->find_pool("a")->ttl_set_s);
+  // Both: ttl_set would make the cap do nothing.
+  expect_error(only_error(front("  routes:\n    - pool: a\n",
+                                "d:\n  listen: 127.0.0.1:22123\n  ttl_max: 300\n  ttl_set: 60\n"
+                                "  servers:\n   - 127.0.0.1:11214:1\n")),
+               20, "ttl_set",
+               "pool 'd' has both ttl_max and ttl_set; expected one of them (ttl_set gives every "
+               "expiry one value, so a cap beside it does nothing)");
+  // Out of range: 0 caps nothing; past 30 days memcached reads a unix time.
+  for (const char* bad : {"ttl_max: 0", "ttl_max: 2592001", "ttl_set: -1", "ttl_set: 2592001"}) {
+    const LoadResult e = parse(
+        front("  routes:\n    - pool: a\n", std::string("d:\n  listen: 127.0.0.1:22123\n  ") + bad +
+                                                "\n  servers:\n   - 127.0.0.1:11214:1\n"));
+    ASSERT_FALSE(e.config) << bad;
+    ASSERT_EQ(e.errors.size(), 1u) << bad;
+    EXPECT_EQ(e.errors[0].line, 19) << bad;
+  }
+  // A routing pool has no servers to set expiries on.
+  EXPECT_EQ(only_error(front("  ttl_max: 60\n  routes:\n    - pool: a\n")).directive, "ttl_max");
 }
 
 TEST(ConfRoutes, GutterWithReplicas) {

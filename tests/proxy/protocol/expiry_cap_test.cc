@@ -59,6 +59,40 @@ TEST_F(ExpiryCap, WhatSetsNoExpiryGoesAsItIs) {
   EXPECT_EQ(cap("md k q"), std::nullopt);
 }
 
+// ttl_set (mcrouter's ModifyExptimeRoute, action set): every expiry a
+// request sets becomes the pool's, shorter, longer, 0 or past alike.
+TEST_F(ExpiryCap, SetReplacesEveryExpiry) {
+  const auto set = [this](std::string_view line, uint32_t seconds) {
+    parse_request_line(line, limits_, request_);
+    return rewrite_expiry(request_, line, ExpiryRule::set_to(seconds), kNow);
+  };
+  EXPECT_EQ(set("set k 5 0 3", 60), "set k 5 60 3");
+  EXPECT_EQ(set("set k 5 2 3", 60), "set k 5 60 3");
+  EXPECT_EQ(set("add k 0 -1 3", 60), "add k 0 60 3");
+  EXPECT_EQ(set("cas k 1 1900000000 3 99", 60), "cas k 1 60 3 99");
+  EXPECT_EQ(set("touch k 5", 60), "touch k 60");
+  EXPECT_EQ(set("gat 600 a b", 60), "gat 60 a b");
+  EXPECT_EQ(set("set k 5 100 3", 0), "set k 5 0 3");  // 0: never
+  EXPECT_EQ(set("ms k 3 T5 F1", 60), "ms k 3 T60 F1");
+  EXPECT_EQ(set("ms k 3", 60), "ms k 3 T60");
+  EXPECT_EQ(set("mg k v T1", 60), "mg k v T60");
+  EXPECT_EQ(set("ma k N10", 60), "ma k N60");
+  // Deletes keep theirs, as mcrouter's; reads and arithmetic set none.
+  EXPECT_EQ(set("md k I T30", 60), std::nullopt);
+  EXPECT_EQ(set("get a", 60), std::nullopt);
+  EXPECT_EQ(set("incr k 1", 60), std::nullopt);
+  EXPECT_EQ(set("append k 0 0 3", 60), std::nullopt);
+  EXPECT_EQ(rewrite_expiry(request_, "set k 5 0 3", ExpiryRule{}, kNow), std::nullopt);
+}
+
+TEST(RewrittenExptime, CapAndSet) {
+  EXPECT_EQ(rewritten_exptime(0, ExpiryRule::cap_at(10), kNow), 10);
+  EXPECT_EQ(rewritten_exptime(-1, ExpiryRule::cap_at(10), kNow), -1);
+  EXPECT_EQ(rewritten_exptime(-1, ExpiryRule::set_to(10), kNow), 10);
+  EXPECT_EQ(rewritten_exptime(kNow + 5, ExpiryRule::set_to(10), kNow), 10);
+  EXPECT_EQ(rewritten_exptime(7, ExpiryRule{}, kNow), 7);
+}
+
 TEST_F(ExpiryCap, AValueMemcachedRefusesStaysForTheServerToRefuse) {
   EXPECT_EQ(cap("ms k 3 Tabc"), "ms k 3 Tabc");
 }

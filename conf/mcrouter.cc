@@ -53,8 +53,14 @@ std::string Sem::key() const {
     case Kind::error:
       k = "E";
       break;
+    case Kind::warm:
+      k = "W" + std::to_string(warm_ttl) + "(";
+      for (const Sem& p : parts) k += p.key() + ";";
+      k += ")";
+      break;
   }
   if (ttl) k += "~" + std::to_string(*ttl);
+  if (ttl_set) k += "=" + std::to_string(*ttl_set);
   return k;
 }
 
@@ -64,7 +70,8 @@ std::string PoolSpec::key() const {
   for (const auto& w : hashing.weights) k += w + ",";
   k += "|" + std::to_string(plain_hash) + std::to_string(replicas) +
        std::string(policy_name(policy)) + std::to_string(read_failover_on_miss) +
-       std::to_string(eject) + "|" + gutter + "|" + std::to_string(gutter_ttl);
+       std::to_string(eject) + "|" + gutter + "|" + std::to_string(gutter_ttl) + "|" +
+       std::to_string(ttl_max) + "|" + (ttl_set ? std::to_string(*ttl_set) : "-");
   return k;
 }
 
@@ -232,6 +239,9 @@ class Mapper {
   std::optional<Sem> modify_exptime(const Ref& r, bool has_def, Cls cls);
   std::optional<Sem> operation_selector(const Ref& r, bool has_def, Cls cls);
   std::optional<Sem> error_route(const Ref& r, bool has_def);
+  std::optional<Sem> warm_up(const Ref& r, Cls cls);
+  std::optional<uint32_t> seconds_of(const Value& v, const Origin& at, std::string_view what);
+  std::optional<Target> warm_target(const Sem& read, const Sem& write, const Origin& at);
   std::optional<Hashing> hashing_of(const Value& spec, const Origin& at, Hashing start,
                                     size_t servers, bool weights_allowed);
 
@@ -722,11 +732,7 @@ std::optional<Sem> Mapper::eval_type(const std::string& type, const Ref& r, bool
                          " answers without a server (a miss, NOT_STORED, NOT_FOUND); memshard "
                          "has no route that drops requests");
   } else if (type == "WarmUpRoute") {
-    refuse(r.origin,
-           "WarmUpRoute reads a cold pool, then a warm one on a miss, and copies the hit to the "
-           "cold pool for good; memshard warms a new placement from the old one only for a "
-           "reload's window (reload_warmup): run the warm pool's config, then reload to the cold "
-           "one with reload_warmup (docs/mcrouter.md, \"Switching with a warm cache\")");
+    s = warm_up(r, cls);
   } else if (type == "PrefixSelectorRoute") {
     refuse(r.origin,
            "PrefixSelectorRoute is mcrouter's top-level route only (a route or an "
@@ -1211,6 +1217,27 @@ std::optional<Sem> Mapper::failover_with_exptime(const Ref& r, bool, Cls cls) {
   return s;
 }
 
+std::optional<uint32_t> Mapper::seconds_of(const Value& v, const Origin& at,
+                                           std::string_view what) {
+  char* end = nullptr;
+  const long n = v.is_number() ? std::strtol(v.text.c_str(), &end, 10) : -1;
+  if (!v.is_number() || *end != '\0' || n < 0) {
+    refuse(at, "expected seconds, a whole number of 0 or more, found " + v.describe() +
+                   " (memshard's " + std::string(what) + " is 0 to 2592000)");
+    return std::nullopt;
+  }
+  if (n > static_cast<long>(kMaxGutterTtl)) {
+    refuse(at, "an expiry above 30 days is a unix time to memcached; memshard's " +
+                   std::string(what) + " is at most 2592000 seconds");
+    return std::nullopt;
+  }
+  return static_cast<uint32_t>(n);
+}
+
+// mcrouter's ModifyExptimeRoute: `set` gives every expiry a request sets
+// (not a delete's) this value, `min` caps it (0, never, capped too; min 0
+// changes nothing). memshard does both per pool (ttl_set, ttl_max), so the
+// target must come down to pools (pool_of refuses the rest).
 std::optional<Sem> Mapper::modify_exptime(const Ref& r, bool, Cls cls) {
   if (!r.is_object()) {
     refuse(r.origin, "ModifyExptimeRoute is written as an object (target, exptime, action)");
@@ -1224,32 +1251,73 @@ std::optional<Sem> Mapper::modify_exptime(const Ref& r, bool, Cls cls) {
     return std::nullopt;
   }
   std::string action = "set";
-  if (const Value* a = r.value->get("action")) action = a->is_string() ? a->text : "";
-  if (action != "min") {
-    const Value* given = r.value->get("action");
-    refuse(given ? Origin{member_path(r.origin.path, "action"), given->line} : r.origin,
-           "ModifyExptimeRoute with action " + quoted(action) +
-               " sets every expiry; memshard changes no expiry but its gutter's, which it caps "
-               "(gutter_ttl: action min on a failover's pool)");
-    return std::nullopt;
+  if (const Value* a = r.value->get("action")) {
+    action = a->is_string() ? a->text : "";
+    if (action != "min" && action != "set") {
+      refuse(Origin{member_path(r.origin.path, "action"), a->line},
+             "expected action \"set\" or \"min\", as mcrouter reads it, found " + a->describe());
+      return std::nullopt;
+    }
   }
-  char* end = nullptr;
-  const long n = exptime->is_number() ? std::strtol(exptime->text.c_str(), &end, 10) : -1;
-  const Origin eat{member_path(r.origin.path, "exptime"), exptime->line};
-  if (!exptime->is_number() || *end != '\0' || n < 0) {
-    refuse(eat, "expected seconds, a whole number, found " + exptime->describe());
-    return std::nullopt;
-  }
-  if (n > static_cast<long>(kMaxGutterTtl)) {
-    refuse(eat,
-           "an expiry above 30 days is a unix time to memcached; memshard's gutter_ttl is "
-           "at most 2592000 seconds");
-    return std::nullopt;
-  }
+  const std::optional<uint32_t> n =
+      seconds_of(*exptime, Origin{member_path(r.origin.path, "exptime"), exptime->line},
+                 action == "set" ? "ttl_set" : "ttl_max");
+  if (!n) return std::nullopt;
   auto s = eval(ref_of(*target, member_path(r.origin.path, "target")), cls);
   if (!s) return std::nullopt;
-  if (n > 0 && (!s->ttl || *s->ttl > n)) s->ttl = static_cast<uint32_t>(n);
+  if (action == "min") {
+    // An inner set decides the expiry after this cap: the cap changes nothing.
+    if (*n > 0 && !s->ttl_set && (!s->ttl || *s->ttl > *n)) s->ttl = *n;
+  } else if (!s->ttl_set) {
+    // An inner cap then applies to this value (to 0, never, too).
+    s->ttl_set = s->ttl ? (*n == 0 ? *s->ttl : std::min(*n, *s->ttl)) : *n;
+    s->ttl.reset();
+  }
   s->origin = r.origin;
+  return s;
+}
+
+// mcrouter's WarmUpRoute: reads go to `cold`, then to `warm` on a miss,
+// and a hit is copied to `cold` with an add whose expiry is `exptime`;
+// writes go to `cold` only.
+std::optional<Sem> Mapper::warm_up(const Ref& r, Cls cls) {
+  if (!r.is_object()) {
+    refuse(r.origin, "WarmUpRoute is written as an object (cold, warm, exptime)");
+    return std::nullopt;
+  }
+  if (!check_options(r, "WarmUpRoute", {"cold", "warm", "exptime", "enable_metaget"}))
+    return std::nullopt;
+  const Value* cold = r.value->get("cold");
+  const Value* warm = r.value->get("warm");
+  if (cold == nullptr || warm == nullptr) {
+    refuse(r.origin, "WarmUpRoute needs cold and warm");
+    return std::nullopt;
+  }
+  uint32_t ttl = 0;  // mcrouter's: without exptime and metaget, the copies never expire
+  if (const Value* e = r.value->get("exptime")) {
+    const auto n =
+        seconds_of(*e, Origin{member_path(r.origin.path, "exptime"), e->line}, "warm_ttl");
+    if (!n) return std::nullopt;
+    ttl = *n;
+  } else if (const Value* m = r.value->get("enable_metaget");
+             m != nullptr && m->is_bool() && m->text == "true") {
+    refuse(Origin{member_path(r.origin.path, "enable_metaget"), m->line},
+           "WarmUpRoute without exptime, with enable_metaget: mcrouter reads each warm item's "
+           "expiry with metaget, which memshard does not speak; give exptime (warm_ttl)");
+    return std::nullopt;
+  }
+  auto cold_sem = eval(ref_of(*cold, member_path(r.origin.path, "cold")), cls);
+  if (!cold_sem) return std::nullopt;
+  if (cls == Cls::write) return cold_sem;  // the warm side is the client's business
+  auto warm_sem = eval(ref_of(*warm, member_path(r.origin.path, "warm")), Cls::read);
+  if (!warm_sem) return std::nullopt;
+  Sem s;
+  s.kind = Kind::warm;
+  s.what = "WarmUpRoute";
+  s.origin = r.origin;
+  s.warm_ttl = ttl;
+  s.parts.push_back(std::move(*cold_sem));
+  s.parts.push_back(std::move(*warm_sem));
   return s;
 }
 
@@ -1341,12 +1409,45 @@ std::optional<Sem> Mapper::error_route(const Ref& r, bool) {
 // ---- reads and writes together ----
 
 bool Mapper::no_ttl(const Sem& s, const Origin& at) {
-  if (!s.ttl) return true;
+  if (s.kind == Kind::warm) {
+    refuse(at,
+           "WarmUpRoute inside another route handle: memshard's warm-up is a whole route's "
+           "(warm_from): put the WarmUpRoute at the top of the route, or of a prefix's "
+           "policy, where reads and writes meet");
+    return false;
+  }
+  if (!s.ttl && !s.ttl_set) return true;
   refuse(at, s.what +
-                 " under a ModifyExptimeRoute (or a failover_exptime) outside a failover's "
-                 "pool: memshard caps expiries only in a gutter (gutter_ttl)");
+                 " under a ModifyExptimeRoute (or a failover_exptime) around more than a pool: "
+                 "memshard sets expiries per pool (ttl_max, ttl_set, a gutter's gutter_ttl); "
+                 "put the ModifyExptimeRoute around each PoolRoute");
   return false;
 }
+
+namespace {
+
+// `s` without what a ModifyExptimeRoute made of it: where it puts keys.
+std::string placement_key(Sem s) {
+  s.ttl.reset();
+  s.ttl_set.reset();
+  return s.key();
+}
+
+bool holds_warm_up(const Sem& s) {
+  if (s.kind == Kind::warm) return true;
+  return std::any_of(s.parts.begin(), s.parts.end(), holds_warm_up);
+}
+
+bool same_expiry(const Sem& a, const Sem& b) {
+  return a.ttl == b.ttl && a.ttl_set == b.ttl_set;
+}
+
+void take_expiry(const Sem& s, PoolSpec& p) {
+  p.ttl_max = s.ttl.value_or(0);
+  p.ttl_set = s.ttl_set;
+}
+
+}  // namespace
 
 std::string Mapper::add_pool(PoolSpec spec) {
   const std::string key = spec.key();
@@ -1361,14 +1462,40 @@ std::string Mapper::add_pool(PoolSpec spec) {
 }
 
 std::optional<std::string> Mapper::pool_of(const Sem& read, const Sem& write, const Origin& at) {
-  if (!no_ttl(read, at) || !no_ttl(write, at)) return std::nullopt;
+  if (read.kind == Kind::warm || write.kind == Kind::warm) {
+    no_ttl(read.kind == Kind::warm ? read : write, at);  // refuses it
+    return std::nullopt;
+  }
+  if (read.kind != Kind::hashed && read.kind != Kind::chain && !no_ttl(read, at))
+    return std::nullopt;
+  if (write.kind != Kind::hashed && write.kind != Kind::all_of && write.kind != Kind::chain &&
+      !no_ttl(write, at))
+    return std::nullopt;
+  // A pool's expiries are set for every request it takes, gat's and
+  // touch's as a write's: reads and writes must agree on them.
+  if (!same_expiry(read, write) && (read.ttl || read.ttl_set)) {
+    refuse(at, "reads go to " + read.what + " and writes to " + write.what +
+                   " with other expiries (ModifyExptimeRoute): memshard sets a pool's expiries "
+                   "(ttl_max, ttl_set) for every request it takes, gat's included");
+    return std::nullopt;
+  }
   // The same hashed pool for both: the plain case.
-  if (read.kind == Kind::hashed && write.kind == Kind::hashed && read.key() == write.key()) {
+  if (read.kind == Kind::hashed && write.kind == Kind::hashed &&
+      placement_key(read) == placement_key(write)) {
+    if (!same_expiry(read, write)) {
+      refuse(at, "reads go to " + read.what +
+                     " and writes to it through a ModifyExptimeRoute: "
+                     "memshard sets a pool's expiries (ttl_max, ttl_set) for every request it "
+                     "takes, gat's and touch's included; route both through the same "
+                     "ModifyExptimeRoute");
+      return std::nullopt;
+    }
     PoolSpec p;
     p.group = read.group;
     p.hashing = read.hashing;
     p.origin = read.origin;
     p.what = read.what;
+    take_expiry(write, p);
     return add_pool(std::move(p));
   }
   // Every server holds every key: read any (one_of, or hashed over the
@@ -1385,6 +1512,7 @@ std::optional<std::string> Mapper::pool_of(const Sem& read, const Sem& write, co
     PoolSpec p;
     p.group = write.group;
     p.plain_hash = true;
+    take_expiry(write, p);
     p.replicas = static_cast<uint32_t>(write.group.servers.size());
     p.policy = write.policy;
     p.read_failover_on_miss = read.kind == Kind::one_of && read.on_miss;
@@ -1396,6 +1524,7 @@ std::optional<std::string> Mapper::pool_of(const Sem& read, const Sem& write, co
   // A pool that fails over to another: its gutter.
   if (read.kind == Kind::chain && write.kind == Kind::chain && read.key() == write.key() &&
       !read.on_miss) {
+    if (!no_ttl(read, at)) return std::nullopt;
     if (read.parts.size() != 2) {
       refuse(at, read.what + " over " + std::to_string(read.parts.size()) +
                      " routes: memshard fails a pool over to one other (its gutter)");
@@ -1412,7 +1541,6 @@ std::optional<std::string> Mapper::pool_of(const Sem& read, const Sem& write, co
                      normal.what + " and " + spare.what);
       return std::nullopt;
     }
-    if (!no_ttl(normal, at)) return std::nullopt;
     auto gutter = pool_of(spare, spare, at);
     if (!gutter) return std::nullopt;
     PoolSpec p;
@@ -1420,6 +1548,7 @@ std::optional<std::string> Mapper::pool_of(const Sem& read, const Sem& write, co
     p.hashing = normal.hashing;
     p.gutter = *gutter;
     p.gutter_ttl = ttl == 0 ? kMaxGutterTtl : ttl;
+    take_expiry(normal, p);
     p.eject = true;
     p.origin = at;
     p.what = read.what;
@@ -1442,6 +1571,13 @@ std::optional<std::string> Mapper::pool_of(const Sem& read, const Sem& write, co
 }
 
 std::optional<Target> Mapper::combine(const Sem& read, const Sem& write, const Origin& at) {
+  if (read.kind == Kind::warm) return warm_target(read, write, at);
+  if (holds_warm_up(read)) {
+    refuse(at, "WarmUpRoute inside another route handle (" + read.what +
+                   "): memshard's warm-up is a whole route's (warm_from): put the WarmUpRoute at "
+                   "the top of the route, or of a prefix's policy, where reads and writes meet");
+    return std::nullopt;
+  }
   Target t;
   t.origin = at;
   if (read.kind == Kind::error && write.kind == Kind::error) {
@@ -1496,6 +1632,80 @@ std::optional<Target> Mapper::combine(const Sem& read, const Sem& write, const O
   if (!name) return std::nullopt;
   t.kind = Target::Kind::pool;
   t.pools.push_back(*name);
+  return t;
+}
+
+// A WarmUpRoute at the top of a route: its cold side is the route's
+// pool, where writes go too (alone, or first among zone copies: an
+// AllSyncRoute to it and others, as the wiki's two-level caching), and its
+// warm side the pool of warm_from.
+std::optional<Target> Mapper::warm_target(const Sem& read, const Sem& write, const Origin& at) {
+  const Sem& cold = read.parts[0];
+  Sem warm = read.parts[1];
+  if (cold.kind != Kind::hashed) {
+    refuse(at, "WarmUpRoute's cold route is " + cold.what +
+                   "; memshard's cold side is the route's pool (a PoolRoute or HashRoute)");
+    return std::nullopt;
+  }
+  if (warm.kind != Kind::hashed) {
+    refuse(at, "WarmUpRoute's warm route is " + warm.what +
+                   "; memshard looks a key up in one pool (warm_from: a PoolRoute or HashRoute)");
+    return std::nullopt;
+  }
+  warm.ttl.reset();  // only looked up: nothing is written there
+  warm.ttl_set.reset();
+  Target t;
+  t.origin = at;
+  t.warm_ttl = read.warm_ttl;
+  std::vector<const Sem*> writes;
+  if (write.kind == Kind::fanout) {
+    if (!no_ttl(write, at)) return std::nullopt;
+    t.policy = write.policy;
+    for (const Sem& w : write.parts) writes.push_back(&w);
+  } else {
+    writes.push_back(&write);
+  }
+  // The cold pool first: reads and copies go there.
+  const auto cold_at = std::find_if(writes.begin(), writes.end(), [&](const Sem* w) {
+    return w->kind == Kind::hashed && placement_key(*w) == placement_key(cold);
+  });
+  if (cold_at == writes.end()) {
+    refuse(at, "reads go to " + cold.what + " (WarmUpRoute's cold side) and writes to " +
+                   write.what +
+                   ", which does not write it: memshard writes a key where it reads "
+                   "it");
+    return std::nullopt;
+  }
+  if ((cold.ttl || cold.ttl_set) && !same_expiry(cold, **cold_at)) {
+    refuse(at, "WarmUpRoute's cold side " + cold.what +
+                   " is read with other expiries (ModifyExptimeRoute) than it is written with: "
+                   "memshard sets a pool's expiries (ttl_max, ttl_set) for every request");
+    return std::nullopt;
+  }
+  std::rotate(writes.begin(), cold_at, cold_at + 1);
+  for (const Sem* w : writes) {
+    if (w->kind != Kind::hashed) {
+      refuse(at, "writes go to " + write.what + " beside WarmUpRoute's cold side, among them " +
+                     w->what + "; memshard writes a warm-up route's copies to pools");
+      return std::nullopt;
+    }
+    auto name = pool_of(*w, *w, at);
+    if (!name) return std::nullopt;
+    t.pools.push_back(*name);
+  }
+  std::set<std::string> distinct(t.pools.begin(), t.pools.end());
+  if (distinct.size() != t.pools.size()) {
+    refuse(at, write.what + " writes one pool twice");
+    return std::nullopt;
+  }
+  auto warm_pool = pool_of(warm, warm, at);
+  if (!warm_pool) return std::nullopt;
+  if (*warm_pool == t.pools.front() || placement_key(warm) == placement_key(cold)) {
+    refuse(at, "WarmUpRoute's warm and cold routes are the same pool");
+    return std::nullopt;
+  }
+  t.warm_from = *warm_pool;
+  t.kind = t.pools.size() == 1 ? Target::Kind::pool : Target::Kind::zones;
   return t;
 }
 
@@ -1628,7 +1838,8 @@ void Mapper::root_routes(const Ref& route) {
   }
   mapping.routes = std::move(routes);
   if (mapping.routes.size() == 1 && mapping.routes.front().is_default &&
-      mapping.routes.front().target.kind == Target::Kind::pool) {
+      mapping.routes.front().target.kind == Target::Kind::pool &&
+      mapping.routes.front().target.warm_from.empty()) {
     mapping.listener = mapping.routes.front().target.pools.front();
     return;
   }

@@ -77,6 +77,7 @@ enum class Kind {
   chain,   // parts in order: the next on an error (or a miss) of the one before
   fanout,  // every part (AllSyncRoute over routes, ...)
   error,   // an error reply (ErrorRoute)
+  warm,    // reads: parts[0] (cold), then parts[1] (warm) on a miss, copied back (WarmUpRoute)
 };
 
 struct Sem {
@@ -87,6 +88,8 @@ struct Sem {
   bool on_miss = false;                     // chain, one_of: a miss fails over too
   std::vector<Sem> parts;                   // chain, fanout
   std::optional<uint32_t> ttl;              // expiries capped (ModifyExptimeRoute, min)
+  std::optional<uint32_t> ttl_set;          // every expiry set to this (ModifyExptimeRoute, set)
+  uint32_t warm_ttl = 0;                    // warm: the copies' expiry (WarmUpRoute's exptime)
   std::string what;                         // the handle, for messages ("PoolRoute|A")
   Origin origin;
   std::string key() const;  // equal keys: the same placement and behaviour
@@ -103,6 +106,8 @@ struct PoolSpec {
   bool eject = false;  // auto_eject_hosts: mcrouter's TKO skips a failing copy
   std::string gutter;  // memshard pool name
   uint32_t gutter_ttl = 0;
+  uint32_t ttl_max = 0;             // ModifyExptimeRoute, min; 0: none
+  std::optional<uint32_t> ttl_set;  // ModifyExptimeRoute, set
   Origin origin;
   std::string what;
   std::string key() const;
@@ -114,6 +119,8 @@ struct Target {
   std::vector<std::string> pools;  // memshard pool names: one, or the zone copies in read order
   bool on_miss = false;            // zones: read_failover_on_miss
   WritePolicy policy = WritePolicy::first;  // zones: write_policy
+  std::string warm_from;                    // WarmUpRoute: the warm pool; empty: none
+  uint32_t warm_ttl = 0;
   Origin origin;
 };
 

@@ -91,6 +91,13 @@ void write_pool(Writer& w, const std::string& name, const PoolSpec& p, const std
     w.line("  gutter: " + scalar(p.gutter), p.origin);
     w.line("  gutter_ttl: " + std::to_string(p.gutter_ttl), p.origin);
   }
+  if (p.ttl_set) {
+    w.line("  ttl_set: " + std::to_string(*p.ttl_set) + "  # ModifyExptimeRoute, action set",
+           p.origin);
+  } else if (p.ttl_max != 0) {
+    w.line("  ttl_max: " + std::to_string(p.ttl_max) + "  # ModifyExptimeRoute, action min",
+           p.origin);
+  }
   w.line("  servers:", p.origin);
   for (size_t i = 0; i < p.group.servers.size(); ++i) {
     const Server& s = *p.group.servers[i];
@@ -144,6 +151,11 @@ std::string write_yaml(const Mapping& m, const std::string& file, const std::str
         w.line(first + "pools: [" + list + "]", r.origin);
       } else {
         w.line(first + "pool: " + scalar(r.target.pools.front()), r.origin);
+      }
+      if (!r.target.warm_from.empty()) {
+        w.line("      warm_from: " + scalar(r.target.warm_from) + "  # WarmUpRoute's warm side",
+               r.origin);
+        w.line("      warm_ttl: " + std::to_string(r.target.warm_ttl), r.origin);
       }
     }
   }

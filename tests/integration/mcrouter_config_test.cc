@@ -7,13 +7,16 @@
 // -t, --listen, convert, ring lookup and ring diff on mcrouter configs.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <fstream>
 #include <map>
 #include <memory>
+#include <optional>
 #include <regex>
 #include <set>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cli_util.h"
@@ -362,17 +365,105 @@ TEST_F(McrouterConfig, WikiPrefixRouting) {
   expect_placed(holders(fleet, 8), want, "prefix-routing.json");
 }
 
-TEST_F(McrouterConfig, WikiWarmUpExamplesAreRefusedWithTheirPath) {
-  for (const auto& [name, path] : std::vector<std::pair<std::string, std::string>>{
-           {"cold-cache-warmup.json", "route"},
-           {"two-level-caching.json", "route.operation_policies.get"}}) {
-    const CommandResult r =
-        memshard({"-t", "-c", std::string(MEMSHARD_CONF_EXAMPLES_DIR) + "/mcrouter/" + name});
-    EXPECT_EQ(r.exit_code, 1) << name;
-    EXPECT_NE(r.err.find(name), std::string::npos) << r.err;
-    EXPECT_NE(r.err.find(": " + path + ": WarmUpRoute"), std::string::npos) << r.err;
-    EXPECT_NE(r.err.find("reload_warmup"), std::string::npos) << r.err;
+// The TTL a server keeps for `key` (-1: none; nullopt: not there).
+std::optional<long> ttl_on(uint16_t port, const std::string& key) {
+  RawClient c(port);
+  const std::string reply = c.roundtrip("mg " + key + " t\r\nmn\r\n", "MN\r\n");
+  if (reply.rfind("HD t", 0) != 0) return std::nullopt;
+  return std::stol(reply.substr(4));
+}
+
+// Waits until `key` is on the server at `port` (a get's copy lands
+// behind its answer).
+bool lands(uint16_t port, const std::string& key) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (!ttl_on(port, key)) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
+  return true;
+}
+
+// The wiki's "Cold cache warm up": a key only in the warm pool is read
+// through memshard, then found on its cold server (mcrouter's ch3
+// placement) with the route's exptime; a write goes to the cold pool only.
+TEST_F(McrouterConfig, WikiColdCacheWarmUp) {
+  Fleet fleet(4);  // cold: 0, 1; warm: 2, 3
+  size_t used = 0;
+  const std::string json = example_on("cold-cache-warmup.json", fleet, &used);
+  ASSERT_EQ(used, 4u);
+  const std::vector<uint32_t> in2 = mcrouter_index("ch3", 2);
+  const size_t half = kKeys / 2;
+  for (size_t i = 0; i < half; ++i) {
+    RawClient warm(fleet[2 + in2[i]].port());
+    ASSERT_EQ(warm.roundtrip(set_command(keys()[i], value_of(i))), "STORED\r\n");
+  }
+  Running memshard(dir_, json);
+  RawClient client(memshard.port());
+  std::string request = "get";
+  for (const std::string& k : keys()) request += " " + k;
+  std::vector<Value> values;
+  ASSERT_TRUE(parse_values(client.roundtrip(request + "\r\n", "END\r\n"), values));
+  ASSERT_EQ(values.size(), half) << "the warm keys, and none of the others";
+  for (size_t i = 0; i < half; ++i) {
+    EXPECT_EQ(values[i].key, keys()[i]);
+    EXPECT_EQ(values[i].data, value_of(i));
+    ASSERT_TRUE(lands(fleet[in2[i]].port(), keys()[i])) << "key #" << i << " not copied cold";
+    const auto ttl = ttl_on(fleet[in2[i]].port(), keys()[i]);
+    EXPECT_LE(*ttl, 3600) << i;
+    EXPECT_GE(*ttl, 3590) << i;
+  }
+  // Writes: the cold pool only, where mcrouter's ch3 puts each key.
+  for (size_t i = half; i < kKeys; ++i)
+    ASSERT_EQ(client.roundtrip(set_command(keys()[i], value_of(i))), "STORED\r\n");
+  std::vector<std::set<size_t>> want;
+  for (size_t i = 0; i < kKeys; ++i)
+    want.push_back(i < half ? std::set<size_t>{in2[i], 2 + in2[i]} : std::set<size_t>{in2[i]});
+  expect_placed(holders(fleet, 4), want, "cold-cache-warmup.json");
+}
+
+// The wiki's "Two level caching": writes go to the shared pool (where
+// mcrouter's ch3 puts each key) and to the local server with a 10 s
+// expiry; a read that misses locally is found shared and copied local
+// with the WarmUpRoute's 10 s.
+TEST_F(McrouterConfig, WikiTwoLevelCaching) {
+  Fleet fleet(3);  // shared: 0, 1; local: 2
+  size_t used = 0;
+  const std::string json = example_on("two-level-caching.json", fleet, &used);
+  ASSERT_EQ(used, 3u);
+  const std::vector<uint32_t> in2 = mcrouter_index("ch3", 2);
+  // Only shared holds the first key: read through memshard, copied local.
+  {
+    RawClient shared(fleet[in2[0]].port());
+    ASSERT_EQ(shared.roundtrip(set_command(keys()[0], value_of(0))), "STORED\r\n");
+  }
+  Running memshard(dir_, json);
+  RawClient client(memshard.port());
+  EXPECT_EQ(client.roundtrip("get " + keys()[0] + "\r\n", "END\r\n"),
+            "VALUE " + keys()[0] + " 0 " + std::to_string(value_of(0).size()) + "\r\n" +
+                value_of(0) + "\r\nEND\r\n");
+  ASSERT_TRUE(lands(fleet[2].port(), keys()[0])) << "not copied to the local pool";
+  EXPECT_LE(*ttl_on(fleet[2].port(), keys()[0]), 10);
+  EXPECT_EQ(ttl_on(fleet[in2[0]].port(), keys()[0]), -1L) << "the shared copy is left alone";
+  // Writes: both pools, the local copy with its expiry set to 10 s.
+  set_all(memshard.port());
+  std::vector<std::set<size_t>> want;
+  for (size_t i = 0; i < kKeys; ++i) want.push_back({in2[i], 2});
+  expect_placed(holders(fleet, 3), want, "two-level-caching.json");
+  for (size_t i = 0; i < kKeys; ++i) {
+    const auto local = ttl_on(fleet[2].port(), keys()[i]);
+    ASSERT_TRUE(local) << i;
+    EXPECT_LE(*local, 10) << i;
+    EXPECT_GE(*local, 5) << i;
+    EXPECT_EQ(ttl_on(fleet[in2[i]].port(), keys()[i]), -1L) << i;
+  }
+  // Reads: the local copy first.
+  {
+    RawClient local(fleet[2].port());
+    ASSERT_EQ(local.roundtrip(set_command(keys()[1], "local-only")), "STORED\r\n");
+  }
+  EXPECT_EQ(client.roundtrip("get " + keys()[1] + "\r\n", "END\r\n"),
+            "VALUE " + keys()[1] + " 0 10\r\nlocal-only\r\nEND\r\n");
 }
 
 // ---- the command line ----
@@ -396,10 +487,10 @@ TEST_F(McrouterConfig, TestConfAndListen) {
   EXPECT_NE(r.err.find("--listen"), std::string::npos) << r.err;
   // A refused handle: its JSON path, its line, the reason.
   const std::string bad =
-      dir_.write("bad.json", config_one_pool("", "{\"type\": \"NullRoute\"}", fleet, 2));
+      dir_.write("bad.json", config_one_pool("", "{\"type\": \"RandomRoute\"}", fleet, 2));
   r = memshard({"-t", "-c", bad});
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.err.find("bad.json:4: route: NullRoute"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("bad.json:4: route: RandomRoute"), std::string::npos) << r.err;
 }
 
 TEST_F(McrouterConfig, ListenServesTextMetaAndBinaryClients) {

@@ -53,6 +53,9 @@ std::string Sem::key() const {
     case Kind::error:
       k = "E";
       break;
+    case Kind::null:
+      k = "N";
+      break;
     case Kind::warm:
       k = "W" + std::to_string(warm_ttl) + "(";
       for (const Sem& p : parts) k += p.key() + ";";
@@ -727,10 +730,12 @@ std::optional<Sem> Mapper::eval_type(const std::string& type, const Ref& r, bool
     s = operation_selector(r, has_def, cls);
   } else if (type == "ErrorRoute") {
     s = error_route(r, has_def);
-  } else if (type == "NullRoute" || type == "DevNullRoute" || type == "BlackholeRoute") {
-    refuse(r.origin, type +
-                         " answers without a server (a miss, NOT_STORED, NOT_FOUND); memshard "
-                         "has no route that drops requests");
+  } else if (type == "NullRoute" || type == "DevNullRoute") {
+    // No options: mcrouter reads none (a DevNullRoute only counts too).
+    if (check_options(r, type, {})) {
+      s = Sem();
+      s->kind = Kind::null;
+    }
   } else if (type == "WarmUpRoute") {
     s = warm_up(r, cls);
   } else if (type == "PrefixSelectorRoute") {
@@ -1438,6 +1443,11 @@ bool holds_warm_up(const Sem& s) {
   return std::any_of(s.parts.begin(), s.parts.end(), holds_warm_up);
 }
 
+bool holds_null(const Sem& s) {
+  if (s.kind == Kind::null) return true;
+  return std::any_of(s.parts.begin(), s.parts.end(), holds_null);
+}
+
 bool same_expiry(const Sem& a, const Sem& b) {
   return a.ttl == b.ttl && a.ttl_set == b.ttl_set;
 }
@@ -1571,6 +1581,25 @@ std::optional<std::string> Mapper::pool_of(const Sem& read, const Sem& write, co
 }
 
 std::optional<Target> Mapper::combine(const Sem& read, const Sem& write, const Origin& at) {
+  // NullRoute as a whole route: memshard's blackhole route.
+  if (read.kind == Kind::null && write.kind == Kind::null) {
+    Target t;
+    t.kind = Target::Kind::blackhole;
+    t.origin = at;
+    return t;
+  }
+  if (holds_null(read) || holds_null(write)) {
+    const Sem& which = holds_null(read) ? read : write;
+    refuse(at, which.kind == Kind::null
+                   ? which.what + " for " + (read.kind == Kind::null ? "reads" : "writes") +
+                         " only, beside " + (read.kind == Kind::null ? write.what : read.what) +
+                         ": memshard answers a route's requests itself (blackhole) for all of "
+                         "them or none"
+                   : "NullRoute inside another route handle (" + which.what +
+                         "): memshard answers requests itself (blackhole) only as a whole "
+                         "route: the route, a prefix's policy or the wildcard");
+    return std::nullopt;
+  }
   if (read.kind == Kind::warm) return warm_target(read, write, at);
   if (holds_warm_up(read)) {
     refuse(at, "WarmUpRoute inside another route handle (" + read.what +

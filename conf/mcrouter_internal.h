@@ -78,6 +78,7 @@ enum class Kind {
   fanout,  // every part (AllSyncRoute over routes, ...)
   error,   // an error reply (ErrorRoute)
   warm,    // reads: parts[0] (cold), then parts[1] (warm) on a miss, copied back (WarmUpRoute)
+  null,    // answered at once, nothing sent (NullRoute, DevNullRoute)
 };
 
 struct Sem {
@@ -115,7 +116,7 @@ struct PoolSpec {
 
 // Where a route of the listener sends its keys.
 struct Target {
-  enum class Kind { pool, zones, error } kind = Kind::error;
+  enum class Kind { pool, zones, error, blackhole } kind = Kind::error;
   std::vector<std::string> pools;  // memshard pool names: one, or the zone copies in read order
   bool on_miss = false;            // zones: read_failover_on_miss
   WritePolicy policy = WritePolicy::first;  // zones: write_policy

@@ -145,7 +145,9 @@ std::string write_yaml(const Mapping& m, const std::string& file, const std::str
         w.line(first, r.origin);
         first = "      ";
       }
-      if (r.target.kind == Target::Kind::zones) {
+      if (r.target.kind == Target::Kind::blackhole) {
+        w.line(first + "blackhole: true  # NullRoute: answered at once, sent nowhere", r.origin);
+      } else if (r.target.kind == Target::Kind::zones) {
         std::string list;
         for (const auto& p : r.target.pools) list += (list.empty() ? "" : ", ") + scalar(p);
         w.line(first + "pools: [" + list + "]", r.origin);

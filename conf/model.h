@@ -75,6 +75,10 @@ struct RouteConfig {
   // side only.
   std::string warm_from;
   int64_t warm_ttl_s = -1;  // -1: not given (required with warm_from)
+  // `blackhole: true` (mcrouter's NullRoute): no pool; memshard answers
+  // every request of the route itself, as NullRoute does (not stored, not
+  // found, a miss), and sends nothing anywhere.
+  bool blackhole = false;
   int warm_from_line = 0;
   int warm_ttl_line = 0;
   int line = 0;

@@ -24,8 +24,8 @@ constexpr size_t kMaxPrefixBytes = 250;
 
 // The fields of one `routes` entry: anything else is refused before
 // RouteReader::read() looks at it.
-constexpr std::array<std::string_view, 7> kRouteFields = {
-    "prefix", "pool", "pools", "shadow", "shadow_share", "warm_from", "warm_ttl",
+constexpr std::array<std::string_view, 8> kRouteFields = {
+    "prefix", "pool", "pools", "shadow", "shadow_share", "warm_from", "warm_ttl", "blackhole",
 };
 
 // memcached's longest relative expiry; a warm_ttl beyond it would be read
@@ -36,7 +36,7 @@ bool is_route_field(std::string_view key) {
   return std::find(kRouteFields.begin(), kRouteFields.end(), key) != kRouteFields.end();
 }
 
-// "prefix, pool, pools, shadow, shadow_share, warm_from or warm_ttl"
+// "prefix, pool, pools, ..., warm_ttl or blackhole"
 std::string route_field_list() {
   std::string out;
   for (size_t i = 0; i < kRouteFields.size(); ++i) {
@@ -81,6 +81,16 @@ class RouteReader {
       } else if (key == "shadow") {
         route_.shadow_line = line;
         if (auto text = scalar(key, value, line)) route_.shadow = *text;
+      } else if (key == "blackhole") {
+        blackhole_line = line;
+        if (auto text = scalar(key, value, line)) {
+          const Parsed<bool> b = parse_bool(*text);
+          if (b.value) {
+            route_.blackhole = *b.value;
+          } else {
+            fail(line, b.error + ", found " + in_quotes(*text));
+          }
+        }
       } else if (key == "warm_from") {
         route_.warm_from_line = line;
         if (auto text = scalar(key, value, line)) route_.warm_from = *text;
@@ -99,12 +109,20 @@ class RouteReader {
       }
     }
     route_.is_default = !prefix_given;
+    if (route_.blackhole) {
+      if (pool_given || pools_given || !route_.shadow.empty() || route_.warm_from_line != 0) {
+        fail(blackhole_line,
+             "a blackhole route answers every request itself and sends nothing anywhere; "
+             "expected no pool, pools, shadow or warm_from beside blackhole: true");
+      }
+      return failed_ ? std::nullopt : std::optional<RouteConfig>(std::move(route_));
+    }
     if (pool_given && pools_given) {
       fail(route_.line, "a route has one pool: or a pools: list of copies, not both");
     } else if (!pool_given && !pools_given) {
       fail(route_.line,
-           "a route names where its keys go: \"pool: NAME\", or \"pools: [A, B]\" for a copy "
-           "in each");
+           "a route names where its keys go: \"pool: NAME\", \"pools: [A, B]\" for a copy "
+           "in each, or \"blackhole: true\" for none");
     }
     if (!route_.shadow.empty() && route_.shadow_line == 0) route_.shadow_line = route_.line;
     if (route_.warm_from_line != 0 && route_.warm_ttl_line == 0) {
@@ -183,6 +201,7 @@ class RouteReader {
   const YAML::Node& item_;
   ErrorList& errors_;
   RouteConfig route_;
+  int blackhole_line = 0;
   bool failed_ = false;
 };
 

@@ -353,6 +353,8 @@ void render_prometheus(const StatsView& p, std::string& out) {
        "Routing pools, warm_from: keys found in the warm pool."},
       {"warm_copies", "memshard_route_warm_copies_total",
        "Routing pools, warm_from: values found warm and stored on the route's pool."},
+      {"blackholed", "memshard_route_blackholed_total",
+       "Routing pools, blackhole: requests the route answered itself, sending nothing."},
   };
   for (const RouteMetric& m : kRoute) {
     f.header(m.name, "counter", m.help);

@@ -51,6 +51,10 @@ std::function<void(const std::string&)> routed_printer(const conf::Config& confi
       return;
     }
     const conf::RouteConfig& route = front.routes[r];
+    if (route.blackhole) {
+      out << key << '\t' << route.name() << "\t-\tblackhole\n";
+      return;
+    }
     std::string pools, servers;
     for (const std::string& p : route.pools) {
       pools += (pools.empty() ? "" : ",") + p;

@@ -2,6 +2,7 @@
 
 #include <set>
 
+#include "proxy/routes/blackhole_route.h"
 #include "proxy/routes/fanout_route.h"
 #include "proxy/routes/replicated_get_route.h"
 #include "proxy/routes/replicated_key_route.h"
@@ -33,6 +34,11 @@ void RoutingPool::add_route(const conf::RouteConfig& route, const conf::PoolConf
   RouteTarget& t = targets_.emplace_back();
   counters_.push_back(counters_of(route.name()));
   t.counters = counters_.back().get();
+  if (route.blackhole) {
+    t.key = key_parts_.emplace_back(std::make_unique<BlackholeRoute>(*t.counters)).get();
+    t.multi_get = t.key;
+    return;
+  }
   std::vector<SingleKeyRoute*> keys;
   std::vector<Route*> keys_as_routes, reads;
   for (const std::string& name : route.pools) {

@@ -175,7 +175,8 @@ struct ServerStats {
   X(shadow_failed)  /* copies the shadow pool answered with an error */              \
   X(warm_lookups)   /* warm_from: keys missed on the route's pool, looked up warm */ \
   X(warm_hits)      /* warm_from: keys found in the warm pool */                     \
-  X(warm_copies)    /* warm_from: hits copied to the route's pool (stored) */
+  X(warm_copies)    /* warm_from: hits copied to the route's pool (stored) */        \
+  X(blackholed)     /* blackhole: requests the route answered itself */
 
 struct RouteStats {
   MEMSHARD_ROUTE_COUNTERS(MEMSHARD_DECLARE_COUNTER)

@@ -379,6 +379,22 @@ TEST(McrouterRoutes, TwoLevelCaching) {
   EXPECT_FALSE(pool(c, "B").ttl_set_s);
 }
 
+// NullRoute (and DevNullRoute) as a whole route: a blackhole route.
+TEST(McrouterRoutes, NullRouteIsABlackholeRoute) {
+  Config c = loaded(with_route(R"({"type": "PrefixSelectorRoute", "policies": {
+      "junk:": "NullRoute", "x:": {"type": "DevNullRoute"}}, "wildcard": "PoolRoute|A"})"));
+  const PoolConfig& front = pool(c, "mcrouter");
+  ASSERT_EQ(front.routes.size(), 3u);
+  EXPECT_TRUE(front.routes[0].blackhole);
+  EXPECT_TRUE(front.routes[0].pools.empty());
+  EXPECT_TRUE(front.routes[1].blackhole);
+  EXPECT_FALSE(front.routes[2].blackhole);
+  c = loaded(with_route(R"("NullRoute")"));
+  ASSERT_EQ(pool(c, "mcrouter").routes.size(), 1u);
+  EXPECT_TRUE(pool(c, "mcrouter").routes[0].blackhole);
+  EXPECT_TRUE(pool(c, "mcrouter").routes[0].is_default);
+}
+
 TEST(McrouterRoutes, RoutesWithAliases) {
   Config c = loaded("{" + kPools +
                     R"("routes": [{"aliases": ["/r/c1/", "/r/c2/"], "route": "PoolRoute|B"}]})");
@@ -454,9 +470,14 @@ INSTANTIATE_TEST_SUITE_P(
                   "default_policy": {"type": "ModifyExptimeRoute", "target": "PoolRoute|A",
                   "exptime": 10}})",
                 "route", "gat's and touch's included"},
-        Refusal{R"("NullRoute")", "route", "drops requests"},
-        Refusal{R"({"type": "PrefixSelectorRoute", "policies": {"a": "DevNullRoute"}})",
-                "route.policies.a", "drops requests"},
+        Refusal{R"({"type": "FailoverRoute", "children": ["PoolRoute|A", "NullRoute"]})", "route",
+                "NullRoute inside another route handle"},
+        Refusal{R"({"type": "OperationSelectorRoute", "operation_policies": {"get": "NullRoute"},
+                  "default_policy": "PoolRoute|A"})",
+                "route", "for reads only"},
+        Refusal{R"({"type": "NullRoute", "response": "x"})", "route.response", "NullRoute"},
+        Refusal{R"({"type": "BlackholeRoute", "default": "PoolRoute|A"})", "route",
+                "BlackholeRoute is a route handle memshard does not map"},
         Refusal{R"("LatestRoute|Pool|A")", "route", "LatestRoute writes"},
         Refusal{R"("FailoverRoute|Pool|A")", "route", "first server"},
         Refusal{R"({"type": "MissFailoverRoute", "children": ["PoolRoute|A", "PoolRoute|B"]})",

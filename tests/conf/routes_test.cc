@@ -174,13 +174,13 @@ TEST(ConfRoutes, MalformedRoutes) {
                "expected a list of routes, such as - {prefix: \"sess:\", pool: sessions}, found "
                "\"a\"");
   expect_error(only_error(front("  routes:\n    - prefix: x\n")), 4, "routes",
-               "a route names where its keys go: \"pool: NAME\", or \"pools: [A, B]\" for a copy "
-               "in each");
+               "a route names where its keys go: \"pool: NAME\", \"pools: [A, B]\" for a copy "
+               "in each, or \"blackhole: true\" for none");
   expect_error(only_error(front("  routes:\n    - pool: a\n      pools: [b]\n")), 4, "routes",
                "a route has one pool: or a pools: list of copies, not both");
   expect_error(only_error(front("  routes:\n    - pool: a\n      weight: 2\n")), 5, "routes",
                "unknown route field \"weight\"; expected prefix, pool, pools, shadow, "
-               "shadow_share, warm_from or warm_ttl");
+               "shadow_share, warm_from, warm_ttl or blackhole");
   expect_error(only_error(front("  routes:\n    - pools: [a, a]\n")), 4, "routes",
                "pool 'a' is listed twice; expected each copy's pool once");
   expect_error(
@@ -243,6 +243,23 @@ TEST(ConfRoutes, WarmFromRefused) {
                              "memcached's longest relative expiry), found \"") +
                      bad + "\"");
   }
+}
+
+TEST(ConfRoutes, Blackhole) {
+  LoadResult r =
+      parse(front("  routes:\n    - prefix: \"x:\"\n      blackhole: true\n"
+                  "    - pool: a\n"));
+  ASSERT_TRUE(r.config);
+  const PoolConfig& f = *r.config->find_pool("front");
+  EXPECT_TRUE(f.routes[0].blackhole);
+  EXPECT_TRUE(f.routes[0].pools.empty());
+  EXPECT_FALSE(f.routes[1].blackhole);
+  expect_error(only_error(front("  routes:\n    - pool: a\n      blackhole: true\n")), 5, "routes",
+               "a blackhole route answers every request itself and sends nothing anywhere; "
+               "expected no pool, pools, shadow or warm_from beside blackhole: true");
+  EXPECT_EQ(only_error(front("  routes:\n    - blackhole: maybe\n      pool: a\n")).line, 4);
+  // blackhole: false is a route like any other.
+  EXPECT_TRUE(parse(front("  routes:\n    - blackhole: false\n      pool: a\n")).config);
 }
 
 TEST(ConfRoutes, TtlMaxAndTtlSet) {

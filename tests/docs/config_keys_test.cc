@@ -106,7 +106,7 @@ TEST(ConfigKeys, TheListIsTheParsers) {
   const KeyNames& n = key_names();
   EXPECT_GE(n.pool.size(), 40u);
   EXPECT_EQ(n.top_level.size(), 2u);
-  EXPECT_EQ(n.route.size(), 7u);
+  EXPECT_EQ(n.route.size(), 8u);
   const Keys k = keys();
   EXPECT_EQ(k.top_and_pool.size(), n.top_level.size() + n.pool.size());
   EXPECT_EQ(k.route.size(), n.route.size());

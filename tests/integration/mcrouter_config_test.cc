@@ -466,6 +466,23 @@ TEST_F(McrouterConfig, WikiTwoLevelCaching) {
             "VALUE " + keys()[1] + " 0 10\r\nlocal-only\r\nEND\r\n");
 }
 
+// NullRoute for a prefix: those keys are answered by memshard, as
+// NullRoute answers them, and stored nowhere; the others are placed as
+// mcrouter places them.
+TEST_F(McrouterConfig, NullRouteForAPrefix) {
+  Fleet fleet(2);
+  Running memshard(dir_, config_one_pool("", R"({"type": "PrefixSelectorRoute",
+      "policies": {"junk:": "NullRoute"}, "wildcard": "PoolRoute|A"})",
+                                         fleet, 2));
+  RawClient client(memshard.port());
+  EXPECT_EQ(client.roundtrip(set_command("junk:1", "x")), "NOT_STORED\r\n");
+  EXPECT_EQ(client.roundtrip("get junk:1\r\n", "END\r\n"), "END\r\n");
+  EXPECT_EQ(client.roundtrip("delete junk:1\r\n"), "NOT_FOUND\r\n");
+  for (size_t s = 0; s < 2; ++s) EXPECT_FALSE(ttl_on(fleet[s].port(), "junk:1")) << s;
+  set_all(memshard.port());
+  expect_placed(holders(fleet, 2), one_copy(mcrouter_index("ch3", 2)), "NullRoute beside A");
+}
+
 // ---- the command line ----
 
 TEST_F(McrouterConfig, TestConfAndListen) {

@@ -1711,6 +1711,20 @@ std::optional<Target> Mapper::warm_target(const Sem& read, const Sem& write, con
                    "memshard sets a pool's expiries (ttl_max, ttl_set) for every request");
     return std::nullopt;
   }
+  // The copies land on the cold pool through its expiry rule: it must
+  // leave the WarmUpRoute's exptime as it is.
+  const Sem& cold_write = **cold_at;
+  const uint32_t copy_ttl = read.warm_ttl;
+  if ((cold_write.ttl_set && *cold_write.ttl_set != copy_ttl) ||
+      (cold_write.ttl && (copy_ttl == 0 || copy_ttl > *cold_write.ttl))) {
+    refuse(at, "WarmUpRoute copies to " + cold.what + " with exptime " + std::to_string(copy_ttl) +
+                   ", which its writes' ModifyExptimeRoute (" +
+                   (cold_write.ttl_set ? "set " + std::to_string(*cold_write.ttl_set)
+                                       : "min " + std::to_string(*cold_write.ttl)) +
+                   ") would change: memshard sets a pool's expiries (ttl_set, ttl_max) for "
+                   "every request it takes, a warm-up's copies included");
+    return std::nullopt;
+  }
   std::rotate(writes.begin(), cold_at, cold_at + 1);
   for (const Sem* w : writes) {
     if (w->kind != Kind::hashed) {

@@ -458,6 +458,11 @@ INSTANTIATE_TEST_SUITE_P(
                   "get": {"type": "WarmUpRoute", "cold": "PoolRoute|A", "warm": "PoolRoute|B"}},
                   "default_policy": "PoolRoute|G"})",
                 "route", "does not write it"},
+        Refusal{R"({"type": "OperationSelectorRoute", "operation_policies": {"get": {
+                  "type": "WarmUpRoute", "cold": "PoolRoute|A", "warm": "PoolRoute|B",
+                  "exptime": 60}}, "default_policy": {"type": "ModifyExptimeRoute",
+                  "target": "PoolRoute|A", "exptime": 10}})",
+                "route", "a warm-up's copies included"},
         Refusal{R"({"type": "ModifyExptimeRoute", "target": "PoolRoute|A", "exptime": 10,
                   "action": "max"})",
                 "route.action", "\"set\" or \"min\""},

@@ -85,12 +85,29 @@ TEST_F(Routes, WarmFromMultiGetGetsGatAndMetaGet) {
   put(server(kFeeds), "m:bin", "B", 3);
   RawClient b(port_);
   b.send(bin::request(bin::kGetK, "m:bin"));
-  const auto f = bin::read_frame(b);
+  auto f = bin::read_frame(b);
   ASSERT_TRUE(f);
   EXPECT_EQ(f->status, bin::kOk);
   EXPECT_EQ(f->value, "B");
   EXPECT_EQ(f->flags(), 3u);
   expect_copied(server(kSessions), "m:bin", "B", 300);
+  // binary GAT: copied with its own expiry; GETKQ then NOOP: the hit
+  // answered, the miss silent.
+  put(server(kFeeds), "m:bgat", "G");
+  b.send(bin::request(bin::kGat, "m:bgat", bin::touch_extras(200)));
+  f = bin::read_frame(b);
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->status, bin::kOk);
+  EXPECT_EQ(f->value, "G");
+  expect_copied(server(kSessions), "m:bgat", "G", 200);
+  put(server(kFeeds), "m:bq", "Q");
+  b.send(bin::request(bin::kGetKQ, "m:bq") + bin::request(bin::kGetKQ, "m:bqnone") +
+         bin::request(bin::kNoop));
+  const auto frames = bin::read_frames_until(b, bin::kNoop);
+  ASSERT_EQ(frames.size(), 2u) << bin::describe(frames);
+  EXPECT_EQ(frames[0].key, "m:bq");
+  EXPECT_EQ(frames[0].value, "Q");
+  expect_copied(server(kSessions), "m:bq", "Q", 300);
   EXPECT_FALSE(held_on(server(kSessions), "m:none"));
 }
 

@@ -224,5 +224,77 @@ TEST_F(WarmFromTest, WritesGoToTheColdSideOnly) {
   EXPECT_EQ(counters_->warm_lookups.get(), 0u);
 }
 
+// Zone copies with warm_from one of them (mcrouter's two-level caching):
+// the first pool is the cold side, read alone and copied to; writes go to
+// every copy.
+constexpr const char* kWarmZonesConfig = R"(front:
+  listen: 127.0.0.1:22121
+  write_policy: all
+  routes:
+    - pools: [local, shared]
+      warm_from: shared
+      warm_ttl: 10
+local:
+  servers: [127.0.0.1:21001:1]
+shared:
+  servers: [127.0.0.1:21002:1]
+)";
+
+class WarmFromZonesTest : public WorkRouteTest {
+ protected:
+  WarmFromZonesTest() {
+    pools_.try_emplace("local");
+    pools_.try_emplace("shared");
+    conf::LoadResult r = conf::parse_config(kWarmZonesConfig, "zones.yml");
+    for (const conf::ConfigError& e : r.errors) ADD_FAILURE() << e.to_string();
+    if (!r.config) return;
+    config_ = *r.config->find_pool("front");
+    routing_ = std::make_unique<RoutingPool>(
+        config_, [this](const std::string& name) { return pools_.at(name).routes(); },
+        [this](const std::string&) { return counters_; }, &life_);
+    key_ = routing_->key_route();
+    get_ = routing_->multi_get_route();
+  }
+  std::deque<SentOp>& local() { return pools_.at("local").ops(); }
+  std::deque<SentOp>& shared() { return pools_.at("shared").ops(); }
+
+  conf::PoolConfig config_;
+  std::map<std::string, FakePool> pools_;
+  std::shared_ptr<RouteStats> counters_ = std::make_shared<RouteStats>();
+  std::unique_ptr<RoutingPool> routing_;
+  std::unique_ptr<SingleKeyRoute> key_;
+  std::unique_ptr<Route> get_;
+};
+
+TEST_F(WarmFromZonesTest, ReadsAndCopiesGoToTheFirstPoolWritesToEvery) {
+  request("get k");
+  ReplySlot& read = client_slot();
+  send(*get_, read);
+  ASSERT_EQ(local().size(), 1u);
+  EXPECT_TRUE(shared().empty()) << "the cold side alone";
+  answer_retrieval(local()[0], {});
+  ASSERT_EQ(shared().size(), 1u);
+  EXPECT_EQ(shared()[0].bytes, "mg k f t v\r\n");
+  answer(shared()[0], "VA 1 f0 t-1\r\nx\r\n");
+  ASSERT_TRUE(read.complete());
+  EXPECT_EQ(copy_all(read.reply()), "VALUE k 0 1\r\nx\r\nEND\r\n");
+  ASSERT_EQ(local().size(), 2u);
+  EXPECT_EQ(local()[1].bytes, "ms k 1 c T10 ME\r\nx\r\n");
+  EXPECT_EQ(shared().size(), 1u) << "no copy to the warm side";
+  answer(local()[1], "HD c1\r\n");
+
+  request("set k 0 0 1", "y\r\n");
+  ReplySlot& write = client_slot();
+  send(*key_, write);
+  ASSERT_EQ(local().size(), 3u);
+  ASSERT_EQ(shared().size(), 2u);
+  EXPECT_EQ(local()[2].bytes, "set k 0 0 1\r\ny\r\n");
+  EXPECT_EQ(shared()[1].bytes, "set k 0 0 1\r\ny\r\n");
+  answer(local()[2], "STORED\r\n");
+  answer(shared()[1], "STORED\r\n");
+  ASSERT_TRUE(write.complete());
+  EXPECT_EQ(copy_all(write.reply()), "STORED\r\n");
+}
+
 }  // namespace
 }  // namespace memshard::proxy::testing_fakes

@@ -34,15 +34,19 @@ double WorkerGovernor::window_rps(size_t ticks, size_t skip_newest) const {
          static_cast<double>(ticks);
 }
 
-bool WorkerGovernor::load_steady() const {
-  if (recent_.size() < kRecentTicks) return false;
-  const size_t half = kRecentTicks / 2;
+bool WorkerGovernor::steady_over(size_t ticks) const {
+  if (ticks < 2 || recent_.size() < ticks) return false;
+  const size_t half = ticks / 2;
   const double newer = window_rps(half);
   const double older = window_rps(half, half);
   if (std::abs(newer - older) > s_.steady_within * older) return false;
-  const double mean = window_rps(kRecentTicks);
-  return std::none_of(recent_.end() - static_cast<std::ptrdiff_t>(kRecentTicks), recent_.end(),
+  const double mean = window_rps(ticks);
+  return std::none_of(recent_.end() - static_cast<std::ptrdiff_t>(ticks), recent_.end(),
                       [&](const Tick& t) { return t.rps < mean * s_.lull_share; });
+}
+
+bool WorkerGovernor::load_steady() const {
+  return steady_over(kRecentTicks);
 }
 
 bool WorkerGovernor::baseline_steady() const {
@@ -52,8 +56,11 @@ bool WorkerGovernor::baseline_steady() const {
   // requests/s at 51% busy among 42-50k at 95%: by 6%, and a trial against
   // it reads that much high). The baseline is what the workers give
   // saturated.
-  return load_steady() && std::all_of(recent_.end() - static_cast<std::ptrdiff_t>(kRecentTicks),
-                                      recent_.end(), [](const Tick& t) { return t.saturated; });
+  const auto ticks =
+      std::clamp<size_t>(static_cast<size_t>(std::max(s_.baseline_ticks, 0)), 2, kRecentTicks);
+  return steady_over(ticks) &&
+         std::all_of(recent_.end() - static_cast<std::ptrdiff_t>(ticks), recent_.end(),
+                     [](const Tick& t) { return t.saturated; });
 }
 
 void WorkerGovernor::change(size_t to, uint64_t now_usec, double baseline_rps, std::string why,
@@ -135,6 +142,7 @@ bool WorkerGovernor::load_changed_since_failure(uint64_t now_usec) {
 
 void WorkerGovernor::forget_failed_growth() {
   failed_for_placement_ = false;
+  alternate_only_ = false;
   grow_after_usec_ = 0;
   backoff_usec_ = s_.backoff_usec;
   judged_with_connections_ = 0;
@@ -246,6 +254,24 @@ void WorkerGovernor::end_segment(uint64_t now_usec) {
     no_growth_for_a_while(now_usec, baseline_rps_);
     return;
   }
+  // Connections from more CPUs than there were workers moved to the new
+  // ones, and the first second beat the baseline clearly: kept at once,
+  // its check (recheck_usec later) alternating.
+  if (done == 1 && tried_ > from_ && !rechecking_ && !alternate_only_ &&
+      s_.keep_at_once_share >= 0 && baseline_rps_ > 0 &&
+      newcomer_share >= s_.keep_at_once_share * even_share &&
+      segment_rps_.back() >= baseline_rps_ * (1 + s_.keep_at_once_gain)) {
+    ++decisions_;
+    state_ = State::steady;
+    state_ticks_ = 0;
+    recent_.clear();
+    keep_growth(now_usec);
+    reason_ = describe(
+        "one worker more: %+.1f%% requests/s in its first second, %.0f%% of the requests its: "
+        "kept at once, checked alternating later",
+        (segment_rps_.back() / baseline_rps_ - 1) * 100, newcomer_share * 100);
+    return;
+  }
   if (static_cast<int>(done) < segments_) {
     switch_count();
     return;
@@ -323,6 +349,7 @@ void WorkerGovernor::judge_trial(uint64_t now_usec) {
     // try for a while at this load. A growth it had made kept before
     // (three workers, now two) is checked again in its turn.
     no_growth_for_a_while(now_usec, segments_mean(1));
+    alternate_only_ = true;
     recheck_interval_usec_ = s_.recheck_usec;
     active_ = tried_;
     recheck_at_usec_ = active_ > 1 ? now_usec + recheck_interval_usec_ : 0;
@@ -461,12 +488,15 @@ size_t WorkerGovernor::tick(uint64_t now_usec, std::span<const Figures> workers)
   }
 
   if (may_grow && grow_after_usec_ == 0) {
-    const double base = window_rps(kRecentTicks);
+    const auto ticks =
+        std::clamp<size_t>(static_cast<size_t>(std::max(s_.baseline_ticks, 0)), 2, kRecentTicks);
+    const double base = window_rps(ticks);
     // How far the baseline's ticks stray from their mean: an open loop's
     // hardly do (end_segment).
     baseline_spread_ = 0;
-    for (auto t = recent_.end() - static_cast<std::ptrdiff_t>(kRecentTicks); t != recent_.end(); ++t)
-      baseline_spread_ = std::max(baseline_spread_, base > 0 ? std::abs(t->rps - base) / base : 1.0);
+    for (auto t = recent_.end() - static_cast<std::ptrdiff_t>(ticks); t != recent_.end(); ++t)
+      baseline_spread_ =
+          std::max(baseline_spread_, base > 0 ? std::abs(t->rps - base) / base : 1.0);
     change(active_ + 1, now_usec, base,
            describe("workers saturated (%.0f%% busy, %.1f requests per wake-up): one more",
                     last_busy_ * 100, last_per_wakeup_),

@@ -93,6 +93,12 @@ class WorkerGovernor {
     // measured against it, a second worker that cost memcaslap's single
     // client thread a quarter of its throughput passed as a 50% gain.)
     double steady_within = 0.10;
+    // A growth's baseline: this many ticks, steady and each saturated.
+    // (Rechecks and changes of load read kRecentTicks, two seconds.) One
+    // second, so that a load that needs one worker more has it within two
+    // seconds of starting (issue 64): the keep-at-once rule below guards
+    // the shorter baseline's noise.
+    int baseline_ticks = 4;
     // Light: the active workers' busy shares summed would keep one worker
     // fewer below this each.
     double shrink_busy = 0.45;
@@ -139,6 +145,18 @@ class WorkerGovernor {
     // ends there: an open loop's clients set the rate (end_segment).
     // Negative: never.
     double clients_set_rate = 0.005;
+    // A growth whose new workers served at least this share of an even
+    // split in its first second (connections from more CPUs than workers,
+    // as two client threads' are) and whose first second beat the baseline
+    // by `keep_at_once_gain` is kept at once, without the alternating
+    // seconds: the trial's six to eight seconds, half of them at the
+    // fewer count, were the default's whole adaptation time on memcaslap
+    // 2 x 16 (9 s). Its check (`recheck_usec` later) alternates as a trial
+    // does, and undoes a growth kept by a lucky second. A growth whose
+    // check failed is tried alternating from then on, until the load
+    // changes or its clients leave. Negative: never.
+    double keep_at_once_share = 0.5;
+    double keep_at_once_gain = 0.05;
     // After a growth that did not pay: no new try for this long, doubled
     // after each failure up to `max_backoff_usec`, unless the load changes
     // by more than `load_change` (then the failed answer no longer holds):
@@ -244,6 +262,9 @@ class WorkerGovernor {
   bool load_steady() const;
   // The same, each tick saturated besides: a baseline for a growth.
   bool baseline_steady() const;
+  // Whether the newest `ticks` ticks are at this count, not ramping and
+  // none a lull's.
+  bool steady_over(size_t ticks) const;
 
   Settings s_;
   size_t active_ = 1;
@@ -284,6 +305,9 @@ class WorkerGovernor {
   uint64_t recheck_at_usec_ = 0;
   uint64_t recheck_interval_usec_ = 0;
   bool rechecking_ = false;
+  // A growth kept at once failed its check: growths are tried alternating
+  // until the load changes or its clients leave.
+  bool alternate_only_ = false;
   uint64_t last_usec_ = 0;
   std::vector<Figures> last_;
   struct Tick {

@@ -64,20 +64,21 @@ TEST(ConfErrors, DuplicatePoolName) {
 }
 
 TEST(ConfErrors, UnknownDirective) {
-  expect_error(only_error(pool("  lisen: 127.0.0.1:22122\n")), 3, "lisen",
-               "unknown directive; expected one of listen, hash, hash_tag, distribution, "
-               "timeout, backlog, preconnect, redis, redis_auth, redis_db, server_connections, "
-               "auto_eject_hosts, server_retry_timeout, server_failure_limit, "
-               "client_connections, tcpkeepalive, servers, ketama_compat, item_size_max, "
-               "client_idle_timeout, dns_refresh, replicas, write_policy, "
-               "read_failover_on_miss, read_repair, reload_warmup, reload_migrate_rate, "
-               "hot_key_log_share, hot_key_cache, hot_key_ttl, hot_key_spread, server_queue_limit, "
-               "routes, gutter, gutter_ttl, ttl_max, ttl_set, reload_switch_at, reload_switch_window, "
-               "repair_record, auto_eject_max, server_flap_time, server_flap_backoff_max, "
-               "hash_salt, tls_cert_file, tls_key_file, tls_ca_file, tls_verify_client, tls_min_version, "
-               "server_tls, server_tls_ca_file, server_tls_cert_file, server_tls_key_file, "
-               "server_tls_name, server_tls_verify, servers_srv, servers_dns, discovery_refresh, "
-               "discovery_hold, discovery_max_change");
+  expect_error(
+      only_error(pool("  lisen: 127.0.0.1:22122\n")), 3, "lisen",
+      "unknown directive; expected one of listen, hash, hash_tag, distribution, "
+      "timeout, backlog, preconnect, redis, redis_auth, redis_db, server_connections, "
+      "auto_eject_hosts, server_retry_timeout, server_failure_limit, "
+      "client_connections, tcpkeepalive, servers, ketama_compat, item_size_max, "
+      "client_idle_timeout, dns_refresh, replicas, write_policy, "
+      "read_failover_on_miss, read_repair, reload_warmup, reload_migrate_rate, "
+      "hot_key_log_share, hot_key_cache, hot_key_ttl, hot_key_spread, server_queue_limit, "
+      "routes, gutter, gutter_ttl, ttl_max, ttl_set, reload_switch_at, reload_switch_window, "
+      "repair_record, auto_eject_max, server_flap_time, server_flap_backoff_max, "
+      "hash_salt, tls_cert_file, tls_key_file, tls_ca_file, tls_verify_client, tls_min_version, "
+      "server_tls, server_tls_ca_file, server_tls_cert_file, server_tls_key_file, "
+      "server_tls_name, server_tls_verify, servers_srv, servers_dns, discovery_refresh, "
+      "discovery_hold, discovery_max_change");
 }
 
 TEST(ConfErrors, HotKeyDirectives) {

@@ -42,6 +42,7 @@ std::function<void(const std::string&)> routed_printer(const conf::Config& confi
     prefixes.push_back(r.prefix);
     for (const std::string& p : r.pools) rings->emplace(p, ring_of(*config.find_pool(p)));
     if (!r.shadow.empty()) rings->emplace(r.shadow, ring_of(*config.find_pool(r.shadow)));
+    if (!r.warm_from.empty()) rings->emplace(r.warm_from, ring_of(*config.find_pool(r.warm_from)));
   }
   auto table = std::make_shared<PrefixTable>(prefixes, default_route);
   return [&config, &front, all, &out, rings, table](const std::string& key) {
@@ -67,6 +68,12 @@ std::function<void(const std::string&)> routed_printer(const conf::Config& confi
       out << "\tshadow " << route.shadow << '\t'
           << servers_of(rings->at(route.shadow), config.find_pool(route.shadow)->replicas, key,
                         all);
+    }
+    // warm_from: where a read that misses looks the key up.
+    if (!route.warm_from.empty()) {
+      out << "\twarm " << route.warm_from << '\t'
+          << servers_of(rings->at(route.warm_from), config.find_pool(route.warm_from)->replicas,
+                        key, all);
     }
     out << '\n';
   };

@@ -130,5 +130,18 @@ TEST_F(Routes, WarmFromWritesGoToTheColdPoolOnly) {
   EXPECT_EQ(route_stat("front:(default):warm_lookups"), 1u);
 }
 
+TEST_F(Routes, RingLookupShowsTheWarmPoolAndABlackhole) {
+  config_ = dir_.write("memshard.yml",
+                       config("    - prefix: \"junk:\"\n      blackhole: true\n" + kWarmRoute));
+  const auto r = run_command(
+      {memshard_binary(), "ring", "lookup", "-c", config_, "--pool", "front"}, "w:1\njunk:1\n");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("w:1\t(default)\tsessions\t" + fleet_[kSessions].address() +
+                       "\twarm feeds\t" + fleet_[kFeeds].address()),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("junk:1\tjunk:\t-\tblackhole"), std::string::npos) << r.out;
+}
+
 }  // namespace
 }  // namespace memshard::testing::routes

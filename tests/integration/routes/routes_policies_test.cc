@@ -169,6 +169,32 @@ TEST_F(RouteCounters, RouteCountersAgreeInStatsJsonAndMetrics) {
   EXPECT_TRUE(eventually([&] { return (last = disagreements(want)).empty(); })) << last;
 }
 
+// warm_from's and a blackhole's counters, per route, in every output.
+TEST_F(RouteCounters, WarmFromAndBlackholeCountersAgreeInStatsJsonAndMetrics) {
+  start_with_stats_port(
+      config("    - prefix: \"junk:\"\n      blackhole: true\n"
+             "    - pool: sessions\n      warm_from: feeds\n      warm_ttl: 60\n"));
+  {
+    RawClient feeds(server(kFeeds));
+    ASSERT_EQ(feeds.roundtrip(set_command("w:1", "warm")), "STORED\r\n");
+  }
+  {
+    Conn c(port_);
+    std::vector<Hit> hits;
+    ASSERT_TRUE(c.get({"w:1", "w:none"}, hits)) << c.error();  // 2 lookups, 1 hit, 1 copy
+    EXPECT_EQ(hits.size(), 1u);
+    ASSERT_TRUE(c.get({"junk:1"}, hits)) << c.error();  // blackholed 1
+    RawClient raw(port_);
+    EXPECT_EQ(raw.roundtrip(set_command("junk:1", "x")), "NOT_STORED\r\n");  // blackholed 2
+  }
+  const RouteCounts want = {
+      {"(default)", {{"warm_lookups", 2}, {"warm_hits", 1}, {"warm_copies", 1}}},
+      {"junk:", {{"blackholed", 2}, {"warm_lookups", 0}}},
+  };
+  std::string last;
+  EXPECT_TRUE(eventually([&] { return (last = disagreements(want)).empty(); })) << last;
+}
+
 // A dead server's keys in the gutter are counted per pool: every request
 // the gutter takes (a multi-get once per key of the dead server), and of
 // those the sets; in `stats`, the stats JSON and /metrics alike.

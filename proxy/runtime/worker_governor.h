@@ -32,6 +32,12 @@
 // standard error (from the ratios' own spread) of what a growth needs
 // goes on for two more seconds, once.
 //
+// A growth whose first second is clear (its new worker served a fair
+// share, so the connections come from more CPUs than there were workers,
+// and throughput rose by grow_gain) is kept at once instead: the six to
+// eight alternating seconds were the default's whole adaptation time on
+// a load that needs the second worker. Its later check (below) alternates.
+//
 // A growth that did not pay is not tried again for a while at the same
 // load (a backoff that doubles): a pause of the same clients is no new
 // load. Clients that all went away are: once no client connection has been

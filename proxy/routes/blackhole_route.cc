@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "proxy/protocol/replies.h"
+#include "proxy/protocol/request_kind.h"
 #include "proxy/protocol/tokens.h"
 
 namespace memshard::proxy {
@@ -35,20 +36,17 @@ void BlackholeRoute::send(RouteRequest& req, ReplySlot& slot) {
   evbuffer_drain(req.in, req.bytes());
   const proto::Request& r = req.request;
   using proto::Command;
+  // The classic storage commands (meta's ms answers below, with its flags).
+  if (proto::is_storage(r.command) && r.command != Command::meta_set) {
+    if (r.noreply) return slot.answer({}, proto::ReplyStatus::not_stored);
+    return answer(slot, "NOT_STORED");
+  }
   switch (r.command) {
     case Command::get:
     case Command::gets:
     case Command::gat:
     case Command::gats:
       return answer(slot, "END");
-    case Command::set:
-    case Command::add:
-    case Command::replace:
-    case Command::append:
-    case Command::prepend:
-    case Command::cas:
-      if (r.noreply) return slot.answer({}, proto::ReplyStatus::not_stored);
-      return answer(slot, "NOT_STORED");
     case Command::delete_:
     case Command::incr:
     case Command::decr:

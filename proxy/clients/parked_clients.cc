@@ -28,14 +28,25 @@ ParkedClients::~ParkedClients() {
 
 bool ParkedClients::park(int fd, std::shared_ptr<const ClientOrigin> origin,
                          uint64_t last_input_usec) {
-  // Level-triggered: bytes that arrived before this call wake it at once.
+  // Level-triggered: bytes that arrived before this call wake it at once
+  // (EPOLL_CTL_MOD re-arms a dormant registration the same way). One-shot:
+  // waking leaves the registration in the set, disarmed, instead of a
+  // system call to remove it (see kDormant).
   epoll_event ev{};
-  ev.events = EPOLLIN | EPOLLRDHUP;
+  ev.events = EPOLLIN | EPOLLRDHUP | EPOLLONESHOT;
   ev.data.fd = fd;
-  if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev) != 0) return false;
-  auto at = static_cast<size_t>(fd);
-  if (index_of_fd_.size() <= at) index_of_fd_.resize(at + 1, kNone);
-  index_of_fd_[at] = static_cast<uint32_t>(slots_.size());
+  const auto slot = static_cast<size_t>(fd);
+  const bool dormant = slot < index_of_fd_.size() && index_of_fd_[slot] == kDormant;
+  // A dormant mark can be stale (the socket was closed since, and the
+  // number reused), and a socket can be registered without one (it woke
+  // here, moved to another worker and came back): each way, the other
+  // operation is what the kernel accepts.
+  if (epoll_ctl(epoll_fd_, dormant ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, fd, &ev) != 0 &&
+      (errno != (dormant ? ENOENT : EEXIST) ||
+       epoll_ctl(epoll_fd_, dormant ? EPOLL_CTL_ADD : EPOLL_CTL_MOD, fd, &ev) != 0))
+    return false;
+  if (index_of_fd_.size() <= slot) index_of_fd_.resize(slot + 1, kNone);
+  index_of_fd_[slot] = static_cast<uint32_t>(slots_.size());
   const ClientOrigin* raw = origin.get();
   auto o = origins_.begin();
   while (o != origins_.end() && o->first.get() != raw) ++o;
@@ -94,7 +105,8 @@ std::vector<ParkedClients::Entry> ParkedClients::take_if(
 void ParkedClients::shrink() {
   if (slots_.capacity() > 64 && slots_.size() < slots_.capacity() / 4) slots_.shrink_to_fit();
   size_t end = index_of_fd_.size();
-  while (end > 0 && index_of_fd_[end - 1] == kNone) --end;
+  // A dormant mark forgotten costs a failed system call at the next park.
+  while (end > 0 && index_of_fd_[end - 1] >= kDormant) --end;
   if (end < index_of_fd_.capacity() / 4) {
     index_of_fd_.resize(end);
     index_of_fd_.shrink_to_fit();
@@ -109,9 +121,12 @@ void ParkedClients::on_ready(evutil_socket_t, short, void* self) {
   for (int i = 0; i < n; ++i) {
     int fd = ready[i].data.fd;
     auto at = static_cast<size_t>(fd);
-    if (at >= p->index_of_fd_.size() || p->index_of_fd_[at] == kNone) continue;
-    epoll_ctl(p->epoll_fd_, EPOLL_CTL_DEL, fd, nullptr);
-    p->wake_(p->remove_at(p->index_of_fd_[at]));
+    if (at >= p->index_of_fd_.size() || p->index_of_fd_[at] >= kDormant) continue;
+    Entry woken = p->remove_at(p->index_of_fd_[at]);
+    // Disarmed by its one event, the registration stays until the socket
+    // closes or parks here again.
+    p->index_of_fd_[at] = kDormant;
+    p->wake_(std::move(woken));
   }
 }
 

@@ -72,9 +72,15 @@ class ParkedClients {
   event* event_ = nullptr;
   Wake wake_;
   std::vector<Slot> slots_;
-  // Position in slots_ by socket, kNone when not parked.
+  // Position in slots_ by socket, kNone when not parked, kDormant when it
+  // woke here and its one-shot registration may still be in the set,
+  // disarmed (the kernel drops it when the socket closes). Parking it again
+  // re-arms that registration, one system call; removing it on every wake
+  // was a second one, and a burst of parked connections waking at once
+  // spent a tenth of a worker's CPU in epoll_ctl.
   std::vector<uint32_t> index_of_fd_;
   static constexpr uint32_t kNone = ~uint32_t{0};
+  static constexpr uint32_t kDormant = kNone - 1;
   // The origins of parked sockets, each with the number parked.
   std::vector<std::pair<std::shared_ptr<const ClientOrigin>, size_t>> origins_;
 };

@@ -1,6 +1,6 @@
 // ParkedClients (proxy/parked_clients.h) on real sockets and a real libevent
 // loop: a parked socket wakes on bytes and on EOF with its bytes unread,
-// take_if sees idle times that are never overstated, and what is still
+// parks and wakes again however often, take_if sees idle times that are never overstated, and what is still
 // parked is closed with the set. Loops are bounded by iteration budgets;
 // nothing asserts how long something took.
 #include "proxy/clients/parked_clients.h"
@@ -8,12 +8,15 @@
 #include <event2/event.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -25,6 +28,27 @@ uint64_t monotonic_usec() {
   timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return static_cast<uint64_t>(ts.tv_sec) * 1'000'000 + static_cast<uint64_t>(ts.tv_nsec) / 1000;
+}
+
+// Whether any epoll set of this process watches `fd` for input, as the
+// kernel lists it in /proc/self/fdinfo ("tfd: N events: MASK ...").
+bool watched_for_input(int fd) {
+  for (int set = 0; set < 1024; ++set) {
+    char link[64], target[64];
+    std::snprintf(link, sizeof link, "/proc/self/fd/%d", set);
+    ssize_t n = readlink(link, target, sizeof target - 1);
+    if (n <= 0 || std::string(target, static_cast<size_t>(n)) != "anon_inode:[eventpoll]") continue;
+    std::snprintf(link, sizeof link, "/proc/self/fdinfo/%d", set);
+    std::ifstream info(link);
+    for (std::string line; std::getline(info, line);) {
+      int tfd = -1;
+      unsigned events = 0;
+      if (std::sscanf(line.c_str(), "tfd: %d events: %x", &tfd, &events) == 2 && tfd == fd &&
+          (events & EPOLLIN) != 0)
+        return true;
+    }
+  }
+  return false;
 }
 
 class ParkedClientsTest : public testing::Test {
@@ -96,6 +120,61 @@ TEST_F(ParkedClientsTest, BytesWakeTheirSocketAloneAndStayUnread) {
   ASSERT_EQ(send(peers[1], "x", 1, 0), 1);
   for (int i = 0; i < 5; ++i) event_base_loop(base_, EVLOOP_ONCE);
   EXPECT_EQ(woken_.size(), 1u);
+}
+
+// A woken socket's registration stays in the set, disarmed (one-shot), so
+// that waking costs no system call to remove it: parking it again re-arms
+// it, whether the set still knows it is there, has forgotten (shrink), or
+// the socket was closed and its number reused.
+TEST_F(ParkedClientsTest, AWokenSocketParksAndWakesAgain) {
+  int peer;
+  int fd = pair(peer);
+  char buf[16];
+  for (int round = 0; round < 3; ++round) {
+    SCOPED_TRACE(round);
+    ASSERT_TRUE(parked_->park(fd, origin_, monotonic_usec())) << strerror(errno);
+    for (int i = 0; i < 5; ++i) event_base_loop(base_, EVLOOP_ONCE);
+    EXPECT_TRUE(woken_.empty()) << "woken with nothing sent";
+    EXPECT_TRUE(watched_for_input(fd));
+    ASSERT_EQ(send(peer, "get a\r\n", 7, 0), 7);
+    ASSERT_TRUE(run_until_woken(1));
+    EXPECT_EQ(woken_[0].fd, fd);
+    EXPECT_EQ(parked_->size(), 0u);
+    woken_.clear();
+    // Bytes that come while it is not parked wake nothing (nor keep the
+    // set readable: it is no longer armed)...
+    EXPECT_FALSE(watched_for_input(fd));
+    ASSERT_EQ(send(peer, "x", 1, 0), 1);
+    for (int i = 0; i < 5; ++i) event_base_loop(base_, EVLOOP_ONCE);
+    EXPECT_TRUE(woken_.empty()) << "a woken socket must not wake again until parked";
+    ASSERT_EQ(recv(fd, buf, sizeof buf, 0), 8);
+    // ...and the second round parks it with the set's mark forgotten.
+    if (round == 1) parked_->shrink();
+  }
+  // Bytes already there when it parks wake it at once.
+  ASSERT_EQ(send(peer, "y", 1, 0), 1);
+  ASSERT_TRUE(parked_->park(fd, origin_, monotonic_usec()));
+  ASSERT_TRUE(run_until_woken(1));
+  EXPECT_EQ(woken_[0].fd, fd);
+  woken_.clear();
+  ASSERT_EQ(recv(fd, buf, sizeof buf, 0), 1);
+
+  // Closed while its registration was disarmed in the set, and its number
+  // taken by another socket: that one parks and wakes as a new one.
+  close(fd);
+  int other_peer;
+  int other = pair(other_peer);
+  if (other != fd) {  // the lowest free number is usually fd's own
+    ASSERT_EQ(dup3(other, fd, O_CLOEXEC), fd) << strerror(errno);
+    close(other);
+  }
+  ASSERT_TRUE(parked_->park(fd, origin_, monotonic_usec())) << strerror(errno);
+  for (int i = 0; i < 5; ++i) event_base_loop(base_, EVLOOP_ONCE);
+  EXPECT_TRUE(woken_.empty());
+  ASSERT_EQ(send(other_peer, "get b\r\n", 7, 0), 7);
+  ASSERT_TRUE(run_until_woken(1));
+  EXPECT_EQ(woken_[0].fd, fd);
+  ASSERT_EQ(recv(fd, buf, sizeof buf, 0), 7);
 }
 
 TEST_F(ParkedClientsTest, EofWakesTheSocket) {

@@ -94,6 +94,9 @@ enum class ServerState : uint8_t {
   draining,  // not in the config in force: a reload removed it, and its
              // connections finish what they owe, or a reload_warmup window
              // still looks keys up on it
+  joining,   // only in a reload's config that waits for its
+             // reload_switch_at: keys are looked up and deleted there
+             // until the switch gives it its share
 };
 inline std::string_view server_state_name(ServerState s) {
   switch (s) {
@@ -105,6 +108,8 @@ inline std::string_view server_state_name(ServerState s) {
       return "probing";
     case ServerState::draining:
       return "draining";
+    case ServerState::joining:
+      return "joining";
   }
   return "up";
 }
@@ -130,7 +135,7 @@ struct PoolLayout {
   // reload_warmup: windows still open, and seconds until the last ends.
   uint64_t warmup_windows = 0;
   uint64_t warmup_seconds_left = 0;
-  std::vector<ServerLayout> servers;  // config order; then draining ones
+  std::vector<ServerLayout> servers;  // config order; then draining and joining ones
 };
 
 // One reload (or the start), newest last in reload_history().

@@ -90,17 +90,27 @@ std::vector<PoolLayout> pool_layouts(const Topology& topology, const ServerState
       listed.insert(s.identity);
       l.servers.push_back(std::move(row));
     }
-    for (const PastRing& past : pool.past) {
-      for (size_t i = 0; i < past.servers.size(); ++i) {
-        if (!listed.insert(past.servers[i].identity).second) continue;
+    // Servers beyond the config in force, each listed once: with no share
+    // of the ring in force.
+    auto list_beyond = [&](const std::vector<ServerInfo>& servers, const ketama::Ring& ring,
+                           ServerState state) {
+      for (size_t i = 0; i < servers.size(); ++i) {
+        if (!listed.insert(servers[i].identity).second) continue;
         ServerLayout row;
-        row.address = past.servers[i].identity;
-        row.name = past.servers[i].stats_name;
-        row.weight = past.ring.servers()[i].weight;
-        row.state = ServerState::draining;
+        row.address = servers[i].identity;
+        row.name = servers[i].stats_name;
+        row.weight = i < ring.servers().size() ? ring.servers()[i].weight : 0;
+        row.state = state;
         l.servers.push_back(std::move(row));
       }
-    }
+    };
+    for (const PastRing& past : pool.past)
+      list_beyond(past.servers, past.ring, ServerState::draining);
+    // A scheduled switch's waiting placement: its new servers take no share
+    // until the switch, but writes already delete keys there (and their
+    // connections have counters), so they are shown as arriving, not as
+    // leaving.
+    if (pool.pending) list_beyond(pool.pending->servers, pool.pending->ring, ServerState::joining);
     out.push_back(std::move(l));
   }
   return out;

@@ -20,7 +20,8 @@ using ServerStateOf =
 
 // `topology`: as the workers have it (ejected servers out of the rings of
 // unreplicated pools). Servers that only a reload_warmup window still looks
-// keys up on are listed after the pool's own, draining.
+// keys up on are listed after the pool's own, draining, and those only in a
+// config that waits for its reload_switch_at, joining.
 std::vector<PoolLayout> pool_layouts(const Topology& topology, const ServerStateOf& state_of,
                                      uint64_t now_usec);
 

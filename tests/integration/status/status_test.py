@@ -18,6 +18,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 
 import status_util as u
@@ -329,6 +330,50 @@ class ConfigToken(Fleet):
                                             self.bearer("flag-token"))[0], 200)
             finally:
                 other.stop()
+
+
+class Switch(Fleet):
+    """A reload whose new server waits for its reload_switch_at."""
+
+    directives = ("timeout: 400", "reload_warmup: 60000")
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.fourth = Memcached()
+
+    @classmethod
+    def tearDownClass(cls):
+        super().tearDownClass()
+        cls.fourth.kill()
+
+    def test_a_server_waiting_for_its_switch_is_joining_not_draining(self):
+        at = int(time.time()) + 3600
+        servers = [(s.address, 1) for s in self.servers] + [(self.fourth.address, 1)]
+        config = u.pool_yaml("alpha", self.port, servers,
+                             self.directives + ("reload_switch_at: %d" % at,))
+        self.assertTrue(self.proxy.reload(config), self.proxy.log_text()[-2000:])
+        # Until the switch, writes delete their keys on the new server too:
+        # it has connections and counters, though no share yet.
+        load = u.Load(self.port, clients=2, per_second=200, limit=30)
+        load.start()
+        try:
+            self.assertTrue(u.wait_until(lambda: u.server_of(u.pool_of(
+                u.status_json(self.proxy.stats_port), "alpha"), self.fourth.address)["requests"] > 0,
+                limit=10), "no request reached the waiting server")
+        finally:
+            load.stop()
+        doc = u.status_json(self.proxy.stats_port)
+        self.assertEqual(doc["config"]["pending_switch"]["alpha"]["at"], at)
+        alpha = u.pool_of(doc, "alpha")
+        self.assertEqual([s["address"] for s in alpha["servers"]],
+                         [s[0] for s in servers])
+        fourth = u.server_of(alpha, self.fourth.address)
+        self.assertEqual(fourth["state"], "joining")
+        self.assertEqual(fourth["share"], 0)
+        self.assertEqual(fourth["weight"], 1)
+        self.assertEqual({s["state"] for s in alpha["servers"][:3]}, {"up"})
+        self.assertAlmostEqual(sum(s["share"] for s in alpha["servers"]), 1.0, places=4)
 
 
 class Top(Fleet):

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "conf/config.h"
+#include "proxy/routes/topology.h"
 
 namespace memshard::proxy {
 namespace {
@@ -73,6 +74,43 @@ TEST(PoolLayouts, ListsListenerWeightsSharesAndStates) {
   double shares = 0;
   for (const ServerLayout& s : l.servers) shares += s.share;
   EXPECT_NEAR(shares, 1.0, 1e-9);
+}
+
+// A reload's servers, by what the reload did with them: a server only in
+// a config that waits for its reload_switch_at is joining (it takes no
+// share until the switch), and one a reload removed while its
+// reload_warmup window still looks keys up there is draining.
+TEST(PoolLayouts, ServersOfAWaitingSwitchAreJoiningAndRemovedOnesDraining) {
+  constexpr uint64_t kMono = 50'000'000;
+  constexpr int64_t kUnixSeconds = 1'767'225'600;  // 2026-01-01T00:00:00Z
+  auto build = [](const std::string& extra, int servers, uint64_t generation,
+                  const Topology* previous) {
+    std::string text =
+        "alpha:\n  listen: 127.0.0.1:22121\n  reload_warmup: 60000\n" + extra + "  servers:\n";
+    for (int i = 1; i <= servers; ++i) text += "   - 127.0.0.1:2100" + std::to_string(i) + ":1\n";
+    conf::LoadResult r = conf::parse_config(text, "test.yml");
+    for (const conf::ConfigError& e : r.errors) ADD_FAILURE() << e.to_string();
+    return build_topology(*r.config, generation, previous, kMono, kUnixSeconds * 1'000'000);
+  };
+  auto up = [](const std::string&, const std::string&) { return ServerState::up; };
+  auto three = build("", 3, 1, nullptr);
+  auto waiting =
+      build("  reload_switch_at: " + std::to_string(kUnixSeconds + 60) + "\n", 4, 2, three.get());
+  ASSERT_TRUE(waiting->pools.front().pending);
+  std::vector<PoolLayout> layouts = pool_layouts(*waiting, up, kMono);
+  ASSERT_EQ(layouts.size(), 1u);
+  ASSERT_EQ(layouts[0].servers.size(), 4u);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(layouts[0].servers[i].state, ServerState::up) << i;
+  EXPECT_EQ(layouts[0].servers[3].address, "127.0.0.1:21004");
+  EXPECT_EQ(layouts[0].servers[3].state, ServerState::joining);
+  EXPECT_EQ(layouts[0].servers[3].share, 0.0) << "no share before the switch";
+  EXPECT_EQ(server_state_name(ServerState::joining), "joining");
+
+  auto two = build("", 2, 3, three.get());
+  layouts = pool_layouts(*two, up, kMono);
+  ASSERT_EQ(layouts[0].servers.size(), 3u);
+  EXPECT_EQ(layouts[0].servers[2].address, "127.0.0.1:21003");
+  EXPECT_EQ(layouts[0].servers[2].state, ServerState::draining);
 }
 
 }  // namespace

@@ -1,8 +1,8 @@
 // ParkedClients (proxy/parked_clients.h) on real sockets and a real libevent
 // loop: a parked socket wakes on bytes and on EOF with its bytes unread,
-// parks and wakes again however often, take_if sees idle times that are never overstated, and what is still
-// parked is closed with the set. Loops are bounded by iteration budgets;
-// nothing asserts how long something took.
+// parks and wakes again however often, take_if sees idle times that are
+// never overstated, and what is still parked is closed with the set. Loops
+// are bounded by iteration budgets; nothing asserts how long something took.
 #include "proxy/clients/parked_clients.h"
 
 #include <event2/event.h>

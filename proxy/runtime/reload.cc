@@ -99,6 +99,10 @@ std::vector<std::pair<std::string, double>> Proxy::log_changes(const Topology& n
                  pool.servers.size());
       continue;
     }
+    // A pool that only routes to others places no key of its own: no
+    // keyspace to move (its ring is empty on both sides, which a diff
+    // would read as everything moved).
+    if (old->servers.empty() && pool.servers.empty() && !pool.pending) continue;
     std::set<std::string> before, after_ids;
     // A scheduled switch moves keys at its moment, not now.
     const ketama::Ring& after = pool.pending ? pool.pending->ring : pool.ring;

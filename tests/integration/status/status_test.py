@@ -376,6 +376,20 @@ class Switch(Fleet):
         self.assertAlmostEqual(sum(s["share"] for s in alpha["servers"]), 1.0, places=4)
 
 
+class Routes(Fleet):
+    """A reload with a pool that only routes to another."""
+
+    def test_the_reload_history_gives_no_keyspace_move_for_a_routing_pool(self):
+        front = u.free_port()
+        config = self.config + "front:\n  listen: 127.0.0.1:%d\n  routes:\n    - pool: alpha\n" % front
+        # Added by the first reload, and in both configs of the second.
+        for _ in range(2):
+            self.assertTrue(self.proxy.reload(config), self.proxy.log_text()[-2000:])
+        last = u.status_json(self.proxy.stats_port)["config"]["history"][-1]
+        self.assertEqual(last["outcome"], "applied")
+        self.assertEqual(last["moved"], {"alpha": 0}, "a routing pool moves no keys")
+
+
 class Top(Fleet):
     def test_once_prints_one_plain_frame_with_the_pool_and_its_servers(self):
         r = subprocess.run([u.MEMSHARD, "top", "-s", "127.0.0.1:%d" % self.proxy.stats_port,

@@ -73,13 +73,13 @@ struct SwitchStatus {
 // A pool whose servers come from DNS (servers_srv, servers_dns;
 // docs/discovery.md): its source and what its lookups did.
 struct DiscoveryStatus {
-  std::string source;          // "servers_srv NAME" or "servers_dns NAME:PORT"
-  uint64_t servers = 0;        // members in force
-  uint64_t lookups = 0;        // lookups answered (or failed)
-  uint64_t failures = 0;       // lookups that failed or found no records
-  uint64_t changes = 0;        // changes applied (each step one)
-  uint64_t held = 0;           // changes held back: flaps, and steps the cap cut
-  int64_t last_change_ms = 0;  // wall clock of the last change applied (0: none)
+  std::string source;            // "servers_srv NAME" or "servers_dns NAME:PORT"
+  uint64_t servers = 0;          // members in force
+  uint64_t lookups = 0;          // lookups answered (or failed)
+  uint64_t failures = 0;         // lookups that failed or found no records
+  uint64_t changes = 0;          // changes applied (each step one)
+  uint64_t held = 0;             // changes held back: flaps, and steps the cap cut
+  int64_t last_change_ms = 0;    // wall clock of the last change applied (0: none)
   int64_t pending_since_ms = 0;  // a change waits for its hold since (0: none)
   std::string pending;           // what it changes
   bool failing = false;          // the last lookup failed

@@ -3,7 +3,7 @@
 // diff() works per server address. For each address it computes `same`, the
 // number of the 2^32 hash values that address owns in both rings; then
 //   lost   = owned before - same,   gained = owned after - same,
-//   moved  = 2^32 - sum of same.
+//   moved  = 2^32 - sum of same (none when neither ring has a live server).
 // How `same` is computed depends on the two distributions:
 //   ketama x ketama  merge of the two sorted arc lists, O(points);
 //   ketama x modula  per arc, the values whose residue mod L falls on a slot of
@@ -290,7 +290,15 @@ RingDiff diff(const Ring& before, const Ring& after) {
     move.only_in_new = !in_old[id];
     result.servers.push_back(std::move(move));
   }
-  result.moved = (kSpace - kept) / kSpace;
+  // A key that has no owner in either ring (both without a live server,
+  // such as a routing pool's, which holds no keys) stays where it was:
+  // nowhere. Otherwise every hash has an owner on at least one side, and
+  // what is not kept moved.
+  const bool owned_before =
+      std::any_of(old_owned.begin(), old_owned.end(), [](double v) { return v > 0; });
+  const bool owned_after =
+      std::any_of(new_owned.begin(), new_owned.end(), [](double v) { return v > 0; });
+  result.moved = owned_before || owned_after ? (kSpace - kept) / kSpace : 0.0;
   return result;
 }
 

@@ -41,7 +41,9 @@ struct ServerMove {
 };
 
 struct RingDiff {
-  double moved;  // fraction of the 2^32 keyspace whose owner changes
+  // Fraction of the 2^32 keyspace whose owner changes: 1 from or to a ring
+  // with no live server, 0 between two such rings (no key has an owner).
+  double moved;
   // False when the two rings hash keys differently (hash function or
   // hash_tag): every key then lands at a new point, no point-by-point
   // comparison exists, and the figures are the expectation for keys whose

@@ -100,8 +100,7 @@ std::vector<std::pair<std::string, double>> Proxy::log_changes(const Topology& n
       continue;
     }
     // A pool that only routes to others places no key of its own: no
-    // keyspace to move (its ring is empty on both sides, which a diff
-    // would read as everything moved).
+    // keyspace to report (its ring is empty on both sides).
     if (old->servers.empty() && pool.servers.empty() && !pool.pending) continue;
     std::set<std::string> before, after_ids;
     // A scheduled switch moves keys at its moment, not now.

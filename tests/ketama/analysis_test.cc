@@ -223,6 +223,11 @@ TEST(Diff, FromOrToNothingLive) {
   EXPECT_EQ(diff(none, all).moved, 1.0);
   EXPECT_EQ(diff(all, none).moved, 1.0);
   EXPECT_EQ(diff(all, none).servers[0].gained, 0.0);
+  // Nothing live on either side (a routing pool's ring, which holds no
+  // keys): no key had an owner or gets one, so none moved.
+  EXPECT_EQ(diff(none, none).moved, 0.0);
+  EXPECT_EQ(diff(Ring::none(), Ring::none()).moved, 0.0);
+  EXPECT_EQ(diff(Ring::none(), all).moved, 1.0);
 }
 
 // A new key hash moves keys to new points, so comparing the continua point

@@ -30,6 +30,14 @@ std::vector<std::pair<std::string_view, uint64_t>> switch_fields(const SwitchSta
           {"switch_late_ms", static_cast<uint64_t>(std::max<int64_t>(0, s.late_ms))}};
 }
 
+std::vector<std::pair<std::string_view, uint64_t>> repair_fields(const RepairCounts& r) {
+  return {{"repair_keys", r.keys},
+          {"repair_recorded", r.recorded},
+          {"repairs", r.repairs},
+          {"repair_overflow_flushes", r.overflow_flushes},
+          {"repair_flushes", r.flushes}};
+}
+
 std::vector<std::pair<std::string_view, uint64_t>> discovery_fields(const DiscoveryStatus& d) {
   const auto seconds = [](int64_t ms) {
     return static_cast<uint64_t>(std::max<int64_t>(0, ms / 1000));

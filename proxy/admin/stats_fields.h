@@ -1,6 +1,7 @@
 // Figures that more than one of the stats formats prints (stats_render.cc,
-// prometheus_render.cc): a migration's and a scheduled switch's fields by
-// name, counters looked up by name, the workers' totals.
+// prometheus_render.cc): a migration's, a scheduled switch's, a discovery's
+// and a server's repair fields by name, counters looked up by name, the
+// workers' totals.
 #pragma once
 
 #include <cstdint>
@@ -21,6 +22,9 @@ std::vector<std::pair<std::string_view, uint64_t>> switch_fields(const SwitchSta
 // A discovery pool's figures (servers_srv, servers_dns) as named in
 // `stats` and the JSON stats; times in unix seconds (0: never).
 std::vector<std::pair<std::string_view, uint64_t>> discovery_fields(const DiscoveryStatus& d);
+// A server's repair record (docs/failures.md) as named in `stats servers`
+// and the JSON stats.
+std::vector<std::pair<std::string_view, uint64_t>> repair_fields(const RepairCounts& r);
 
 // values[i], 0 past the end (a counter a snapshot does not carry).
 uint64_t counter(const std::vector<uint64_t>& values, size_t i);

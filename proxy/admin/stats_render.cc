@@ -98,12 +98,8 @@ void render_twemproxy_json(const StatsView& p, std::string& out) {
         json_field(out, n, counter(s.counters, i), sf);
         if (n == "server_connections") {
           json_field(out, "server_ejected_at", p.ejected_at(pool, s.identity), sf);
-          const RepairCounts r = p.repair_counts(pool, s.identity);
-          json_field(out, "repair_keys", r.keys, sf);
-          json_field(out, "repair_recorded", r.recorded, sf);
-          json_field(out, "repairs", r.repairs, sf);
-          json_field(out, "repair_overflow_flushes", r.overflow_flushes, sf);
-          json_field(out, "repair_flushes", r.flushes, sf);
+          for (const auto& [rn, v] : repair_fields(p.repair_counts(pool, s.identity)))
+            json_field(out, rn, v, sf);
         } else if (n == "response_bytes") {
           // memshard writes requests straight to the connection: nothing
           // waits in an input queue as in twemproxy.
@@ -145,14 +141,7 @@ void render_stat_servers(const StatsView& p, std::string& out) {
       out.append(prefix).append("address ").append(s.identity).append("\r\n");
       uint64_t ejected = p.ejected_at(pool, s.identity);
       out.append(prefix).append("state ").append(ejected ? "ejected" : "live").append("\r\n");
-      const RepairCounts r = p.repair_counts(pool, s.identity);
-      const std::pair<const char*, uint64_t> repair[] = {
-          {"repair_keys", r.keys},
-          {"repair_recorded", r.recorded},
-          {"repairs", r.repairs},
-          {"repair_overflow_flushes", r.overflow_flushes},
-          {"repair_flushes", r.flushes}};
-      for (const auto& [n, v] : repair)
+      for (const auto& [n, v] : repair_fields(p.repair_counts(pool, s.identity)))
         out.append(prefix).append(n).append(" ").append(std::to_string(v)).append("\r\n");
       for (size_t i = 0; i < std::size(kServerCounterNames); ++i) {
         out.append(prefix).append(kServerCounterNames[i]).append(" ");

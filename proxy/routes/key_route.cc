@@ -96,20 +96,23 @@ void send_to(Server& server, RouteRequest& req, ReplySlot& slot) {
   outbox->enqueue(op);
 }
 
+// With servers ejected, a write of `key` may be placed on `server` rather
+// than its home, which misses it (repair_log.h); `guest` is set when that
+// server keeps a copy in the home's place.
+void KeyRoute::note_home_missed(std::string_view key, size_t server, bool guest) const {
+  if (!placement_.moves_keys()) return;
+  const size_t h = placement_.home(key);
+  if (h == server || h == Placement::npos) return;
+  if (RepairLog* home = placement_.server(h).repairs()) {
+    home->record(
+        key, guest && server != Placement::npos ? placement_.server(server).repairs() : nullptr);
+  }
+}
+
 void KeyRoute::send(RouteRequest& req, ReplySlot& slot) {
   const std::string_view key = req.request.keys[0];
   size_t server = placement_.place(key);
-  // With servers ejected, a write may land elsewhere than its home, which
-  // misses it, and leave a guest copy there (repair_log.h).
-  if (placement_.moves_keys() && proto::changes_key(req.request)) {
-    const size_t h = placement_.home(key);
-    if (h != server && h != Placement::npos) {
-      if (RepairLog* home = placement_.server(h).repairs()) {
-        home->record(key,
-                     server == Placement::npos ? nullptr : placement_.server(server).repairs());
-      }
-    }
-  }
+  if (proto::changes_key(req.request)) note_home_missed(key, server, true);
   if (server == Placement::npos) return unavailable(req, slot);
   send_to(placement_.server(server), req, slot);
 }
@@ -136,12 +139,8 @@ void send_delete(Server& server, RouteRequest& req, ReplySlot& slot) {
 
 void KeyRoute::invalidate(RouteRequest& req, ReplySlot& slot) {
   size_t server = placement_.place(req.request.keys[0]);
-  if (placement_.moves_keys()) {
-    const size_t h = placement_.home(req.request.keys[0]);
-    if (h != server && h != Placement::npos) {
-      if (RepairLog* home = placement_.server(h).repairs()) home->record(req.request.keys[0]);
-    }
-  }
+  // A delete leaves no copy where it lands.
+  note_home_missed(req.request.keys[0], server, false);
   if (server != Placement::npos) send_delete(placement_.server(server), req, slot);
 }
 

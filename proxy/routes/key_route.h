@@ -29,6 +29,7 @@ class KeyRoute final : public SingleKeyRoute {
   void invalidate(RouteRequest& req, ReplySlot& slot) override;
 
  private:
+  void note_home_missed(std::string_view key, size_t server, bool guest) const;
   const Placement& placement_;
 };
 

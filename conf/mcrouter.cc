@@ -235,6 +235,13 @@ class Mapper {
   std::optional<Sem> pool_route(const Ref& r, bool has_def);
   std::optional<Sem> hash_route(const Ref& r, bool has_def);
   std::optional<Sem> all_route(const std::string& type, const Ref& r, bool has_def, Cls cls);
+  bool required_children(const Ref& r, bool has_def, std::string_view handle, std::string_view none,
+                         std::vector<Child>& kids);
+  std::optional<bool> servers_or_routes(const std::vector<Child>& kids, const Ref& r,
+                                        std::string_view handle);
+  std::optional<Sem> chain_of(const std::vector<Child>& kids, Sem s, Cls cls);
+  std::optional<Sem> over_pool(const std::vector<Child>& kids, const Ref& r, Sem s,
+                               std::string_view handle, Cls cls, std::string_view on_write);
   std::optional<Sem> failover_route(const Ref& r, bool has_def, Cls cls);
   std::optional<Sem> latest_route(const Ref& r, bool has_def, Cls cls);
   std::optional<Sem> miss_failover_route(const Ref& r, bool has_def, Cls cls);
@@ -1000,6 +1007,72 @@ std::optional<Sem> Mapper::all_route(const std::string& type, const Ref& r, bool
   return s;
 }
 
+// The children of a route that cannot do without: its object's, or its
+// default's (`Handle|Pool|A`); refused with `none` when there are none.
+bool Mapper::required_children(const Ref& r, bool has_def, std::string_view handle,
+                               std::string_view none, std::vector<Child>& kids) {
+  if (!r.is_object() && !has_def) {
+    refuse(r.origin,
+           std::string(handle) + " needs children: \"" + std::string(handle) + "|Pool|A\"");
+    return false;
+  }
+  if (!children_of(r, handle, kids)) return false;
+  if (kids.empty()) {
+    refuse(r.origin, std::string(none));
+    return false;
+  }
+  return true;
+}
+
+// Whether a failover's children are all servers (of one pool: group_of)
+// or all route handles; refused (nullopt) when mixed.
+std::optional<bool> Mapper::servers_or_routes(const std::vector<Child>& kids, const Ref& r,
+                                              std::string_view handle) {
+  const bool servers = kids.front().server != nullptr;
+  for (const Child& c : kids) {
+    if ((c.server != nullptr) != servers) {
+      refuse(r.origin, std::string(handle) +
+                           " over both servers and route handles has no meaning in memshard");
+      return std::nullopt;
+    }
+  }
+  return servers;
+}
+
+// `s` over the servers of one pool (the children): one server is the
+// pool's own placement (hashed); reads over more go to any one of them
+// (one_of), and writes over more are refused with `on_write` (none
+// refused when it is empty).
+std::optional<Sem> Mapper::over_pool(const std::vector<Child>& kids, const Ref& r, Sem s,
+                                     std::string_view handle, Cls cls, std::string_view on_write) {
+  auto group = group_of(kids, r);
+  if (!group) return std::nullopt;
+  s.group = *group;
+  s.what = std::string(handle) + "|Pool|" + group->name;
+  if (kids.size() == 1) {
+    s.kind = Kind::hashed;
+    return s;
+  }
+  if (cls == Cls::write && !on_write.empty()) {
+    refuse(r.origin, std::string(on_write));
+    return std::nullopt;
+  }
+  s.kind = Kind::one_of;
+  return s;
+}
+
+// `s` as a chain over the children's routes, each tried after the one
+// before it fails (or misses, with s.on_miss).
+std::optional<Sem> Mapper::chain_of(const std::vector<Child>& kids, Sem s, Cls cls) {
+  s.kind = Kind::chain;
+  for (const Child& c : kids) {
+    auto part = eval(c.route, cls);
+    if (!part) return std::nullopt;
+    s.parts.push_back(std::move(*part));
+  }
+  return s;
+}
+
 std::optional<Sem> Mapper::failover_route(const Ref& r, bool has_def, Cls cls) {
   if (!check_options(r, "FailoverRoute", {"children", "failover_tag", "enable_lease_pairing"}))
     return std::nullopt;
@@ -1015,73 +1088,36 @@ std::optional<Sem> Mapper::failover_route(const Ref& r, bool has_def, Cls cls) {
       }
     }
   }
-  if (!r.is_object() && !has_def) {
-    refuse(r.origin, "FailoverRoute needs children: \"FailoverRoute|Pool|A\"");
-    return std::nullopt;
-  }
   std::vector<Child> kids;
-  if (!children_of(r, "FailoverRoute", kids)) return std::nullopt;
-  if (kids.empty()) {
-    refuse(r.origin,
-           "FailoverRoute without children: mcrouter answers with NullRoute's reply, "
-           "which memshard has no route for");
+  if (!required_children(r, has_def, "FailoverRoute",
+                         "FailoverRoute without children: mcrouter answers with NullRoute's "
+                         "reply, which memshard has no route for",
+                         kids))
     return std::nullopt;
-  }
-  const bool servers = kids.front().server != nullptr;
-  for (const Child& c : kids) {
-    if ((c.server != nullptr) != servers) {
-      refuse(r.origin,
-             "FailoverRoute over both servers and route handles has no meaning in "
-             "memshard");
-      return std::nullopt;
-    }
-  }
+  const std::optional<bool> all_servers = servers_or_routes(kids, r, "FailoverRoute");
+  if (!all_servers) return std::nullopt;
+  const bool servers = *all_servers;
   if (kids.size() == 1 && !servers) return eval(kids.front().route, cls);
   Sem s;
   s.origin = r.origin;
   if (servers) {
-    auto group = group_of(kids, r);
-    if (!group) return std::nullopt;
-    s.group = *group;
-    s.what = "FailoverRoute|Pool|" + group->name;
-    if (kids.size() == 1) {
-      s.kind = Kind::hashed;
-      return s;
-    }
-    if (cls == Cls::write) {
-      refuse(r.origin,
-             "FailoverRoute over a pool's servers writes every key to its first "
-             "server (the next on an error); memshard places each key by its hash, "
-             "or on every server of a replicated pool");
-      return std::nullopt;
-    }
-    s.kind = Kind::one_of;
-    return s;
+    return over_pool(kids, r, std::move(s), "FailoverRoute", cls,
+                     "FailoverRoute over a pool's servers writes every key to its first "
+                     "server (the next on an error); memshard places each key by its hash, "
+                     "or on every server of a replicated pool");
   }
-  s.kind = Kind::chain;
   s.what = "FailoverRoute";
-  for (const Child& c : kids) {
-    auto part = eval(c.route, cls);
-    if (!part) return std::nullopt;
-    s.parts.push_back(std::move(*part));
-  }
-  return s;
+  return chain_of(kids, std::move(s), cls);
 }
 
 std::optional<Sem> Mapper::latest_route(const Ref& r, bool has_def, Cls cls) {
   if (!check_options(r, "LatestRoute",
                      {"children", "failover_count", "salt", "thread_local_failover"}))
     return std::nullopt;
-  if (!r.is_object() && !has_def) {
-    refuse(r.origin, "LatestRoute needs children: \"LatestRoute|Pool|A\"");
-    return std::nullopt;
-  }
   std::vector<Child> kids;
-  if (!children_of(r, "LatestRoute", kids)) return std::nullopt;
-  if (kids.empty()) {
-    refuse(r.origin, "LatestRoute without children has no meaning in memshard");
+  if (!required_children(r, has_def, "LatestRoute",
+                         "LatestRoute without children has no meaning in memshard", kids))
     return std::nullopt;
-  }
   for (const Child& c : kids) {
     if (c.server == nullptr) {
       refuse(c.route.origin,
@@ -1090,48 +1126,22 @@ std::optional<Sem> Mapper::latest_route(const Ref& r, bool has_def, Cls cls) {
       return std::nullopt;
     }
   }
-  auto group = group_of(kids, r);
-  if (!group) return std::nullopt;
-  Sem s;
-  s.group = *group;
-  s.what = "LatestRoute|Pool|" + group->name;
-  if (kids.size() == 1) {
-    s.kind = Kind::hashed;
-    return s;
-  }
-  if (cls == Cls::write) {
-    refuse(r.origin,
-           "LatestRoute writes each key to servers each mcrouter instance picks for "
-           "itself, whatever the key; memshard places keys by their hash (use "
-           "LatestRoute for reads only, beside writes to every server)");
-    return std::nullopt;
-  }
-  s.kind = Kind::one_of;
-  return s;
+  return over_pool(kids, r, Sem{}, "LatestRoute", cls,
+                   "LatestRoute writes each key to servers each mcrouter instance picks for "
+                   "itself, whatever the key; memshard places keys by their hash (use "
+                   "LatestRoute for reads only, beside writes to every server)");
 }
 
 std::optional<Sem> Mapper::miss_failover_route(const Ref& r, bool has_def, Cls cls) {
   if (!check_options(r, "MissFailoverRoute", {"children", "return_best_on_error"}))
     return std::nullopt;
-  if (!r.is_object() && !has_def) {
-    refuse(r.origin, "MissFailoverRoute needs children");
-    return std::nullopt;
-  }
   std::vector<Child> kids;
-  if (!children_of(r, "MissFailoverRoute", kids)) return std::nullopt;
-  if (kids.empty()) {
-    refuse(r.origin, "MissFailoverRoute without children has no meaning in memshard");
+  if (!required_children(r, has_def, "MissFailoverRoute",
+                         "MissFailoverRoute without children has no meaning in memshard", kids))
     return std::nullopt;
-  }
-  const bool servers = kids.front().server != nullptr;
-  for (const Child& c : kids) {
-    if ((c.server != nullptr) != servers) {
-      refuse(r.origin,
-             "MissFailoverRoute over both servers and route handles has no meaning "
-             "in memshard");
-      return std::nullopt;
-    }
-  }
+  const std::optional<bool> all_servers = servers_or_routes(kids, r, "MissFailoverRoute");
+  if (!all_servers) return std::nullopt;
+  const bool servers = *all_servers;
   if (kids.size() == 1 && !servers) return eval(kids.front().route, cls);
   if (cls == Cls::write && kids.size() > 1) {
     refuse(r.origin,
@@ -1143,22 +1153,10 @@ std::optional<Sem> Mapper::miss_failover_route(const Ref& r, bool has_def, Cls c
   Sem s;
   s.origin = r.origin;
   s.on_miss = true;
-  if (servers) {
-    auto group = group_of(kids, r);
-    if (!group) return std::nullopt;
-    s.group = *group;
-    s.what = "MissFailoverRoute|Pool|" + group->name;
-    s.kind = kids.size() == 1 ? Kind::hashed : Kind::one_of;
-    return s;
-  }
-  s.kind = Kind::chain;
+  // Writes over more than one child are refused above.
+  if (servers) return over_pool(kids, r, std::move(s), "MissFailoverRoute", cls, "");
   s.what = "MissFailoverRoute";
-  for (const Child& c : kids) {
-    auto part = eval(c.route, cls);
-    if (!part) return std::nullopt;
-    s.parts.push_back(std::move(*part));
-  }
-  return s;
+  return chain_of(kids, std::move(s), cls);
 }
 
 std::optional<Sem> Mapper::failover_with_exptime(const Ref& r, bool, Cls cls) {

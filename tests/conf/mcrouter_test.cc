@@ -525,7 +525,22 @@ INSTANTIATE_TEST_SUITE_P(
                 "route.children[0]", "servers of a pool"},
         Refusal{R"({"type": "FailoverRoute", "children": ["PoolRoute|A", "PoolRoute|G"],
                   "failover_tag": true})",
-                "route.failover_tag", "expected false"}));
+                "route.failover_tag", "expected false"},
+        // The failovers' shared checks of their children, each route's own words.
+        Refusal{R"("FailoverRoute")", "route", "FailoverRoute needs children"},
+        Refusal{R"("MissFailoverRoute")", "route", "MissFailoverRoute needs children"},
+        Refusal{R"({"type": "FailoverRoute", "children": [""]})", "route",
+                "FailoverRoute without children: mcrouter answers with NullRoute's reply"},
+        Refusal{R"({"type": "LatestRoute", "children": [""]})", "route",
+                "LatestRoute without children has no meaning"},
+        Refusal{R"({"type": "MissFailoverRoute", "children": [""]})", "route",
+                "MissFailoverRoute without children has no meaning"},
+        Refusal{R"({"type": "FailoverRoute", "children": ["Pool|A", "PoolRoute|B"]})", "route",
+                "FailoverRoute over both servers and route handles"},
+        Refusal{R"({"type": "MissFailoverRoute", "children": ["PoolRoute|B", "Pool|A"]})", "route",
+                "MissFailoverRoute over both servers and route handles"},
+        Refusal{R"({"type": "LatestRoute", "children": ["PoolRoute|A", "PoolRoute|B"]})",
+                "route.children[0]", "LatestRoute over route handles"}));
 
 TEST(McrouterRefusal, PoolOptions) {
   const std::pair<const char*, const char*> cases[] = {

@@ -298,7 +298,10 @@ TEST_F(RingWarn, RingLoadComparesOnlyTheHashesAsked) {
 TEST_F(RingWarn, RingLoadRefusesUnknownHashPoolAndEmptyInput) {
   // Exit 1, as ring show and lookup do when the pool is unknown.
   std::string f = write_pool("fnv.yml", fleet_of_ten());
-  CommandResult bad_hash = memshard({"ring", "load", "-c", f, "--hash", "sha1"}, "k\n");
+  // More keys than a pipe holds: memshard refuses before it reads them,
+  // and the harness's write to its stdin must fail (EPIPE), not kill the
+  // test (SIGPIPE).
+  CommandResult bad_hash = memshard({"ring", "load", "-c", f, "--hash", "sha1"}, user_keys(100000));
   EXPECT_EQ(bad_hash.exit_code, 1);
   EXPECT_NE(bad_hash.err.find("unknown hash 'sha1'"), std::string::npos) << bad_hash.err;
   EXPECT_EQ(bad_hash.out, "");

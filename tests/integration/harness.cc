@@ -83,6 +83,18 @@ std::string printable(std::string_view s, size_t max, bool break_lines) {
   return out;
 }
 
+namespace {
+// Ports that a process started without a port option takes by itself: a
+// memshard (or nutcracker) run without -s binds the stats port 22222, and
+// one run from an example config listens on 22121/22122. A test handed one
+// of them could find another test's process there once it had checked the
+// port was free, and then talk to the wrong memshard (CI saw a test read
+// another memshard's /metrics that way).
+bool well_known(uint16_t port) {
+  return port == 22121 || port == 22122 || port == 22222 || (port >= 21211 && port <= 21213);
+}
+}  // namespace
+
 uint16_t free_port() {
   static std::mutex mu;
   static std::vector<int> claims;  // lock files kept open: the claims last
@@ -95,6 +107,7 @@ uint16_t free_port() {
   chmod(dir.c_str(), 01777);
   for (int attempt = 0; attempt < 2000; ++attempt) {
     auto port = static_cast<uint16_t>(20000 + rng() % 12000);
+    if (well_known(port)) continue;
     std::string file = dir + "/" + std::to_string(port);
     int fd = open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
     if (fd < 0) continue;

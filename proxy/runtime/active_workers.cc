@@ -3,6 +3,8 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <string>
 
 #include "proxy/runtime/thread_busy.h"
 #include "proxy/support/clock.h"
@@ -51,12 +53,29 @@ void ActiveWorkers::tick() {
   }
   const auto was = static_cast<size_t>(active_.load(std::memory_order_relaxed));
   const uint64_t decided = governor_->decisions();
-  const size_t now = governor_->tick(monotonic_usec(), figures_);
+  const uint64_t at_usec = monotonic_usec();
+  const size_t now = governor_->tick(at_usec, figures_);
   // What each decision was made of, tick by tick (the noise a trial is
-  // judged through shows here).
-  if (log_level() >= LogLevel::debug)
-    log_debug("workers: tick at %zu active: %.0f requests/s, %.0f%% busy", was,
-              governor_->requests_per_second(), governor_->busy() * 100);
+  // judged through shows here), and each worker's part of it: how fast
+  // connections reach a worker that became active shows in its share.
+  if (log_level() >= LogLevel::debug) {
+    std::string parts;
+    const double seconds = static_cast<double>(at_usec - last_tick_usec_) / 1e6;
+    for (size_t i = 0; i < figures_.size() && last_tick_usec_ != 0; ++i) {
+      const WorkerGovernor::Figures& f = figures_[i];
+      const WorkerGovernor::Figures before = i < last_figures_.size() ? last_figures_[i] : f;
+      char buf[96];
+      snprintf(buf, sizeof(buf), "; worker %zu: %.0f requests/s, %.0f%% busy, %llu connections",
+               i, static_cast<double>(f.requests - before.requests) / seconds,
+               static_cast<double>(f.busy_usec - before.busy_usec) / 1e4 / seconds,
+               static_cast<unsigned long long>(f.connections));
+      parts += buf;
+    }
+    log_debug("workers: tick at %zu active: %.0f requests/s, %.0f%% busy%s", was,
+              governor_->requests_per_second(), governor_->busy() * 100, parts.c_str());
+    last_figures_ = figures_;
+    last_tick_usec_ = at_usec;
+  }
   // A trial's verdict is said even when it keeps the count.
   if (now == was && governor_->decisions() == decided) return;
   log_info("workers: %zu of %zu active (%s)", now, workers_.size(), governor_->reason().c_str());

@@ -57,6 +57,9 @@ class ActiveWorkers {
   std::unique_ptr<WorkerGovernor> governor_;
   std::unique_ptr<Timer> timer_;
   std::vector<WorkerGovernor::Figures> figures_;  // scratch
+  // The last tick's figures and time, for the debug log's per-worker view.
+  std::vector<WorkerGovernor::Figures> last_figures_;
+  uint64_t last_tick_usec_ = 0;
   std::vector<uint64_t> loads_;                   // scratch for picker_
 };
 

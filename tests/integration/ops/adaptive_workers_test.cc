@@ -27,6 +27,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -745,6 +746,43 @@ TEST_F(AdaptiveWorkers, GrowUnderLoadShrinkWhenIdleNoReplyLostOrReordered) {
   EXPECT_EQ(log.find("Sanitizer"), std::string::npos) << log;
   std::cout << "total: " << std::chrono::duration<double>(Clock::now() - test_start).count()
             << " s\n";
+}
+
+// At debug level each governor tick says each worker's part: requests a
+// second, busy share and connections. One client on an adaptive memshard
+// with one worker active shows on worker 0, and worker 1 shows nothing.
+TEST(AdaptiveWorkersLog, DebugTicksShowEachWorkersPart) {
+  if (allowed_cpus().size() < 2) GTEST_SKIP() << "needs two CPUs to run on";
+  Fleet fleet(1);
+  TempDir dir;
+  const uint16_t port = free_port();
+  PoolSpec pool{"alpha", "127.0.0.1:" + std::to_string(port), {}, {fleet[0].address() + ":1"}};
+  const std::string log = dir.path() + "/memshard.log";
+  std::unique_ptr<Proxy> proxy =
+      start_proxy(dir, config_yaml({pool}), port, {"--threads", "2", "-v", "7"}, log);
+  RawClient client(port);
+  const std::regex busy_tick(
+      "workers: tick at 1 active: [0-9]+ requests/s, [0-9]+% busy; worker 0: ([0-9]+) "
+      "requests/s, [0-9]+% busy, 1 connections; worker 1: 0 requests/s, 0% busy, 0 connections");
+  const auto served_tick = [&] {
+    for (const std::string& line : lines_of(read_file(log))) {
+      std::smatch m;
+      if (std::regex_search(line, m, busy_tick) && std::stoull(m[1].str()) > 0) return true;
+    }
+    return false;
+  };
+  // Requests until a tick (every 250 ms) has counted some: 10 s at most.
+  const auto deadline = Clock::now() + std::chrono::seconds(10);
+  bool seen = false;
+  while (!seen && Clock::now() < deadline) {
+    for (int i = 0; i < 50; ++i) ASSERT_EQ(client.roundtrip("get k\r\n"), "END\r\n");
+    seen = served_tick();
+  }
+  std::string ticks;
+  for (const std::string& line : lines_of(read_file(log))) {
+    if (line.find("tick at") != std::string::npos) ticks += line + "\n";
+  }
+  EXPECT_TRUE(seen) << "no tick line with worker 0 serving one connection:\n" << ticks;
 }
 
 }  // namespace

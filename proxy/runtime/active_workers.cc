@@ -65,8 +65,8 @@ void ActiveWorkers::tick() {
       const WorkerGovernor::Figures& f = figures_[i];
       const WorkerGovernor::Figures before = i < last_figures_.size() ? last_figures_[i] : f;
       char buf[96];
-      snprintf(buf, sizeof(buf), "; worker %zu: %.0f requests/s, %.0f%% busy, %llu connections",
-               i, static_cast<double>(f.requests - before.requests) / seconds,
+      snprintf(buf, sizeof(buf), "; worker %zu: %.0f requests/s, %.0f%% busy, %llu connections", i,
+               static_cast<double>(f.requests - before.requests) / seconds,
                static_cast<double>(f.busy_usec - before.busy_usec) / 1e4 / seconds,
                static_cast<unsigned long long>(f.connections));
       parts += buf;

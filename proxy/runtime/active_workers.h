@@ -60,7 +60,7 @@ class ActiveWorkers {
   // The last tick's figures and time, for the debug log's per-worker view.
   std::vector<WorkerGovernor::Figures> last_figures_;
   uint64_t last_tick_usec_ = 0;
-  std::vector<uint64_t> loads_;                   // scratch for picker_
+  std::vector<uint64_t> loads_;  // scratch for picker_
 };
 
 }  // namespace memshard::proxy

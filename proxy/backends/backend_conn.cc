@@ -322,6 +322,9 @@ void BackendConn::on_connected() {
 
 void BackendConn::fail(std::string_view reason) {
   bool was_connected = connected_;
+  // Requests owed on a connection given up on are answered as failed (and
+  // writes recorded for repair): none of them may reach the server later.
+  if (stream_ != nullptr && !ops_.empty()) stream_->reset_on_close();
   stream_.reset();
   open_line_.clear();
   open_verb_ = {};

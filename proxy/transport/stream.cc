@@ -103,6 +103,12 @@ void Stream::close() {
   if (output_ != nullptr) evbuffer_drain(output_, evbuffer_get_length(output_));
 }
 
+void Stream::reset_on_close() {
+  if (fd_ < 0) return;
+  const linger reset{1, 0};
+  (void)setsockopt(fd_, SOL_SOCKET, SO_LINGER, &reset, sizeof(reset));
+}
+
 bool Stream::settled() const {
   return fd_ >= 0 && !dirty_ && !blocked_ && !connecting_ && !eof_ && !failed_ &&
          input_length() == 0 && output_length() == 0;

@@ -190,6 +190,14 @@ class Stream {
   // Closes the socket now and drops buffered bytes; no more reports. The
   // object stays valid (an owner may close inside its callback).
   void close();
+  // Makes the coming close a reset (SO_LINGER 0): what the kernel still
+  // holds to send is dropped, not delivered later by an orphaned socket.
+  // For a connection given up on with requests owed: a frozen server that
+  // resumes would otherwise still receive and apply writes whose clients
+  // were answered SERVER_ERROR and whose keys were recorded for repair.
+  // (What the server's own kernel already received stays there: a reset
+  // does not take it back.)
+  void reset_on_close();
 
   // Starts a non-blocking connect to the first of `addresses` that takes
   // one, beginning at index `first` and going round them all once: an

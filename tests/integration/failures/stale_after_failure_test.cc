@@ -4,11 +4,18 @@
 // flaps waits longer for its next probe. Real memcached, real signals.
 // (tests/integration/stale runs the same under load, Jepsen-style.)
 #include <gtest/gtest.h>
+#include <sys/socket.h>
 
+#include <atomic>
+#include <cerrno>
 #include <chrono>
+#include <cstring>
+#include <iostream>
+#include <mutex>
 #include <sstream>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "failure_util.h"
@@ -176,6 +183,67 @@ TEST_F(StaleAfterFailure, AFlappingServerIsProbedLessOften) {
   const std::string log = proxy_->log_tail(20000);
   EXPECT_NE(log.find("probing it every 300 ms"), std::string::npos) << log;
   EXPECT_NE(log.find("probing it every 600 ms (it flaps"), std::string::npos) << log;
+}
+
+// A connection given up on with writes owed is reset, not closed: the
+// bytes memshard's kernel still held for a frozen server are dropped, so
+// that the server, resumed, cannot apply writes whose clients were already
+// answered SERVER_ERROR. A fake server stands in for the frozen one: it
+// reads nothing until the writes have timed out, then reads all it is
+// given. A plain close would have delivered the rest and then an EOF.
+TEST(StaleAfterFailureReset, AConnectionGivenUpOnIsResetAndDeliversNoMore) {
+  std::atomic<bool> thawed{false};
+  std::mutex mu;
+  std::vector<std::pair<size_t, int>> ends;  // per connection: bytes read, errno at the end
+  FakeServer frozen([&](int fd, FakeServer& self) {
+    while (!thawed.load() && !self.stopping()) std::this_thread::sleep_for(10ms);
+    size_t bytes = 0;
+    int end = 0;
+    char buf[65536];
+    for (;;) {
+      const ssize_t n = recv(fd, buf, sizeof(buf), 0);
+      if (n > 0) {
+        bytes += static_cast<size_t>(n);
+        continue;
+      }
+      if (n < 0 && errno == EINTR) continue;
+      end = n == 0 ? 0 : errno;
+      break;
+    }
+    std::lock_guard<std::mutex> lock(mu);
+    ends.emplace_back(bytes, end);
+  });
+  TempDir dir;
+  Proxy proxy(dir, {frozen.address() + ":1"}, {{"timeout", "300"}});
+  // 8 sets of 512 KiB: more than the frozen server's receive buffer takes,
+  // so memshard's own socket holds the rest when it gives up.
+  const std::string value(512 * 1024, 'v');
+  std::string sets;
+  for (int i = 0; i < 8; ++i) sets += set_command("reset" + std::to_string(i), value);
+  RawClient c(proxy.port());
+  std::thread sender([&] { c.send(sets); });
+  const std::string replies = c.read_count("\r\n", 8, 10s);
+  sender.join();
+  EXPECT_EQ(replies, [] {
+    std::string want;
+    for (int i = 0; i < 8; ++i) want += "SERVER_ERROR backend timeout\r\n";
+    return want;
+  }());
+  thawed = true;
+  ASSERT_TRUE(eventually(
+      [&] {
+        std::lock_guard<std::mutex> lock(mu);
+        return !ends.empty();
+      },
+      10s));
+  std::lock_guard<std::mutex> lock(mu);
+  for (const auto& [bytes, end] : ends) {
+    std::cout << "read after the thaw: " << bytes << " of " << sets.size() << " bytes\n";
+    EXPECT_EQ(end, ECONNRESET) << "the connection ended with "
+                               << (end == 0 ? std::string("EOF") : strerror(end)) << " after "
+                               << bytes << " of " << sets.size() << " bytes";
+    EXPECT_LT(bytes, sets.size() / 2) << "most of what was owed is dropped";
+  }
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 
 #include <event2/buffer.h>
 #include <event2/event.h>
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/ioctl.h>
@@ -624,6 +625,69 @@ TEST_P(StreamTest, OutputTheKernelRefusedIsWrittenWhenThePeerReads) {
   recv_available(s.peer.get(), got);
   EXPECT_EQ(got, "more");
   EXPECT_EQ(owner.count(Happened::written), written + 1);
+}
+
+// A connected loopback TCP pair: `ours` non-blocking for a Stream, `peer`
+// blocking for the test (reset_on_close() means nothing to a Unix socket).
+SocketPair tcp_pair() {
+  SocketAddress address;
+  Fd listener = tcp_socket(address, true);
+  // Not an Fd: the Stream owns it from now on.
+  const int ours = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  EXPECT_EQ(connect(ours, reinterpret_cast<const sockaddr*>(&address.storage), address.length), 0)
+      << strerror(errno);
+  Fd peer;
+  while (peer.get() < 0 && !::testing::Test::HasFailure()) {
+    peer.reset(accept4(listener.get(), nullptr, nullptr, SOCK_CLOEXEC));
+    if (peer.get() < 0 && errno != EAGAIN && errno != EINTR) ADD_FAILURE() << strerror(errno);
+  }
+  EXPECT_EQ(fcntl(ours, F_SETFL, fcntl(ours, F_GETFL) | O_NONBLOCK), 0);
+  return {ours, std::move(peer)};
+}
+
+// What the peer reads once it starts reading, to the end; `end` is 0 for
+// EOF, else the errno that ended it.
+size_t read_to_the_end(int fd, int& end) {
+  size_t bytes = 0;
+  char buf[65536];
+  for (;;) {
+    const ssize_t n = recv(fd, buf, sizeof(buf), 0);
+    if (n > 0) {
+      bytes += static_cast<size_t>(n);
+    } else if (n == 0 || errno != EINTR) {
+      end = n == 0 ? 0 : errno;
+      return bytes;
+    }
+  }
+}
+
+// A plain close leaves what the kernel still holds to be delivered when the
+// peer reads at last; a reset drops it (what the peer's kernel already
+// holds still arrives), and the peer's read ends in ECONNRESET.
+TEST_P(StreamTest, ResetOnCloseDropsWhatTheKernelStillHeld) {
+  const std::string payload = pattern(4 << 20, 9);  // far more than the socket buffers hold
+  for (const bool reset : {false, true}) {
+    SCOPED_TRACE(reset ? "reset" : "plain close");
+    SocketPair s = tcp_pair();
+    Owner owner(loop_, s.ours);
+    owner.send(payload);
+    loop_.flush();
+    // Every write the kernel takes before the peer reads anything.
+    run_iterations(5);
+    const size_t unwritten = owner.stream->output_length();
+    ASSERT_GT(unwritten, 0u) << "the socket took 4 MiB at once";
+    if (reset) owner.stream->reset_on_close();
+    owner.stream->close();
+    int end = -1;
+    const size_t got = read_to_the_end(s.peer.get(), end);
+    if (reset) {
+      EXPECT_EQ(end, ECONNRESET) << strerror(end);
+      EXPECT_LT(got, (payload.size() - unwritten) / 2);
+    } else {
+      EXPECT_EQ(end, 0) << strerror(end);
+      EXPECT_EQ(got, payload.size() - unwritten) << "everything the kernel took arrives";
+    }
+  }
 }
 
 // ---------------------------------------------------------------------------

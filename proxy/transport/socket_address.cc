@@ -16,6 +16,16 @@ bool SocketAddress::operator==(const SocketAddress& o) const {
   return length == o.length && std::memcmp(&storage, &o.storage, length) == 0;
 }
 
+bool connected_to_itself(int fd) {
+  SocketAddress local, peer;
+  local.length = peer.length = sizeof(sockaddr_storage);
+  if (getsockname(fd, reinterpret_cast<sockaddr*>(&local.storage), &local.length) != 0 ||
+      getpeername(fd, reinterpret_cast<sockaddr*>(&peer.storage), &peer.length) != 0)
+    return false;
+  if (local.family() != AF_INET && local.family() != AF_INET6) return false;
+  return local == peer;
+}
+
 std::string SocketAddress::text() const {
   char host[INET6_ADDRSTRLEN] = "?";
   switch (family()) {

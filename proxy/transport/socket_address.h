@@ -38,6 +38,12 @@ AddressList resolve_addresses(const std::string& host, uint16_t port, bool is_un
 bool is_ip_literal(const std::string& host);
 // "a, b, c" of AddressList::text(), for logs.
 std::string describe(const AddressList& addresses);
+// Whether a connected TCP socket is connected to itself: its local and
+// peer addresses are one. A connect to a port on this host where nothing
+// listens can complete so when the kernel picks that very port as the
+// source (TCP's simultaneous open): a server port in the ephemeral range,
+// down, would then look up, and read every request back as its reply.
+bool connected_to_itself(int fd);
 // The CPU the kernel last received this socket's packets on
 // (SO_INCOMING_CPU: the sender's CPU on loopback), or -1 when unknown.
 int incoming_cpu(int fd);

@@ -256,6 +256,8 @@ void Stream::handle_write() {
     int err = 0;
     socklen_t len = sizeof(err);
     if (getsockopt(fd_, SOL_SOCKET, SO_ERROR, &err, &len) != 0) err = errno;
+    // Connected to itself (socket_address.h): nothing listened there.
+    if (err == 0 && connected_to_itself(fd_)) err = ECONNREFUSED;
     if (err != 0 && connect_failed_try_next()) return;
     if (err != 0) {
       errno = err;

@@ -643,6 +643,20 @@ bool RawClient::closed_by_peer(std::chrono::milliseconds limit) {
 
 // ------------------------------------------------------------------ helpers
 
+size_t read_until_closed(int fd, int& end) {
+  size_t bytes = 0;
+  char buf[65536];
+  for (;;) {
+    const ssize_t n = recv(fd, buf, sizeof(buf), 0);
+    if (n > 0) {
+      bytes += static_cast<size_t>(n);
+    } else if (n == 0 || errno != EINTR) {
+      end = n == 0 ? 0 : errno;
+      return bytes;
+    }
+  }
+}
+
 namespace {
 void set_nonblocking(int fd) {
   fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);

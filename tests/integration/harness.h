@@ -267,6 +267,10 @@ struct Value {
 // is not exactly that.
 bool parse_values(std::string_view reply, std::vector<Value>& out);
 
+// Reads a blocking socket until its peer closes it: the bytes read, and in
+// `end` 0 for an EOF or the errno that ended it (ECONNRESET for a reset).
+size_t read_until_closed(int fd, int& end);
+
 // Builds a storage command with its data block.
 std::string set_command(std::string_view key, std::string_view value, std::string_view verb = "set",
                         uint32_t flags = 0, std::string_view extra = "");

@@ -4,7 +4,6 @@
 // flaps waits longer for its next probe. Real memcached, real signals.
 // (tests/integration/stale runs the same under load, Jepsen-style.)
 #include <gtest/gtest.h>
-#include <sys/socket.h>
 
 #include <atomic>
 #include <cerrno>
@@ -197,19 +196,8 @@ TEST(StaleAfterFailureReset, AConnectionGivenUpOnIsResetAndDeliversNoMore) {
   std::vector<std::pair<size_t, int>> ends;  // per connection: bytes read, errno at the end
   FakeServer frozen([&](int fd, FakeServer& self) {
     while (!thawed.load() && !self.stopping()) std::this_thread::sleep_for(10ms);
-    size_t bytes = 0;
     int end = 0;
-    char buf[65536];
-    for (;;) {
-      const ssize_t n = recv(fd, buf, sizeof(buf), 0);
-      if (n > 0) {
-        bytes += static_cast<size_t>(n);
-        continue;
-      }
-      if (n < 0 && errno == EINTR) continue;
-      end = n == 0 ? 0 : errno;
-      break;
-    }
+    const size_t bytes = read_until_closed(fd, end);
     std::lock_guard<std::mutex> lock(mu);
     ends.emplace_back(bytes, end);
   });

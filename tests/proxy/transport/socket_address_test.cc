@@ -19,22 +19,9 @@ namespace {
 using test_sockets::Fd;
 using test_sockets::tcp_socket;
 
-// A blocking TCP socket bound to 127.0.0.1 on a port the kernel picks.
-Fd bound_socket(SocketAddress& address) {
-  Fd fd(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  sockaddr_in sin{};
-  sin.sin_family = AF_INET;
-  sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  EXPECT_EQ(bind(fd.get(), reinterpret_cast<sockaddr*>(&sin), sizeof(sin)), 0) << strerror(errno);
-  address.length = sizeof(address.storage);
-  EXPECT_EQ(getsockname(fd.get(), reinterpret_cast<sockaddr*>(&address.storage), &address.length),
-            0);
-  return fd;
-}
-
 TEST(ConnectedToItself, ASocketConnectedToItsOwnPort) {
   SocketAddress own;
-  Fd fd = bound_socket(own);
+  Fd fd = tcp_socket(own, false, true);
   // Nothing listens on its port: the connect meets itself (simultaneous open).
   ASSERT_EQ(connect(fd.get(), own.get(), own.length), 0) << strerror(errno);
   EXPECT_TRUE(connected_to_itself(fd.get()));
@@ -44,7 +31,7 @@ TEST(ConnectedToItself, NotTwoEndsOfAConnection) {
   SocketAddress listening;
   Fd listener = tcp_socket(listening, true);
   SocketAddress own;
-  Fd client = bound_socket(own);
+  Fd client = tcp_socket(own, false, true);
   ASSERT_EQ(connect(client.get(), listening.get(), listening.length), 0) << strerror(errno);
   Fd server(accept4(listener.get(), nullptr, nullptr, SOCK_CLOEXEC));
   ASSERT_GE(server.get(), 0) << strerror(errno);
@@ -54,7 +41,7 @@ TEST(ConnectedToItself, NotTwoEndsOfAConnection) {
 
 TEST(ConnectedToItself, NotAnUnconnectedOrUnixSocket) {
   SocketAddress own;
-  Fd unconnected = bound_socket(own);
+  Fd unconnected = tcp_socket(own, false, true);
   EXPECT_FALSE(connected_to_itself(unconnected.get()));
   int pair[2] = {-1, -1};
   ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair), 0);

@@ -32,6 +32,7 @@
 #include <utility>
 #include <vector>
 
+#include "harness.h"
 #include "tests/proxy/transport/test_sockets.h"
 
 namespace memshard::proxy {
@@ -134,14 +135,14 @@ std::string pattern(size_t n, uint32_t seed = 0) {
 }
 
 // Compares megabytes without gtest printing them all.
-testing::AssertionResult same_bytes(const std::string& got, const std::string& want) {
-  if (got == want) return testing::AssertionSuccess();
+::testing::AssertionResult same_bytes(const std::string& got, const std::string& want) {
+  if (got == want) return ::testing::AssertionSuccess();
   size_t common = std::min(got.size(), want.size());
   size_t at = static_cast<size_t>(
       std::mismatch(got.begin(), got.begin() + static_cast<ptrdiff_t>(common), want.begin()).first -
       got.begin());
-  return testing::AssertionFailure() << "got " << got.size() << " bytes, want " << want.size()
-                                     << "; first difference at offset " << at;
+  return ::testing::AssertionFailure() << "got " << got.size() << " bytes, want " << want.size()
+                                       << "; first difference at offset " << at;
 }
 
 // ---------------------------------------------------------------------------
@@ -207,7 +208,7 @@ struct Owner {
 // alone batched, and with one read and one writev per stream.
 enum class Mode { batched_io, batched_writes, one_by_one };
 
-class StreamTest : public testing::TestWithParam<Mode> {
+class StreamTest : public ::testing::TestWithParam<Mode> {
  protected:
   // A write to a closed peer must fail with EPIPE, not kill the test.
   static void SetUpTestSuite() { signal(SIGPIPE, SIG_IGN); }
@@ -438,7 +439,7 @@ TEST_P(StreamTest, LargeInputArrivesByteExact) {
   const std::string payload = pattern(1 << 20, 7);
   for (Reads reads : {Reads::reserved, Reads::compact}) {
     for (size_t limit : {SIZE_MAX, size_t{5000}}) {
-      SCOPED_TRACE(testing::Message()
+      SCOPED_TRACE(::testing::Message()
                    << (reads == Reads::compact ? "compact" : "reserved") << " limit " << limit);
       SocketPair s = socket_pair();
       Owner owner(loop_, s.ours, 16 * 1024, reads);
@@ -645,22 +646,6 @@ SocketPair tcp_pair() {
   return {ours, std::move(peer)};
 }
 
-// What the peer reads once it starts reading, to the end; `end` is 0 for
-// EOF, else the errno that ended it.
-size_t read_to_the_end(int fd, int& end) {
-  size_t bytes = 0;
-  char buf[65536];
-  for (;;) {
-    const ssize_t n = recv(fd, buf, sizeof(buf), 0);
-    if (n > 0) {
-      bytes += static_cast<size_t>(n);
-    } else if (n == 0 || errno != EINTR) {
-      end = n == 0 ? 0 : errno;
-      return bytes;
-    }
-  }
-}
-
 // A plain close leaves what the kernel still holds to be delivered when the
 // peer reads at last; a reset drops it (what the peer's kernel already
 // holds still arrives), and the peer's read ends in ECONNRESET.
@@ -679,7 +664,7 @@ TEST_P(StreamTest, ResetOnCloseDropsWhatTheKernelStillHeld) {
     if (reset) owner.stream->reset_on_close();
     owner.stream->close();
     int end = -1;
-    const size_t got = read_to_the_end(s.peer.get(), end);
+    const size_t got = memshard::testing::read_until_closed(s.peer.get(), end);
     if (reset) {
       EXPECT_EQ(end, ECONNRESET) << strerror(end);
       EXPECT_LT(got, (payload.size() - unwritten) / 2);
@@ -1416,8 +1401,9 @@ TEST_P(StreamTest, ReadingTurnedOffByAnotherReportLosesNothing) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Io, StreamTest,
-                         testing::Values(Mode::batched_io, Mode::batched_writes, Mode::one_by_one),
-                         [](const testing::TestParamInfo<Mode>& param) {
+                         ::testing::Values(Mode::batched_io, Mode::batched_writes,
+                                           Mode::one_by_one),
+                         [](const ::testing::TestParamInfo<Mode>& param) {
                            switch (param.param) {
                              case Mode::batched_io:
                                return "Batched";

@@ -37,9 +37,10 @@ class Fd {
 
 // A TCP socket bound to 127.0.0.1 on a port the kernel picks, listening or
 // not (a bound socket that does not listen refuses connections, and keeps
-// its port from being reused by anyone else meanwhile).
-inline Fd tcp_socket(SocketAddress& address, bool listening) {
-  Fd fd(socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+// its port from being reused by anyone else meanwhile); non-blocking
+// unless asked.
+inline Fd tcp_socket(SocketAddress& address, bool listening, bool blocking = false) {
+  Fd fd(socket(AF_INET, SOCK_STREAM | (blocking ? 0 : SOCK_NONBLOCK) | SOCK_CLOEXEC, 0));
   EXPECT_GE(fd.get(), 0) << strerror(errno);
   sockaddr_in sin{};
   sin.sin_family = AF_INET;
